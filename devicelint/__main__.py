@@ -1,0 +1,3 @@
+from devicelint.cli import main
+
+main()

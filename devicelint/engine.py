@@ -1,0 +1,157 @@
+"""files -> parse -> rules -> findings. One parse and one traversal per file."""
+
+from __future__ import annotations
+
+import os
+import tokenize
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+import libcst as cst
+
+from devicelint.context import FileContext
+from devicelint.finding import Finding, Fix
+from devicelint.rule import Rule, all_rules
+from devicelint.suppress import is_suppressed, parse_suppressions, skips_file
+
+SYNTAX_ERROR = "DL900"
+UNREADABLE = "DL902"
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding]
+    # Set when suppressions were collected: DL901-style checks can use them.
+    suppressions: Optional[dict] = None
+
+
+def _diagnostic(code: str, path: str, message: str, line: int = 1, column: int = 1) -> Finding:
+    rule = all_rules()[code]
+    return Finding(
+        code=code, name=rule.name, path=path, line=line, column=column,
+        end_line=line, end_column=column, message=message, severity=rule.severity,
+    )
+
+
+def decode_source(data: bytes) -> str:
+    """Decode like Python does: BOM, PEP 263 cookie, else UTF-8. Raises ValueError."""
+    if b"\0" in data:
+        raise ValueError("file contains NUL bytes")
+    try:
+        encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
+    except SyntaxError as error:
+        raise ValueError(str(error)) from None
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as error:
+        raise ValueError(f"not valid {encoding}: {error}") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_source(path: str, max_size: int) -> str:
+    """The file's text; raises OSError/ValueError with a message fit for a diagnostic."""
+    if os.path.isdir(path):
+        raise ValueError("is a directory")
+    size = os.path.getsize(path)
+    if size > max_size:
+        raise ValueError(f"file is {size:,} bytes, over max-file-size ({max_size:,}); skipped")
+    with open(path, "rb") as handle:
+        data = handle.read()
+    return decode_source(data)
+
+
+def rules_for(source: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    """Rules whose prefilter tokens occur in the text (a cheap check before parsing)."""
+    return [r for r in rules if not r.tokens or any(t in source for t in r.tokens)]
+
+
+def _syntax_error(path: str, error: Exception) -> Finding:
+    if isinstance(error, cst.ParserSyntaxError):
+        first = str(error).strip().splitlines()[0] if str(error).strip() else "invalid syntax"
+        message = f"Cannot parse: {error.message}" if error.message else f"Cannot parse: {first}"
+        return _diagnostic(SYNTAX_ERROR, path, message, error.raw_line, error.raw_column + 1)
+    if isinstance(error, RecursionError):
+        return _diagnostic(SYNTAX_ERROR, path, "Cannot parse: nesting too deep for the parser")
+    return _diagnostic(SYNTAX_ERROR, path, f"Cannot parse: {error}")
+
+
+def lint_source(path: str, source: str, rules: Sequence[type[Rule]]) -> FileResult:
+    """Lint one file's text with the given (enabled) rule classes."""
+    if skips_file(source):
+        return FileResult(path, [])
+    active = rules_for(source, rules)
+    if not active:
+        return FileResult(path, [])
+    try:
+        module = cst.parse_module(source)
+    except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
+        return FileResult(path, [_syntax_error(path, error)])
+    ctx = FileContext(path, source, module)
+    visitors: dict[str, list] = {}
+    leavers: dict[str, list] = {}
+    for rule_cls in active:
+        rule = rule_cls(ctx)
+        for handler in rule_cls.handlers():
+            kind, _, node_type = handler.partition("_")
+            table = visitors if kind == "visit" else leavers
+            table.setdefault(node_type, []).append(getattr(rule, handler))
+    ctx.walk(visitors, leavers)
+    if not ctx.reports:
+        return FileResult(path, [])
+    return _findings(ctx)
+
+
+def _findings(ctx: FileContext) -> FileResult:
+    suppressions = parse_suppressions(ctx.source)
+    findings = []
+    seen = set()
+    for report in ctx.reports:
+        try:
+            line, column, end_line, end_column = ctx.position(report.node)
+        except RecursionError:
+            line = column = end_line = end_column = 1
+        rule = report.rule
+        key = (rule.code, line, column, report.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        if is_suppressed(suppressions, rule.code, (line,)):
+            continue
+        finding = Finding(
+            code=rule.code, name=rule.name, path=ctx.path, line=line, column=column,
+            end_line=end_line, end_column=end_column, message=report.message,
+            severity=rule.severity,
+        )
+        if report.fix is not None:
+            finding.fix = _fix(ctx, report)
+        findings.append(finding)
+    findings.sort(key=Finding.sort_key)
+    return FileResult(ctx.path, findings, suppressions)
+
+
+def _fix(ctx: FileContext, report) -> Optional[Fix]:
+    try:
+        line, column, end_line, end_column = ctx.position(report.fix_node)
+        content = ctx.module.code_for_node(report.fix)
+    except (RecursionError, KeyError):
+        return None
+    return Fix(line, column, end_line, end_column, content, report.fix_safe, report.fix_description)
+
+
+def lint_file(path: str, display: str, rules: Sequence[type[Rule]], max_size: int) -> FileResult:
+    try:
+        source = read_source(path, max_size)
+    except FileNotFoundError:
+        return FileResult(display, [_diagnostic(UNREADABLE, display, "No such file or directory")])
+    except OSError as error:
+        reason = error.strerror or str(error)
+        return FileResult(display, [_diagnostic(UNREADABLE, display, f"Cannot read file: {reason}")])
+    except ValueError as error:
+        return FileResult(display, [_diagnostic(UNREADABLE, display, f"Cannot read file: {error}")])
+    return lint_source(display, source, rules)
+
+
+def enabled_rules(codes: Iterable[str]) -> list[type[Rule]]:
+    registry = all_rules()
+    return [registry[code] for code in codes if registry[code].handlers()]

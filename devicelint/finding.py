@@ -1,0 +1,63 @@
+"""The data a rule produces: findings, their fixes and runtime confirmations."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class Fix:
+    """A replacement of the source span [start, end) (1-based line/col, col in characters)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+    safe: bool = True
+    description: str = ""
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    severity: str = "warning"
+    fix: Optional[Fix] = None
+    confirmation: Optional[dict[str, Any]] = None
+    # Not part of the JSON contract: the source line, for text output.
+    source_line: str = field(default="", compare=False, repr=False)
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.column, self.code, self.message)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            "code": self.code,
+            "name": self.name,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "message": self.message,
+            "severity": self.severity,
+        }
+        if self.fix is not None:
+            data["fix"] = asdict(self.fix)
+        if self.confirmation is not None:
+            data["confirmation"] = self.confirmation
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Finding":
+        data = dict(data)
+        fix = data.pop("fix", None)
+        return cls(fix=Fix(**fix) if fix else None, **data)

@@ -1,0 +1,74 @@
+"""Cheap name resolution: an import-alias table instead of libcst's scope analysis.
+
+The table maps each name bound by an import to the dotted path it stands for, so that
+`T.nn.DataParallel`, `nn.DataParallel` and `DP` all resolve to `torch.nn.DataParallel`.
+It ignores shadowing by later assignments: a module that rebinds `nn` to something else
+is rare enough that the speed (no scope metadata) is worth it.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+
+def dotted_name(node: cst.CSTNode) -> Optional[str]:
+    """`a.b.c` for a Name/Attribute chain, else None (calls, subscripts, ...)."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _module_path(node: Optional[cst.BaseExpression]) -> str:
+    return dotted_name(node) if node is not None else ""
+
+
+class ImportTable:
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+        self.star_modules: list[str] = []
+
+    def add_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.aliases[alias.asname.name.value] = full
+            else:
+                head = full.split(".", 1)[0]
+                self.aliases[head] = head
+
+    def add_import_from(self, node: cst.ImportFrom) -> None:
+        module = "." * len(node.relative) + _module_path(node.module)
+        if isinstance(node.names, cst.ImportStar):
+            self.star_modules.append(module)
+            return
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name is None:
+                continue
+            bound = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                bound = alias.asname.name.value
+            self.aliases[bound] = f"{module}.{name}" if module else name
+
+    def resolve(self, node: cst.CSTNode) -> Optional[str]:
+        """Qualified name of an expression built from imported names, else None."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            if self.star_modules and head[:1].isupper():
+                target = f"{self.star_modules[-1]}.{head}"
+            else:
+                return None
+        return f"{target}.{rest}" if rest else target

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from devicelint.rule import Rule
+
+DATA_PARALLEL = {
+    "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel",
+}
+FUNCTIONAL = {
+    "torch.nn.parallel.data_parallel",
+    "torch.nn.parallel.data_parallel.data_parallel",
+}
+
+
+class DataParallel(Rule):
+    """## What it does
+    Flags every construction of `torch.nn.DataParallel` (under any import alias or attribute
+    path) and calls of the functional `torch.nn.parallel.data_parallel`.
+
+    ## Why is this bad?
+    DataParallel runs one Python process for all GPUs: every step it replicates the model
+    to each GPU, scatters the batch from GPU 0, runs the replicas in threads that contend
+    for the GIL, and gathers the outputs back on GPU 0, which becomes the bottleneck.
+    `DistributedDataParallel` runs one process per GPU, keeps a model copy on each, and
+    overlaps the gradient all-reduce with the backward pass. PyTorch's own documentation
+    recommends DDP even on a single machine. Measured on 2x H200 (torch 2.11): DataParallel
+    trained a small CNN 2.9x slower than DDP, and ResNet-18/50 1.41x/1.46x slower.
+    Run `devicelint confirm` on a machine with 2+ GPUs to measure your own model.
+
+    ## Example
+    ```python
+    model = nn.DataParallel(Net()).cuda()
+    for x, y in loader:
+        loss = loss_fn(model(x.cuda()), y.cuda())
+    ```
+
+    ## Use instead
+    ```python
+    # launched with: torchrun --nproc_per_node=NUM_GPUS train.py
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    model = DistributedDataParallel(Net().cuda(local_rank), device_ids=[local_rank])
+    loader = DataLoader(dataset, sampler=DistributedSampler(dataset), batch_size=64)
+    ```
+    There is no automatic fix: the switch needs a launcher and a sampler.
+    """
+
+    code = "DL005"
+    name = "data-parallel"
+    summary = "`nn.DataParallel` is slower than `DistributedDataParallel`"
+    message = (
+        "`nn.DataParallel` runs all GPUs from one GIL-bound process, replicates the model "
+        "every step and scatters/gathers through GPU 0; use `DistributedDataParallel` "
+        "(one process per GPU, e.g. via `torchrun`)"
+    )
+    tokens = ("DataParallel", "data_parallel")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.qualname(node.func)
+        if name in DATA_PARALLEL:
+            self.report(node)
+        elif name in FUNCTIONAL:
+            self.report(
+                node,
+                "`data_parallel()` is functional DataParallel: one process replicates the "
+                "module and scatters inputs on every call; use `DistributedDataParallel`",
+            )
