@@ -53,9 +53,8 @@ class DataParallel(Rule):
     name = "data-parallel"
     summary = "`nn.DataParallel` is slower than `DistributedDataParallel`"
     message = (
-        "`nn.DataParallel` runs all GPUs from one GIL-bound process, replicates the model "
-        "every step and scatters/gathers through GPU 0; use `DistributedDataParallel` "
-        "(one process per GPU, e.g. via `torchrun`)"
+        "`nn.DataParallel` drives all GPUs from one GIL-bound process and re-replicates the "
+        "model every step; use `DistributedDataParallel` (one process per GPU, via `torchrun`)"
     )
     tokens = ("DataParallel", "data_parallel")
 

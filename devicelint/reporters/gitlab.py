@@ -1,0 +1,35 @@
+"""GitLab Code Quality report (a JSON array of issues)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+
+from devicelint.finding import Finding
+from devicelint.reporters import ReportContext
+
+SEVERITY = {"error": "major", "warning": "minor", "info": "info"}
+
+
+def render(findings: list[Finding], ctx: ReportContext) -> str:
+    issues = []
+    occurrences: Counter = Counter()
+    for f in findings:
+        # Stable across runs and line shifts: code, path, message and occurrence number.
+        base = (f.code, f.path, f.message)
+        occurrences[base] += 1
+        digest = hashlib.sha256("\0".join([*base, str(occurrences[base])]).encode()).hexdigest()
+        issues.append(
+            {
+                "description": f"{f.code} {f.message}",
+                "check_name": f"{f.code} {f.name}",
+                "fingerprint": digest,
+                "severity": SEVERITY.get(f.severity, "minor"),
+                "location": {
+                    "path": f.path.replace("\\", "/"),
+                    "lines": {"begin": f.line, "end": f.end_line},
+                },
+            }
+        )
+    return json.dumps(issues, indent=2) + "\n"

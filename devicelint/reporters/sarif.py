@@ -1,0 +1,95 @@
+"""SARIF 2.1.0, as GitHub code scanning accepts it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import PurePath
+
+from devicelint import __version__
+from devicelint.finding import Finding
+from devicelint.reporters import ReportContext
+from devicelint.reporters.text import describe
+from devicelint.rule import all_rules
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFO_URI = "https://github.com/devicelint/devicelint"
+LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def section(docs: str, title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\s*\n(.*?)(?=^## |\Z)", docs, re.S | re.M)
+    return match.group(1).strip() if match else ""
+
+
+def _rule_entry(code: str) -> dict:
+    rule = all_rules()[code]
+    docs = rule.docs()
+    full = section(docs, "What it does") or rule.summary
+    if len(full) > 1024:
+        full = full[:1020].rsplit(" ", 1)[0] + " ..."
+    return {
+        "id": code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": full},
+        "help": {"text": docs},
+        "helpUri": f"{INFO_URI}/blob/main/docs/rules.md#{code.lower()}",
+        "defaultConfiguration": {"level": LEVEL.get(rule.severity, "warning")},
+    }
+
+
+def _uri(path: str) -> str:
+    posix = PurePath(path).as_posix()
+    return posix[2:] if posix.startswith("./") else posix
+
+
+def render(findings: list[Finding], ctx: ReportContext) -> str:
+    codes = sorted(set(ctx.extra.get("enabled", [])) | {f.code for f in findings})
+    index = {code: i for i, code in enumerate(codes)}
+    results = []
+    for f in findings:
+        text = f"{f.code} {f.message}"
+        if f.confirmation:
+            text += f" (runtime: {describe(f.confirmation)})"
+        results.append(
+            {
+                "ruleId": f.code,
+                "ruleIndex": index[f.code],
+                "level": LEVEL.get(f.severity, "warning"),
+                "message": {"text": text},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
+                            "region": {
+                                "startLine": f.line,
+                                "startColumn": f.column,
+                                "endLine": f.end_line,
+                                "endColumn": f.end_column,
+                            },
+                        }
+                    }
+                ],
+            }
+        )
+    document = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "devicelint",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": INFO_URI,
+                        "rules": [_rule_entry(code) for code in codes],
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

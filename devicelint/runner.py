@@ -1,0 +1,184 @@
+"""Lint a set of paths: discovery, cache, parallel workers, suppression by config."""
+
+from __future__ import annotations
+
+import fnmatch
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Optional, Sequence
+
+from devicelint import __version__
+from devicelint.cache import CACHE_DIR_NAME, Cache, content_key
+from devicelint.config import Settings, enabled_codes, expand_codes, load_settings
+from devicelint.discovery import Candidate, discover
+from devicelint.engine import UNREADABLE, _diagnostic, decode_source, enabled_rules, lint_source
+from devicelint.finding import Finding
+from devicelint.rule import all_rules
+
+# Below this many files to (re)lint, a process pool costs more than it saves.
+PARALLEL_THRESHOLD = 16
+
+
+@dataclass
+class Overrides:
+    """What the command line says; None means "as configured"."""
+
+    select: Optional[list[str]] = None
+    ignore: Optional[list[str]] = None
+    extend_select: Optional[list[str]] = None
+    exclude: Optional[list[str]] = None
+    extend_exclude: Optional[list[str]] = None
+    per_file_ignores: Optional[dict[str, list[str]]] = None
+    force_exclude: Optional[bool] = None
+    config: Optional[str] = None
+
+
+@dataclass
+class LintRun:
+    findings: list[Finding]
+    files: int = 0
+    cached: int = 0
+    enabled: list[str] = field(default_factory=list)
+    settings: Optional[Settings] = None
+
+
+def resolve_settings(paths: Sequence[str], overrides: Overrides) -> Settings:
+    start = Path(paths[0]) if paths else Path.cwd()
+    if not start.exists():
+        start = Path.cwd()
+    settings = load_settings(Path(overrides.config) if overrides.config else None, start)
+    updates = {}
+    for name in ("select", "ignore", "extend_select", "exclude", "per_file_ignores", "force_exclude"):
+        value = getattr(overrides, name)
+        if value is not None:
+            updates[name] = value
+    if overrides.extend_exclude:
+        updates["extend_exclude"] = settings.extend_exclude + overrides.extend_exclude
+    if overrides.extend_select:
+        updates["extend_select"] = settings.extend_select + overrides.extend_select
+    return replace(settings, **updates)
+
+
+def _lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> list[dict]:
+    try:
+        source = decode_source(data)
+    except ValueError as error:
+        return [_diagnostic(UNREADABLE, display, f"Cannot read file: {error}").to_dict()]
+    result = lint_source(display, source, enabled_rules(codes))
+    return [f.to_dict() for f in result.findings]
+
+
+def _worker(job: tuple[str, str, bytes, tuple[str, ...]]) -> list[dict]:
+    path, display, data, codes = job
+    try:
+        return _lint_bytes(path, display, data, codes)
+    except Exception as error:  # noqa: BLE001 - one bad file must not end the run
+        return [_internal_error(display, error).to_dict()]
+
+
+def _internal_error(display: str, error: Exception) -> Finding:
+    return _diagnostic(
+        "DL900", display,
+        f"Internal error while linting this file ({type(error).__name__}: {error}); "
+        "please report it with the file",
+    )
+
+
+def _read(candidate: Candidate, max_size: int) -> tuple[Optional[bytes], Optional[Finding]]:
+    try:
+        if os.path.isdir(candidate.path):
+            raise IsADirectoryError(21, "Is a directory")
+        size = os.path.getsize(candidate.path)
+        if size > max_size:
+            return None, _diagnostic(
+                UNREADABLE, candidate.display,
+                f"File is {size:,} bytes, over max-file-size ({max_size:,}); skipped",
+            )
+        with open(candidate.path, "rb") as handle:
+            return handle.read(), None
+    except FileNotFoundError:
+        return None, _diagnostic(UNREADABLE, candidate.display, "No such file or directory (deleted while linting?)")
+    except OSError as error:
+        reason = error.strerror or str(error)
+        return None, _diagnostic(UNREADABLE, candidate.display, f"Cannot read file: {reason}")
+
+
+def _ignored_by_path(finding: Finding, settings: Settings) -> bool:
+    if not settings.per_file_ignores:
+        return False
+    root = Path(settings.root)
+    try:
+        relative = Path(os.path.abspath(finding.path)).relative_to(root).as_posix()
+    except ValueError:
+        relative = Path(finding.path).as_posix()
+    known = list(all_rules())
+    for pattern, codes in settings.per_file_ignores.items():
+        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(Path(relative).name, pattern) \
+                or relative.startswith(pattern.rstrip("/") + "/"):
+            if finding.code in expand_codes(codes, known, "per-file-ignores"):
+                return True
+    return False
+
+
+def lint_paths(
+    paths: Sequence[str],
+    overrides: Optional[Overrides] = None,
+    *,
+    use_cache: bool = True,
+    jobs: Optional[int] = None,
+    settings: Optional[Settings] = None,
+) -> LintRun:
+    overrides = overrides or Overrides()
+    settings = settings or resolve_settings(paths, overrides)
+    codes = enabled_codes(settings, all_rules())
+    candidates, problems = discover(list(paths), settings, bool(settings.force_exclude))
+    findings = [_diagnostic(UNREADABLE, p.display, p.message) for p in problems]
+    cache = None
+    if use_cache:
+        directory = Path(settings.cache_dir) if settings.cache_dir else Path(settings.root) / CACHE_DIR_NAME
+        cache = Cache(directory, settings.fingerprint(codes, __version__))
+    jobs_to_run = []
+    keys = []
+    cached = 0
+    for candidate in candidates:
+        data, problem = _read(candidate, settings.max_file_size)
+        if problem is not None:
+            findings.append(problem)
+            continue
+        key = content_key(data)
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:
+            cached += 1
+            findings.extend(Finding.from_dict({**f, "path": candidate.display}) for f in hit)
+            continue
+        jobs_to_run.append((candidate.path, candidate.display, data, tuple(codes)))
+        keys.append(key)
+    for key, job, result in zip(keys, jobs_to_run, _run_jobs(jobs_to_run, jobs)):
+        if cache is not None:
+            cache.put(key, [{k: v for k, v in f.items() if k != "path"} for f in result])
+        findings.extend(Finding.from_dict(f) for f in result)
+    if cache is not None:
+        cache.save()
+    findings = [f for f in findings if f.code in codes]
+    findings = [f for f in findings if not _ignored_by_path(f, settings)]
+    findings.sort(key=Finding.sort_key)
+    return LintRun(findings, len(candidates), cached, codes, settings)
+
+
+def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[list[dict]]:
+    workers = jobs or os.cpu_count() or 1
+    if workers <= 1 or len(jobs_to_run) < PARALLEL_THRESHOLD:
+        return [_worker(job) for job in jobs_to_run]
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    context = multiprocessing.get_context(method)
+    chunk = max(1, min(32, len(jobs_to_run) // (workers * 4)))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return list(pool.map(_worker, jobs_to_run, chunksize=chunk))
+
+
+def run_lint(paths: Sequence[str], select: Optional[list[str]] = None) -> list[Finding]:
+    """Library entry point: findings for `paths` with the project's configuration."""
+    return lint_paths(paths, Overrides(select=select), use_cache=False).findings
