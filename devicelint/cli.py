@@ -115,7 +115,10 @@ def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_fil
     if fix or diff:
         from devicelint.fix import apply_fixes
 
-        outcome = apply_fixes(findings, unsafe=unsafe_fixes, diff_only=diff, settings=run.settings)
+        outcome = apply_fixes(findings, unsafe=unsafe_fixes, diff_only=diff,
+                              settings=run.settings, enabled=run.enabled)
+        for message in outcome.messages:  # dropped fixes: never silent, never in the diff
+            click.echo(f"devicelint: warning: {message}", err=True)
         if diff:
             click.echo(outcome.diff, nl=False)
             sys.exit(EXIT_FINDINGS if outcome.fixable and not exit_zero else EXIT_CLEAN)
