@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import tokenize
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from devicelint.rule import Rule, all_rules
 from devicelint.suppress import is_suppressed, parse_suppressions, skips_file
 
 SYNTAX_ERROR = "DL900"
+UNUSED_SUPPRESSION = "DL901"
 UNREADABLE = "DL902"
 
 
@@ -76,13 +78,32 @@ def _syntax_error(path: str, error: Exception) -> Finding:
     return _diagnostic(SYNTAX_ERROR, path, f"Cannot parse: {error}")
 
 
-def lint_source(path: str, source: str, rules: Sequence[type[Rule]]) -> FileResult:
-    """Lint one file's text with the given (enabled) rule classes."""
+def _python_syntax_error(path: str, source: str) -> list[Finding]:
+    try:
+        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        message = f"Cannot parse: {error.msg}"
+        return [_diagnostic(SYNTAX_ERROR, path, message, error.lineno or 1, error.offset or 1)]
+    except (RecursionError, MemoryError, ValueError) as error:
+        return [_syntax_error(path, error)]
+    return []
+
+
+def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
+                honour_noqa: bool = True) -> FileResult:
+    """Lint one file's text with the given (enabled) rule classes. `honour_noqa=False`
+    leaves `# noqa` comments to the caller (the flake8 plugin: flake8 applies them)."""
     if skips_file(source):
         return FileResult(path, [])
     active = rules_for(source, rules)
     if not active:
-        return FileResult(path, [])
+        # No rule can match: only check that the file parses, with CPython's (faster) parser.
+        errors = _python_syntax_error(path, source)
+        if errors:
+            return FileResult(path, errors)
+        # Every suppression naming an enabled rule is unused here (DL901).
+        table = _suppressions(source, honour_noqa)
+        return FileResult(path, _unused(path, source, table, rules), table)
     try:
         module = cst.parse_module(source)
     except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
@@ -97,13 +118,49 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]]) -> FileResu
             table = visitors if kind == "visit" else leavers
             table.setdefault(node_type, []).append(getattr(rule, handler))
     ctx.walk(visitors, leavers)
-    if not ctx.reports:
-        return FileResult(path, [])
-    return _findings(ctx)
+    return _findings(ctx, rules, honour_noqa)
 
 
-def _findings(ctx: FileContext) -> FileResult:
-    suppressions = parse_suppressions(ctx.source)
+def _suppressions(source: str, honour_noqa: bool) -> dict:
+    table = parse_suppressions(source)
+    if not honour_noqa:
+        table = {line: [s for s in entries if s.kind != "noqa"] for line, entries in table.items()}
+    return table
+
+
+def _unused(path: str, source: str, table: dict, rules: Sequence[type[Rule]]) -> list[Finding]:
+    """DL901: suppression comments naming enabled rules that suppressed nothing. Only codes
+    of enabled rules can be judged (a disabled rule never had the chance to fire); bare
+    `# noqa` and other tools' codes are never reported; DL901 on its own line is honoured."""
+    judged = {rule.code for rule in rules} - {UNUSED_SUPPRESSION}
+    if not table or not judged:
+        return []
+    lines = source.splitlines()
+    found = []
+    for line in sorted(table):
+        for suppression in table[line]:
+            if suppression.codes is None:
+                continue
+            unused = sorted((suppression.codes & judged) - suppression.used)
+            if not unused:
+                continue
+            if is_suppressed(table, UNUSED_SUPPRESSION, (line,)):
+                continue
+            kind = "`# noqa`" if suppression.kind == "noqa" else "`# devicelint: ignore[...]`"
+            finding = _diagnostic(
+                UNUSED_SUPPRESSION, path,
+                f"Unused {kind} code{'s' if len(unused) > 1 else ''} {', '.join(unused)}: "
+                "nothing is reported here; remove it",
+                line, suppression.column,
+            )
+            text = lines[line - 1] if line <= len(lines) else ""
+            finding.end_column = max(len(text) + 1, suppression.column)
+            found.append(finding)
+    return found
+
+
+def _findings(ctx: FileContext, rules: Sequence[type[Rule]] = (), honour_noqa: bool = True) -> FileResult:
+    suppressions = _suppressions(ctx.source, honour_noqa)
     findings = []
     seen = set()
     for report in ctx.reports:
@@ -126,6 +183,7 @@ def _findings(ctx: FileContext) -> FileResult:
         if report.fix is not None:
             finding.fix = _fix(ctx, report)
         findings.append(finding)
+    findings.extend(_unused(ctx.path, ctx.source, suppressions, rules))
     findings.sort(key=Finding.sort_key)
     return FileResult(ctx.path, findings, suppressions)
 
@@ -140,6 +198,15 @@ def _fix(ctx: FileContext, report) -> Optional[Fix]:
 
 
 def lint_file(path: str, display: str, rules: Sequence[type[Rule]], max_size: int) -> FileResult:
+    if path.endswith(".ipynb") and not os.path.isdir(path):
+        from devicelint.notebook import lint_notebook
+
+        try:
+            with open(path, "rb") as handle:
+                return lint_notebook(display, handle.read(), rules)
+        except OSError as error:
+            reason = error.strerror or str(error)
+            return FileResult(display, [_diagnostic(UNREADABLE, display, f"Cannot read file: {reason}")])
     try:
         source = read_source(path, max_size)
     except FileNotFoundError:
