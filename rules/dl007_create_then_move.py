@@ -89,7 +89,8 @@ class CreateThenMove(Rule):
     tokens = (".to(", ".cuda(")
     fixable = True
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def leave_Call(self, node: cst.Call) -> None:
+        # On leaving, the arguments have been visited: their scope and bindings resolve.
         method = method_name(node)
         if method not in ("to", "cuda"):
             return
