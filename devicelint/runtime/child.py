@@ -1,0 +1,180 @@
+"""The instrumented child: `python -m devicelint.runtime.child PLAN.json RESULT.json`.
+
+Sets up the device (real CUDA or the simulated one), installs the tracker for the plan's
+flagged lines, runs the target (a script, `-m module`, or pytest) in this process, then
+judges every flagged line and writes the result. A crash or exit of the user's code is a
+result; SIGTERM (the parent's time limit) and SIGINT (Ctrl-C) stop the user's code and still
+write what was seen so far.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import signal
+import sys
+import time
+import traceback
+
+
+class Stopped(BaseException):
+    """Raised in the user's code when the parent asks the child to stop."""
+
+
+def _on_term(signum, frame):
+    raise Stopped("timed out" if signum == signal.SIGTERM else "interrupted")
+
+
+def _target(argv: list[str]) -> tuple[str, str, list[str]]:
+    """("path"|"module", what, sys.argv) for a python command line."""
+    words = list(argv)
+    if words and os.path.basename(words[0]).startswith("python"):
+        words = words[1:]
+        while words and words[0].startswith("-") and words[0] not in ("-m", "-c"):
+            words = words[1:]  # interpreter flags such as -u, -O
+    if not words:
+        raise ValueError("nothing to run")
+    if words[0] == "-m" and len(words) > 1:
+        return "module", words[1], [words[1], *words[2:]]
+    if words[0] == "-c":
+        raise ValueError("`python -c` is not supported; put the code in a file")
+    if os.path.basename(words[0]) in ("pytest", "py.test"):
+        return "module", "pytest", ["pytest", *words[1:]]
+    if words[0].endswith(".py") or os.path.isfile(words[0]):
+        return "path", words[0], words
+    raise ValueError(f"can only run Python commands (python X.py, python -m M, pytest), "
+                     f"not {words[0]!r}")
+
+
+def _crash(error: BaseException) -> dict:
+    frames = traceback.extract_tb(error.__traceback__)
+    def theirs(name: str) -> bool:
+        name = name.replace(os.sep, "/")
+        return not any(part in name for part in ("devicelint/runtime", "site-packages", "<frozen"))
+
+    user = [f for f in frames if theirs(f.filename)]
+    last = user[-1] if user else (frames[-1] if frames else None)
+    return {
+        "type": type(error).__name__,
+        "message": str(error).splitlines()[0][:500] if str(error) else "",
+        "path": last.filename if last else None,
+        "line": last.lineno if last else None,
+    }
+
+
+def run(plan_path: str, result_path: str) -> int:
+    from devicelint.runtime.plan import Plan
+
+    with open(plan_path, encoding="utf-8") as handle:
+        plan = Plan.from_json(handle.read())
+    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGINT, _on_term)
+    started = time.perf_counter()
+    result: dict = {"argv": plan.argv, "exit_code": 0, "crash": None, "stopped": None}
+    try:
+        kind, what, argv = _target(plan.argv)
+    except ValueError as error:
+        result.update(exit_code=2, crash={"type": "UsageError", "message": str(error)})
+        _write(result_path, result)
+        return 2
+
+    import torch
+
+    from devicelint.runtime import probes
+    from devicelint.runtime.tracker import Tracker
+
+    device = plan.device
+    note = None
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "sim"
+    elif device == "cuda" and not torch.cuda.is_available():
+        device, note = "sim", "no CUDA device visible: ran on the simulated device"
+    sim = None
+    if device == "sim":
+        from devicelint.runtime.sim import Simulation
+
+        simulation = Simulation(plan.sim_gpus)
+        simulation.install()
+        sim = simulation.sim
+        device_of = simulation.device_of
+    else:
+        def device_of(tensor):
+            return str(tensor.device)
+
+    tracker = Tracker(plan.watched(), device_of, sim)
+    codes = plan.codes()
+    if "DL013" in codes:
+        tracker.line_hooks.append(_cuda_state_hook(torch, sim))
+    tracker.install(codes)
+
+    old_argv, old_path = sys.argv, list(sys.path)
+    sys.argv = argv
+    if kind == "path":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(what)))
+    try:
+        if kind == "path":
+            runpy.run_path(what, run_name="__main__")
+        else:
+            runpy.run_module(what, run_name="__main__", alter_sys=True)
+    except SystemExit as done:
+        code = done.code
+        result["exit_code"] = code if isinstance(code, int) else (0 if code is None else 1)
+    except Stopped as stop:
+        result["stopped"] = str(stop)
+        result["exit_code"] = 124 if str(stop) == "timed out" else 130
+    except BaseException as error:  # noqa: BLE001 - the user's crash is a result
+        result["crash"] = _crash(error)
+        result["exit_code"] = 1
+    finally:
+        tracker.uninstall()
+        sys.argv, sys.path[:] = old_argv, old_path
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    result["run_seconds"] = round(time.perf_counter() - started, 3)
+
+    ctx = probes.Context(device, tracker, sim)
+    result["device"] = device
+    result["device_name"] = ctx.device_name
+    result["torch"] = torch.__version__
+    result["note"] = note
+    verdicts = []
+    for path, lines in plan.lines.items():
+        for line, line_codes in lines.items():
+            for code in line_codes:
+                try:
+                    confirmation = probes.verdict(ctx, path, line, code)
+                except Exception as error:  # noqa: BLE001 - one probe must not lose the rest
+                    confirmation = ctx.base("inconclusive", f"probe failed: {error!r}")
+                verdicts.append({"path": path, "line": line, "code": code,
+                                 "confirmation": confirmation})
+    result["verdicts"] = verdicts
+    result["premise"] = {
+        path: {code: probes.pitfall_lines(ctx, path, code) for code in codes_}
+        for path, codes_ in plan.whole_files.items()
+    }
+    if sim is not None:
+        result["sim_counts"] = {"copies": sim.copies, "copy_bytes": sim.copy_bytes,
+                                "syncs": sim.syncs}
+    _write(result_path, result)
+    return 0
+
+
+def _cuda_state_hook(torch, sim):
+    def hook(tracker, rec):
+        if sim is not None:
+            rec["line_events"]["cuda_initialized"] = sim.initialized
+        else:
+            rec["line_events"]["cuda_initialized"] = torch.cuda.is_initialized()
+
+    return hook
+
+
+def _write(path: str, result: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(result, handle, default=str)
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1], sys.argv[2]))

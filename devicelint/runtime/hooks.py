@@ -1,0 +1,300 @@
+"""The wrappers the tracker installs, one group per kind of event.
+
+Each wrapper costs one Python call plus a frame look-up when the caller is not on a flagged
+line; only calls on flagged lines are timed and counted.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+
+import torch
+
+from devicelint.runtime.tracker import clock
+
+
+def _nbytes(tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
+def _wrap(owner, name, make):
+    original = getattr(owner, name)
+    wrapper = make(original)
+    functools.update_wrapper(wrapper, original, assigned=("__name__", "__qualname__", "__doc__"))
+    setattr(owner, name, wrapper)
+
+
+def _add_copy(tracker, rec, src, dst, nbytes, seconds, pinned, non_blocking) -> None:
+    kind = "h2d" if src == "cpu" else ("d2h" if dst == "cpu" else "d2d")
+    entry = rec["copies"].setdefault(kind, {
+        "count": 0, "bytes": 0, "seconds": 0.0, "pinned": 0, "pageable_non_blocking": 0,
+    })
+    entry["count"] += 1
+    entry["bytes"] += nbytes
+    entry["seconds"] += seconds
+    entry["pinned"] += bool(pinned)
+    entry["pageable_non_blocking"] += bool(non_blocking and not pinned and kind == "h2d")
+
+
+def _add_sync(rec, kind: str, seconds: float) -> None:
+    syncs = rec["syncs"]
+    syncs["count"] += 1
+    syncs["seconds"] += seconds
+    syncs["kinds"][kind] = syncs["kinds"].get(kind, 0) + 1
+
+
+def install_moves(tracker) -> None:
+    """Tensor.to / .cuda / .cpu: copies (h2d/d2h), no-op moves, and .cpu() as a sync."""
+
+    def make(original, method):
+        def wrapper(self, *args, **kwargs):
+            site = tracker.site(sys._getframe(1))
+            if site is None or not isinstance(self, torch.Tensor):
+                return original(self, *args, **kwargs)
+            src = tracker.device_of(self)
+            pinned = src == "cpu" and self.is_pinned()
+            non_blocking = bool(kwargs.get("non_blocking")) or any(
+                a is True for a in args if isinstance(a, bool))
+            tracker.busy(True)
+            try:
+                start = clock()
+                out = original(self, *args, **kwargs)
+                seconds = clock() - start
+            finally:
+                tracker.busy(False)
+            rec = tracker.record(site)
+            rec["moves"]["count"] += 1
+            if out is self or not isinstance(out, torch.Tensor):
+                rec["moves"]["noop"] += 1
+                return out
+            dst = tracker.device_of(out)
+            if src != dst:
+                _add_copy(tracker, rec, src, dst, _nbytes(out), seconds, pinned, non_blocking)
+                if dst == "cpu":
+                    _add_sync(rec, method, seconds)
+            else:
+                rec["moves"].setdefault("same_device", 0)
+                rec["moves"]["same_device"] += 1
+            return out
+
+        return wrapper
+
+    for method in ("to", "cuda", "cpu"):
+        _wrap(torch.Tensor, method, lambda original, m=method: make(original, m))
+
+
+def install_factories(tracker) -> None:
+    """torch.tensor / torch.as_tensor with a device: a host->device copy per call."""
+
+    def make(original):
+        def wrapper(*args, **kwargs):
+            site = tracker.site(sys._getframe(1))
+            if site is None or kwargs.get("device") is None:
+                return original(*args, **kwargs)
+            data = args[0] if args else kwargs.get("data")
+            if isinstance(data, torch.Tensor) and tracker.is_cuda(data):
+                return original(*args, **kwargs)
+            tracker.busy(True)
+            try:
+                start = clock()
+                out = original(*args, **kwargs)
+                seconds = clock() - start
+            finally:
+                tracker.busy(False)
+            if tracker.is_cuda(out):
+                rec = tracker.record(site)
+                rec["moves"]["count"] += 1
+                _add_copy(tracker, rec, "cpu", tracker.device_of(out), _nbytes(out), seconds,
+                          False, False)
+            return out
+
+        return wrapper
+
+    for name in ("tensor", "as_tensor"):
+        _wrap(torch, name, make)
+
+
+def install_syncs(tracker) -> None:
+    """Host reads of device values: .item(), .tolist(), bool/float/int(t), print(t), and
+    torch.cuda.synchronize(). The wall time of the call is the time the host was blocked."""
+
+    def make(original, kind):
+        def wrapper(self, *args, **kwargs):
+            site = tracker.site(sys._getframe(1))
+            if site is None or not tracker.is_cuda(self):
+                return original(self, *args, **kwargs)
+            tracker.busy(True)
+            try:
+                start = clock()
+                out = original(self, *args, **kwargs)
+                seconds = clock() - start
+            finally:
+                tracker.busy(False)
+            _add_sync(tracker.record(site), kind, seconds)
+            return out
+
+        return wrapper
+
+    for name, kind in (
+        ("item", "item"), ("tolist", "tolist"), ("__bool__", "bool"), ("__float__", "float"),
+        ("__int__", "int"), ("__index__", "int"), ("__repr__", "print"), ("__format__", "print"),
+    ):
+        if hasattr(torch.Tensor, name):
+            _wrap(torch.Tensor, name, lambda original, k=kind: make(original, k))
+
+    def make_sync(original):
+        def wrapper(*args, **kwargs):
+            site = tracker.site(sys._getframe(1))
+            if site is None:
+                return original(*args, **kwargs)
+            start = clock()
+            out = original(*args, **kwargs)
+            _add_sync(tracker.record(site), "synchronize", clock() - start)
+            return out
+
+        return wrapper
+
+    _wrap(torch.cuda, "synchronize", make_sync)
+
+
+def install_view(tracker) -> None:
+    """Tensor.view: shapes and strides seen at the flagged line, and whether it raised."""
+
+    def make(original):
+        def wrapper(self, *args, **kwargs):
+            site = tracker.site(sys._getframe(1))
+            if site is None:
+                return original(self, *args, **kwargs)
+            rec = tracker.record(site)
+            views = rec["views"]
+            views["count"] += 1
+            sample = None
+            if not (args and isinstance(args[0], torch.dtype)) and "dtype" not in kwargs:
+                sample = {
+                    "size": list(self.shape), "stride": list(self.stride()),
+                    "target": _view_target(args, kwargs),
+                }
+            tracker.busy(True)
+            try:
+                out = original(self, *args, **kwargs)
+            except RuntimeError:
+                views["failed"] += 1
+                if sample is not None:
+                    sample["failed"] = True
+                    _keep_sample(views, sample)
+                raise
+            finally:
+                tracker.busy(False)
+            if sample is not None:
+                sample["failed"] = False
+                sample["result"] = list(out.shape)
+                _keep_sample(views, sample)
+            return out
+
+        return wrapper
+
+    _wrap(torch.Tensor, "view", make)
+
+
+def _view_target(args, kwargs) -> list:
+    shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)) else args
+    if not shape and "size" in kwargs:
+        shape = kwargs["size"]
+    return [int(s) for s in shape]
+
+
+def _keep_sample(views: dict, sample: dict) -> None:
+    if sample not in views["samples"] and len(views["samples"]) < 20:
+        views["samples"].append(sample)
+
+
+def install_empty_cache(tracker) -> None:
+    def make(original):
+        def wrapper(*args, **kwargs):
+            site = tracker.site(sys._getframe(1))
+            if site is None:
+                return original(*args, **kwargs)
+            start = clock()
+            out = original(*args, **kwargs)
+            seconds = clock() - start
+            call = tracker.record(site)["calls"].setdefault(
+                "empty_cache", {"count": 0, "seconds": 0.0})
+            call["count"] += 1
+            call["seconds"] += seconds
+            return out
+
+        return wrapper
+
+    _wrap(torch.cuda, "empty_cache", make)
+
+
+def install_clock(tracker) -> None:
+    """time.time/perf_counter/monotonic at a flagged line: was GPU work still pending?"""
+
+    def pending() -> tuple[bool, float]:
+        if tracker.sim is not None:
+            return tracker.sim.pending_ops > 0, 0.0
+        if not torch.cuda.is_initialized():
+            return False, 0.0
+        if torch.cuda.current_stream().query():
+            return False, 0.0
+        # Measure how long the GPU kept running after the timestamp (this adds one sync).
+        start = clock()
+        torch.cuda.synchronize()
+        return True, clock() - start
+
+    def make(original):
+        def wrapper():
+            value = original()
+            site = tracker.site(sys._getframe(1))
+            if site is None:
+                return value
+            busy, lag = pending()
+            rec = tracker.record(site)
+            stamps = rec["calls"].setdefault(
+                "timestamp", {"count": 0, "pending": 0, "lag_seconds": 0.0})
+            stamps["count"] += 1
+            stamps["pending"] += busy
+            stamps["lag_seconds"] += lag
+            return value
+
+        return wrapper
+
+    for name in ("time", "perf_counter", "monotonic"):
+        _wrap(time, name, make)
+
+
+def install_data_parallel(tracker) -> None:
+    """Remember each DataParallel built at a flagged line and the first batch it saw."""
+    init = torch.nn.DataParallel.__init__
+
+    def wrapped_init(self, *args, **kwargs):
+        site = tracker.site(sys._getframe(1))
+        init(self, *args, **kwargs)
+        if site is None:
+            return
+        tracker.record(site)
+        entry = {"module": self, "batch": None}
+        tracker.captured_dp.setdefault(site, []).append(entry)
+        forward = type(self).forward
+
+        def capture(*a, **k):
+            if entry["batch"] is None:
+                tracker.busy(True)  # the capture's own copies are not the user's
+                try:
+                    entry["batch"] = (_to_cpu(a), _to_cpu(k))
+                finally:
+                    tracker.busy(False)
+            return forward(self, *a, **k)
+
+        self.forward = capture
+
+    torch.nn.DataParallel.__init__ = wrapped_init
+
+
+def _to_cpu(tree):
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda x: x.detach().to("cpu") if isinstance(x, torch.Tensor) else x, tree)

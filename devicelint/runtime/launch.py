@@ -1,0 +1,89 @@
+"""Start the instrumented child with a time limit; Ctrl-C stops it cleanly. Torch-free."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from devicelint.runtime.plan import Plan
+
+# After SIGTERM the child still judges the lines it saw and writes its result.
+GRACE_SECONDS = 20
+STDERR_TAIL = 2000
+
+
+@dataclass
+class ChildRun:
+    result: Optional[dict]
+    exit_code: Optional[int]
+    timed_out: bool
+    interrupted: bool
+    stderr_tail: str
+    seconds: float
+
+
+def _project_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_child(plan: Plan, timeout: float, quiet_output: bool = False) -> ChildRun:
+    with tempfile.TemporaryDirectory(prefix="devicelint-confirm-") as folder:
+        plan_path = os.path.join(folder, "plan.json")
+        result_path = os.path.join(folder, "result.json")
+        stderr_path = os.path.join(folder, "stderr.txt")
+        with open(plan_path, "w", encoding="utf-8") as handle:
+            handle.write(plan.to_json())
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_project_root(), env.get("PYTHONPATH")]))
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        started = time.perf_counter()
+        timed_out = interrupted = False
+        with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
+            stdout = subprocess.DEVNULL if quiet_output else sys.stderr
+            # Its own process group: the time limit ends the user's subprocesses too (loader
+            # workers), and the terminal's Ctrl-C reaches the child only through us.
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "devicelint.runtime.child", plan_path, result_path],
+                env=env, stdout=stdout, stderr=stderr, start_new_session=True,
+            )
+            try:
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    _stop(proc, signal.SIGTERM)
+            except KeyboardInterrupt:
+                interrupted = True
+                _stop(proc, signal.SIGINT)
+            stderr.seek(0)
+            tail = stderr.read()[-STDERR_TAIL:]
+        result = None
+        if os.path.exists(result_path):
+            with open(result_path, encoding="utf-8") as handle:
+                result = json.load(handle)
+        return ChildRun(result, proc.returncode, timed_out, interrupted, tail,
+                        round(time.perf_counter() - started, 3))
+
+
+def _stop(proc: subprocess.Popen, first: int) -> None:
+    """Ask the child to stop (it writes what it saw), then kill its group if it lingers."""
+    try:
+        os.kill(proc.pid, first)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=GRACE_SECONDS)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()

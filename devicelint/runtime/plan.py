@@ -1,0 +1,90 @@
+"""What the child must watch: flagged lines per file, rule codes, and what to run.
+
+Torch-free: built by the parent from findings, read back by the child as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+CODE_DIR_RE = re.compile(r"^[A-Z]+[0-9]+$")
+
+
+class _AllLines:
+    """Watch every line of a file (a good fixture has no flagged line to watch)."""
+
+    def __repr__(self) -> str:
+        return "ALL_LINES"
+
+
+ALL_LINES = _AllLines()
+
+
+@dataclass
+class Plan:
+    # realpath -> {line: [codes]}; an empty dict plus `whole_files` means every line
+    lines: dict[str, dict[int, list[str]]] = field(default_factory=dict)
+    whole_files: dict[str, list[str]] = field(default_factory=dict)  # realpath -> codes
+    argv: list[str] = field(default_factory=list)  # the command to run in the child
+    device: str = "auto"
+    sim_gpus: int = 2
+
+    def codes(self) -> set[str]:
+        found = {code for lines in self.lines.values() for codes in lines.values() for code in codes}
+        for codes in self.whole_files.values():
+            found.update(codes)
+        return found
+
+    def watched(self) -> dict[str, object]:
+        watched: dict[str, object] = {path: set(lines) for path, lines in self.lines.items()}
+        for path in self.whole_files:
+            watched[path] = ALL_LINES
+        return watched
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "lines": {p: {str(n): c for n, c in lines.items()} for p, lines in self.lines.items()},
+            "whole_files": self.whole_files,
+            "argv": self.argv,
+            "device": self.device,
+            "sim_gpus": self.sim_gpus,
+        })
+
+    @classmethod
+    def from_json(cls, text: str) -> "Plan":
+        data = json.loads(text)
+        return cls(
+            lines={p: {int(n): c for n, c in lines.items()} for p, lines in data["lines"].items()},
+            whole_files=data.get("whole_files", {}),
+            argv=data.get("argv", []),
+            device=data.get("device", "auto"),
+            sim_gpus=data.get("sim_gpus", 2),
+        )
+
+
+def real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def plan_for(findings, argv: list[str], device: str, sim_gpus: int = 2) -> Plan:
+    plan = Plan(argv=list(argv), device=device, sim_gpus=sim_gpus)
+    for finding in findings:
+        lines = plan.lines.setdefault(real(finding.path), {})
+        codes = lines.setdefault(finding.line, [])
+        if finding.code not in codes:
+            codes.append(finding.code)
+    return plan
+
+
+def fixture_code(path: str) -> Optional[str]:
+    """fixtures/DL001/good_x.py -> "DL001": the rule a fixture file is about."""
+    parent = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return parent if CODE_DIR_RE.match(parent) else None
+
+
+def is_good_fixture(path: str) -> bool:
+    return os.path.basename(path).startswith("good_") and fixture_code(path) is not None

@@ -1,0 +1,82 @@
+"""Text and JSON output of `devicelint confirm`. Torch-free.
+
+`evidence(confirmation)` is the one-line form other reporters (SARIF, github) can append to
+a finding's message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+STATUS_ORDER = ("confirmed", "refuted", "inconclusive", "not-reached")
+
+
+def evidence(confirmation: dict) -> str:
+    text = f"[{confirmation['status']}] {confirmation.get('summary', '')}".rstrip()
+    if confirmation.get("estimated"):
+        text += " (estimated on the simulated device)"
+    return text
+
+
+def _rel(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def format_text(findings, runs: list[dict], fixture_mode: bool) -> str:
+    out = []
+    for finding in findings:
+        conf = finding.confirmation or {"status": "inconclusive", "summary": "no result"}
+        out.append(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} "
+                   f"{evidence(conf)}")
+    if findings:
+        out.append("")
+    counts = {status: 0 for status in STATUS_ORDER}
+    for finding in findings:
+        status = (finding.confirmation or {}).get("status", "inconclusive")
+        counts[status] = counts.get(status, 0) + 1
+    out.append("Confirmations: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) if
+               findings else "Confirmations: no findings to confirm")
+    for run in runs:
+        label = run["target"]
+        problems = []
+        if run.get("timed_out"):
+            problems.append(f"stopped at the time limit ({run['timeout']:g} s)")
+        if run.get("interrupted"):
+            problems.append("interrupted")
+        crash = run.get("crash")
+        if crash:
+            where = f" at {_rel(crash['path'])}:{crash['line']}" if crash.get("path") else ""
+            problems.append(f"the code raised {crash['type']}: {crash['message']}{where}")
+        elif run.get("exit_code") not in (0, None):
+            problems.append(f"exit code {run['exit_code']}")
+        if run.get("error"):
+            problems.append(run["error"])
+        for path, codes in (run.get("premise") or {}).items():
+            for code, lines in codes.items():
+                for hit in lines:
+                    problems.append(f"good fixture shows the {code} pitfall at line "
+                                    f"{hit['line']}: {hit['summary']}")
+        if problems or not fixture_mode:
+            out.append(f"{label} [{run.get('device_name') or run.get('device', '?')}]: "
+                       + ("; ".join(problems) if problems else "ran to completion"))
+            if run.get("stderr_tail") and run.get("exit_code") not in (0, None) and not crash:
+                out.extend("    " + line for line in run["stderr_tail"].strip().splitlines()[-5:])
+    if fixture_mode:
+        good = [r for r in runs if r.get("good_fixture")]
+        clean = [r for r in good if not any(
+            lines for codes in (r.get("premise") or {}).values() for lines in codes.values())]
+        out.append(f"Fixture files run: {len(runs)}; good fixtures without their pitfall: "
+                   f"{len(clean)}/{len(good)}")
+    return "\n".join(out) + "\n"
+
+
+def format_json(findings, runs: list[dict], device: str) -> str:
+    return json.dumps(
+        {"device": device, "findings": [f.to_dict() for f in findings], "runs": runs},
+        indent=2, default=str,
+    ) + "\n"

@@ -1,0 +1,246 @@
+"""Attribute copies, syncs, views and errors to the flagged source lines.
+
+Cheap by design: only the handful of tensor methods the plan's rules need are wrapped, and a
+wrapped call does real work only when the first frame in the user's files sits on a flagged
+line. "Was the line reached" comes from sys.monitoring LINE events (Python >= 3.12), each
+disabled after its first firing, or from a trace function limited to the user's files on older
+Pythons. Errors come from RAISE events (or the trace function's exception events), so an error
+that the user's code catches is still seen.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Callable, Optional
+
+import torch
+
+from devicelint.runtime.plan import ALL_LINES
+
+clock = time.perf_counter  # bound before any patching of the time module (DL012)
+
+ERROR_MARKERS = (
+    "Expected all tensors to be on the same device",
+    "view size is not compatible",
+    "device type tensor to numpy",
+    "Expected all tensors to be on",
+    "invalid device ordinal",
+)
+
+# Which wrappers each rule needs; a plan installs the union.
+PATCHES_BY_CODE = {
+    "DL001": {"moves", "factories"},
+    "DL002": set(),
+    "DL003": {"view"},
+    "DL004": {"syncs", "moves"},
+    "DL005": {"data_parallel"},
+    "DL006": {"moves"},
+    "DL007": {"moves", "factories"},
+    "DL009": {"moves"},
+    "DL011": {"empty_cache"},
+    "DL012": {"clock"},
+    "DL015": set(),
+}
+
+
+def new_record() -> dict:
+    return {
+        "reached": False,
+        "copies": {},  # kind -> {count, bytes, seconds, pageable_non_blocking, sizes}
+        "syncs": {"count": 0, "seconds": 0.0, "kinds": {}},
+        "moves": {"count": 0, "noop": 0},
+        "views": {"count": 0, "failed": 0, "samples": []},
+        "errors": [],
+        "calls": {},
+        "stamps": [],
+        "first": None,
+        "last": None,
+        "line_events": {},
+    }
+
+
+class Tracker:
+    def __init__(self, lines: dict[str, object], device_of: Callable, sim=None) -> None:
+        # path -> set of line numbers, or ALL_LINES to watch every line of the file
+        self.lines = lines
+        self.device_of = device_of
+        self.sim = sim
+        self.records: dict[tuple[str, int], dict] = {}
+        self._paths: dict[str, Optional[str]] = {}
+        self._local = threading.local()
+        self._seen_errors: dict[int, BaseException] = {}
+        self.line_hooks: list[Callable] = []
+        self.captured_dp: dict[tuple[str, int], list] = {}
+        # Errors raised in a watched file but on a line that is not flagged: path -> [(line, msg)]
+        self.file_errors: dict[str, list] = {}
+
+    # -- attribution -------------------------------------------------------------------
+    def _user_path(self, filename: str) -> Optional[str]:
+        try:
+            return self._paths[filename]
+        except KeyError:
+            path = os.path.realpath(filename) if not filename.startswith("<") else filename
+            found = path if path in self.lines else None
+            self._paths[filename] = found
+            return found
+
+    def user_frame(self, frame):
+        """The first frame, walking outwards, that runs in one of the watched files."""
+        depth = 0
+        while frame is not None and depth < 64:
+            path = self._user_path(frame.f_code.co_filename)
+            if path is not None:
+                return path, frame.f_lineno
+            frame = frame.f_back
+            depth += 1
+        return None
+
+    def site(self, frame) -> Optional[tuple[str, int]]:
+        """(path, line) if this call should be recorded, else None."""
+        if getattr(self._local, "busy", False):
+            return None  # inside another recorded call: count the outer one only
+        found = self.user_frame(frame)
+        if found is None:
+            return None
+        path, line = found
+        wanted = self.lines[path]
+        if wanted is not ALL_LINES and line not in wanted:
+            return None
+        return found
+
+    def record(self, site) -> dict:
+        rec = self.records.get(site)
+        if rec is None:
+            rec = self.records[site] = new_record()
+        rec["reached"] = True
+        now = clock()
+        if rec["first"] is None:
+            rec["first"] = now
+        rec["last"] = now
+        return rec
+
+    def busy(self, flag: bool) -> None:
+        self._local.busy = flag
+
+    def is_cuda(self, tensor) -> bool:
+        return isinstance(tensor, torch.Tensor) and self.device_of(tensor) != "cpu"
+
+    # -- installation ------------------------------------------------------------------
+    def install(self, codes: set[str]) -> None:
+        wanted = set()
+        for code in codes:
+            wanted |= PATCHES_BY_CODE.get(code, set())
+        from devicelint.runtime import hooks
+
+        for name in sorted(wanted):
+            getattr(hooks, f"install_{name}")(self)
+        self._install_monitoring()
+
+    def _install_monitoring(self) -> None:
+        monitoring = getattr(sys, "monitoring", None)
+        if monitoring is not None:
+            self._install_sys_monitoring(monitoring)
+        else:
+            self._install_settrace()
+
+    def _install_sys_monitoring(self, monitoring) -> None:
+        tool = None
+        for candidate in (4, 3, 5, 1, 2):
+            try:
+                monitoring.use_tool_id(candidate, "devicelint")
+                tool = candidate
+                break
+            except ValueError:
+                continue
+        if tool is None:
+            self._install_settrace()
+            return
+        disable = monitoring.DISABLE
+        lines = self.lines
+
+        def on_line(code, line):
+            path = self._user_path(code.co_filename)
+            if path is not None:
+                wanted = lines[path]
+                if wanted is ALL_LINES or line in wanted:
+                    self.line_reached(path, line)
+            return disable
+
+        def on_raise(code, offset, exc):
+            self.error_raised(exc, sys._getframe(1))
+
+        events = monitoring.events
+        monitoring.register_callback(tool, events.LINE, on_line)
+        monitoring.register_callback(tool, events.RAISE, on_raise)
+        monitoring.set_events(tool, events.LINE | events.RAISE)
+
+    def _install_settrace(self) -> None:
+        lines = self.lines
+
+        def local(frame, event, arg):
+            if event == "line":
+                path = self._user_path(frame.f_code.co_filename)
+                wanted = lines[path]
+                if wanted is ALL_LINES or frame.f_lineno in wanted:
+                    self.line_reached(path, frame.f_lineno)
+            elif event == "exception":
+                self.error_raised(arg[1], frame)
+            return local
+
+        def global_trace(frame, event, arg):
+            if self._user_path(frame.f_code.co_filename) is not None:
+                return local
+            return None
+
+        sys.settrace(global_trace)
+        threading.settrace(global_trace)
+
+    def uninstall(self) -> None:
+        monitoring = getattr(sys, "monitoring", None)
+        if monitoring is not None:
+            for tool in range(6):
+                if monitoring.get_tool(tool) == "devicelint":
+                    monitoring.set_events(tool, 0)
+                    monitoring.free_tool_id(tool)
+        sys.settrace(None)
+        threading.settrace(None)
+
+    # -- events ------------------------------------------------------------------------
+    def line_reached(self, path: str, line: int) -> None:
+        rec = self.records.get((path, line))
+        if rec is None or not rec["reached"]:
+            rec = self.record((path, line))
+            for hook in self.line_hooks:
+                hook(self, rec)
+
+    def error_raised(self, exc, frame) -> None:
+        if not isinstance(exc, (RuntimeError, TypeError, ValueError)):
+            return
+        if id(exc) in self._seen_errors:
+            return
+        message = str(exc)
+        if not any(marker in message for marker in ERROR_MARKERS):
+            return
+        if len(self._seen_errors) > 10000:
+            self._seen_errors.clear()
+        self._seen_errors[id(exc)] = exc  # keep it alive so the id is not reused
+        found = self.user_frame(frame)
+        if found is None:
+            return
+        path, line = found
+        wanted = self.lines[path]
+        if wanted is not ALL_LINES and line not in wanted:
+            self.file_errors.setdefault(path, []).append((line, message))
+            return
+        rec = self.record(found)
+        for error in rec["errors"]:
+            if error["message"] == message:
+                error["count"] += 1
+                return
+        rec["errors"].append({"type": type(exc).__name__, "message": message, "count": 1})
+
+    def summary(self) -> dict:
+        return {f"{path}:{line}": rec for (path, line), rec in self.records.items()}
