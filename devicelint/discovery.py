@@ -12,7 +12,7 @@ import pathspec
 
 from devicelint.config import Settings
 
-SOURCE_SUFFIXES = (".py", ".pyi")
+SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 @dataclass
@@ -41,6 +41,9 @@ class Excluder:
         self.path_patterns = [p.lstrip("./") if p.startswith("./") else p for p in patterns if "/" in p]
         self.respect_gitignore = settings.respect_gitignore
         self._gitignores: dict[Path, Optional[pathspec.GitIgnoreSpec]] = {}
+        # Set while walking a directory named on the command line that is itself ignored:
+        # .gitignore files above it do not apply to what is inside.
+        self.floor: Optional[Path] = None
 
     def _relative(self, path: Path) -> Optional[str]:
         try:
@@ -96,7 +99,7 @@ class Excluder:
                 relative = path.relative_to(directory).as_posix() + ("/" if is_dir else "")
                 if spec.match_file(relative):
                     return True
-            if directory == self.root or directory.parent == directory:
+            if directory in (self.root, self.floor) or directory.parent == directory:
                 return False
             if self.root not in directory.parents:
                 return False
@@ -124,8 +127,11 @@ def discover(paths: list[str], settings: Settings, force_exclude: bool = False
         if path.is_dir():
             if force_exclude and given not in (".", "./") and excluder.excluded_with_parents(path):
                 continue
+            top = Path(os.path.abspath(path))
+            excluder.floor = top if excluder.respect_gitignore and excluder._gitignored(top, True) else None
             for candidate in _walk(path, excluder, problems):
                 found.setdefault(os.path.abspath(candidate.path), candidate)
+            excluder.floor = None
         elif path.is_symlink() and not path.exists():
             problems.append(Problem(given, "Broken symbolic link (or a link loop)"))
         else:

@@ -1,0 +1,169 @@
+"""The engine's shared analyses: name resolution, loops, bindings, suppressions."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from devicelint.context import FileContext
+from devicelint.engine import decode_source, lint_source
+from devicelint.rule import Rule
+from devicelint.suppress import parse_suppressions, skips_file
+
+
+def context(source: str) -> FileContext:
+    source = textwrap.dedent(source)
+    ctx = FileContext("t.py", source, cst.parse_module(source))
+    ctx.walk({}, {})
+    return ctx
+
+
+def find(ctx: FileContext, cls, predicate=lambda n: True):
+    found = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node):
+            if isinstance(node, cls) and predicate(node):
+                found.append(node)
+            return True
+
+    ctx.module.visit(Collect())
+    return found
+
+
+@pytest.mark.parametrize(
+    "imports, expr, expected",
+    [
+        ("import torch", "torch.nn.DataParallel", "torch.nn.DataParallel"),
+        ("import torch as T", "T.nn.DataParallel", "torch.nn.DataParallel"),
+        ("from torch import nn", "nn.DataParallel", "torch.nn.DataParallel"),
+        ("import torch.nn as nn", "nn.Linear", "torch.nn.Linear"),
+        ("from torch.nn import DataParallel as DP", "DP", "torch.nn.DataParallel"),
+        ("import torch.nn.parallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DataParallel"),
+        ("from torch.nn import *", "DataParallel", "torch.nn.DataParallel"),
+        ("import numpy as np", "np.zeros", "numpy.zeros"),
+        ("import torch", "model.to", None),
+        ("def f():\n    import torch as th", "th.zeros", "torch.zeros"),
+    ],
+)
+def test_qualname(imports: str, expr: str, expected) -> None:
+    ctx = context(f"{imports}\nx = {expr}\n")
+    assign = find(ctx, cst.Assign)[-1]
+    assert ctx.qualname(assign.value) == expected
+
+
+def test_loops_body_not_iterable() -> None:
+    ctx = context(
+        """
+        for row in rows.cuda():
+            row.to(dev)
+        while flag.item():
+            pass
+        ys = [r.cuda() for r in data.cuda() if r.sum()]
+        def f():
+            for x in xs:
+                def g():
+                    x.cuda()
+        """
+    )
+    calls = {ctx.code(c): c for c in find(ctx, cst.Call)}
+    assert ctx.loops(calls["rows.cuda()"]) == []
+    assert [type(l).__name__ for l in ctx.loops(calls["row.to(dev)"])] == ["For"]
+    assert [type(l).__name__ for l in ctx.loops(calls["flag.item()"])] == ["While"]
+    assert [type(l).__name__ for l in ctx.loops(calls["r.cuda()"])] == ["ListComp"]
+    assert ctx.loops(calls["data.cuda()"]) == []
+    assert [type(l).__name__ for l in ctx.loops(calls["r.sum()"])] == ["ListComp"]
+    # A function defined in a loop does not run per iteration where it is defined.
+    assert ctx.loops(calls["x.cuda()"]) == []
+
+
+def test_nested_loops_innermost_first() -> None:
+    ctx = context(
+        """
+        for epoch in range(3):
+            for x, y in loader:
+                loss.item()
+        """
+    )
+    call = find(ctx, cst.Call, lambda c: ctx.code(c) == "loss.item()")[0]
+    loops = ctx.loops(call)
+    assert [ctx.code(l.target) for l in loops] == ["x, y", "epoch"]
+    assert FileContext.loop_targets(loops[0]) == ["x", "y"]
+
+
+def test_bindings_in_order_and_scopes() -> None:
+    ctx = context(
+        """
+        device = "cpu"
+        def train(model, device="cuda"):
+            x = torch.zeros(3)
+            x = x.to(device)
+            for batch in loader:
+                pass
+            with torch.no_grad() as ng:
+                y = (z := 3)
+            return x
+        """
+    )
+    fn = find(ctx, cst.FunctionDef)[0]
+    table = ctx.bindings(fn)
+    assert [b.kind for b in table["x"]] == ["assign", "assign"]
+    assert table["x"][0].order < table["x"][1].order
+    assert [b.kind for b in table["device"]] == ["param"]
+    assert table["batch"][0].kind == "for" and table["ng"][0].kind == "with"
+    assert table["z"][0].kind == "walrus"
+    ret = find(ctx, cst.Return)[0]
+    assert ctx.bindings_of("device", ret)[0].kind == "param"
+    assert ctx.bindings_of("loader", ret) == []
+    assert ctx.bindings(ctx.module)["train"][0].kind == "def"
+
+
+def test_positions_are_lazy_and_one_based() -> None:
+    ctx = context("import torch\nx = torch.zeros(2)\n")
+    assert ctx._positions is None
+    call = find(ctx, cst.Call)[0]
+    assert ctx.position(call) == (2, 5, 2, 19)
+
+
+def test_deep_nesting_does_not_recurse() -> None:
+    source = "x = " + "(" * 200 + "1" + ")" * 200 + "\n"
+    ctx = context(source)
+    assert ctx.order(ctx.module) == 0
+
+
+class _Reporter(Rule):
+    code = "DL999"
+    name = "test-reporter"
+    summary = "test"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.report(node, "call")
+
+
+def test_suppressions_per_line_and_file() -> None:
+    source = "f()  # noqa: DL999\ng()  # noqa:DL001\nh()  # devicelint: ignore[DL999, DL001]\nk()\n"
+    found = lint_source("t.py", source, [_Reporter]).findings
+    assert [f.line for f in found] == [2, 4]
+    table = parse_suppressions(source)
+    assert table[1][0].codes == frozenset({"DL999"}) and table[3][0].kind == "ignore"
+    assert skips_file("x = 1\n# devicelint: skip-file\n")
+    assert not skips_file("x = '# devicelint: skip-file'\n")
+
+
+def test_prefilter_skips_parsing() -> None:
+    class Tokened(_Reporter):
+        tokens = ("DataParallel",)
+
+    assert lint_source("t.py", "f()\n", [Tokened]).findings == []
+    assert len(lint_source("t.py", "DataParallel()\n", [Tokened]).findings) == 1
+
+
+def test_decode_source() -> None:
+    assert decode_source("x = 'é'\n".encode()) == "x = 'é'\n"
+    assert decode_source(b"\xef\xbb\xbfx = 1\n") == "x = 1\n"
+    assert decode_source(b"# -*- coding: latin-1 -*-\nx = '\xe9'\n").endswith("x = 'é'\n")
+    for bad in (b"x = '\xff'\n", b"x = 1\x00\n"):
+        with pytest.raises(ValueError):
+            decode_source(bad)
