@@ -13,6 +13,9 @@ import sys
 import time
 
 STEPS = int(os.environ.get("STEPS", "300"))
+# Modes that install one group of wrappers each (DL002 installs none: line/raise monitoring only).
+GROUPS = {"monitor-only": {"DL002"}, "moves-only": {"DL006"}, "syncs-only": {"DL004"},
+          "view-only": {"DL003"}}
 
 
 def loop(flagged_line_holder):
@@ -47,14 +50,16 @@ def child(mode):
         item_line = next(i for i, l in enumerate(source, 1) if "# the flagged line" in l)
         line = item_line if mode == "flagged" else 10**6
         tracker = Tracker({path: {line}}, lambda t: str(t.device))
-        tracker.install({"DL001", "DL003", "DL004", "DL006", "DL007", "DL009"})
+        codes = GROUPS.get(mode, {"DL001", "DL003", "DL004", "DL006", "DL007", "DL009"})
+        tracker.install(codes)
     median, _ = loop(None)
     print(json.dumps({"mode": mode, "median_ms": median * 1000}))
 
 
 def main():
     results = {}
-    for mode in ("plain", "flagged", "unreached", "plain", "flagged", "unreached"):
+    modes = ["plain", "flagged", "unreached", *GROUPS]
+    for mode in modes + modes:
         out = subprocess.run([sys.executable, __file__, mode], capture_output=True, text=True,
                              env=dict(os.environ, PYTHONPATH=os.getcwd()))
         data = json.loads(out.stdout.strip().splitlines()[-1])
