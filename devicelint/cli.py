@@ -85,9 +85,12 @@ def _fail(message: str) -> None:
 @click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix/--diff, also apply unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; change nothing.")
+@click.option("--add-noqa", is_flag=True,
+              help="Add `# noqa: CODE` to every line with a finding (adopt devicelint today).")
 def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_file_ignores,
           force_exclude, output_format, output_file, exit_zero, statistics, no_cache, jobs,
-          config, quiet, no_show_source, list_rules, explain, fix, unsafe_fixes, diff) -> None:
+          config, quiet, no_show_source, list_rules, explain, fix, unsafe_fixes, diff,
+          add_noqa=False) -> None:
     """Lint PATHS (default: the current directory)."""
     if list_rules:
         _list_rules()
@@ -111,6 +114,9 @@ def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_fil
         _fail(str(error))
         return
     findings = run.findings
+    if add_noqa:
+        _add_noqa(findings, quiet)
+        return
     fixed = 0
     if fix or diff:
         from devicelint.fix import apply_fixes
@@ -125,6 +131,19 @@ def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_fil
         findings, fixed = outcome.remaining, outcome.fixed
     _emit(findings, run, output_format, output_file, statistics, quiet, no_show_source, fixed)
     sys.exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+
+
+def _add_noqa(findings, quiet: int) -> None:
+    from devicelint.noqa import add_noqa
+
+    outcome = add_noqa(findings)
+    for skip in outcome.skipped:
+        click.echo(f"devicelint: warning: {skip.path}:{skip.line}: no `# noqa: "
+                   f"{', '.join(skip.codes)}` added: {skip.reason}", err=True)
+    if not quiet:
+        click.echo(f"Added {outcome.added} noqa comment{'s' if outcome.added != 1 else ''} "
+                   f"in {outcome.files} file{'s' if outcome.files != 1 else ''}.")
+    sys.exit(EXIT_FINDINGS if outcome.skipped else EXIT_CLEAN)
 
 
 def _per_file_ignores(values: tuple[str, ...]) -> Optional[dict[str, list[str]]]:

@@ -21,6 +21,36 @@ class SyntaxErrorDiagnostic(Rule):
     severity = "error"
 
 
+class UnusedSuppression(Rule):
+    """## What it does
+    Reports a `# noqa: DLxxx` or `# devicelint: ignore[DLxxx]` comment naming a code that
+    suppresses nothing on its line. Only codes of enabled rules are judged (a disabled rule
+    never had the chance to report); a bare `# noqa` and other tools' codes (`E501`) are
+    never reported.
+
+    ## Why is this bad?
+    A stale suppression hides the next real finding on that line. After a fix, or after
+    `--add-noqa` adopted devicelint in a large repository, the comments that no longer
+    suppress anything should go.
+
+    ## Example
+    ```python
+    model = DistributedDataParallel(net)  # noqa: DL005
+    ```
+
+    ## Use instead
+    ```python
+    model = DistributedDataParallel(net)
+    ```
+    To keep such a comment on purpose, add DL901 to it: `# noqa: DL005, DL901`.
+    """
+
+    code = "DL901"
+    name = "unused-suppression"
+    summary = "Suppression comment for a code that reports nothing here"
+    severity = "warning"
+
+
 class UnreadableFileDiagnostic(Rule):
     """## What it does
     Reports a path that cannot be linted: it does not exist, cannot be read, is not valid
@@ -37,4 +67,4 @@ class UnreadableFileDiagnostic(Rule):
     severity = "error"
 
 
-DIAGNOSTICS = (SyntaxErrorDiagnostic, UnreadableFileDiagnostic)
+DIAGNOSTICS = (SyntaxErrorDiagnostic, UnusedSuppression, UnreadableFileDiagnostic)

@@ -32,6 +32,10 @@ class Finding:
     severity: str = "warning"
     fix: Optional[Fix] = None
     confirmation: Optional[dict[str, Any]] = None
+    # Notebooks only: the 1-based cell (counting every cell) and line within it; `line`
+    # stays the line of the notebook's virtual source (see devicelint/notebook.py).
+    cell: Optional[int] = None
+    cell_line: Optional[int] = None
     # Not part of the JSON contract: the source line, for text output.
     source_line: str = field(default="", compare=False, repr=False)
 
@@ -54,6 +58,9 @@ class Finding:
             data["fix"] = asdict(self.fix)
         if self.confirmation is not None:
             data["confirmation"] = self.confirmation
+        if self.cell is not None:
+            data["cell"] = self.cell
+            data["cell_line"] = self.cell_line
         return data
 
     @classmethod

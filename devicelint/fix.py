@@ -64,6 +64,8 @@ class Document:
     # New text -> the file's new bytes. Raises ValueError (or UnicodeEncodeError) when the
     # text cannot be stored, e.g. a character the file's encoding lacks.
     encode: Callable[[str], bytes]
+    # Gives findings of the (fixed) text their positions in the file, e.g. notebook cells.
+    annotate: Optional[Callable[[list[Finding]], None]] = None
 
 
 def read_document(path: str) -> Document:
@@ -80,7 +82,9 @@ def read_document(path: str) -> Document:
     markdown cell as it was. Nothing else in this module needs to change.
     """
     if path.endswith(".ipynb"):
-        raise ValueError("fixing notebooks is not supported yet")
+        from devicelint.notebook import fix_document
+
+        return fix_document(path)
     with open(path, "rb") as handle:
         data = handle.read()
     text = decode_source(data)
@@ -418,6 +422,8 @@ def _fix_file(path, rules, accept, keep, diff_only, max_rounds, outcome):
         outcome.messages.append(f"{path}: not fixed: {error}")
         return None
     fixed = fix_text(path, document.text, rules, accept, keep, max_rounds)
+    if document.annotate is not None:
+        document.annotate(fixed.findings)
     outcome.messages.extend(fixed.messages)
     if fixed.text == document.text:
         return None

@@ -63,6 +63,10 @@ def resolve_settings(paths: Sequence[str], overrides: Overrides) -> Settings:
 
 
 def _lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> list[dict]:
+    if path.endswith(".ipynb"):
+        from devicelint.notebook import lint_notebook
+
+        return [f.to_dict() for f in lint_notebook(display, data, enabled_rules(codes)).findings]
     try:
         source = decode_source(data)
     except ValueError as error:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from devicelint.finding import Finding
+from devicelint.notebook import viewer_region
 from devicelint.reporters import ReportContext
 from devicelint.reporters.text import describe
 
@@ -18,14 +19,15 @@ def escape_property(text: str) -> str:
 def render(findings: list[Finding], ctx: ReportContext) -> str:
     out = []
     for f in findings:
+        line, column, end_line, end_column = viewer_region(f)
         level = "error" if f.severity == "error" else "warning"
         props = ",".join(
             [
                 f"file={escape_property(f.path)}",
-                f"line={f.line}",
-                f"endLine={f.end_line}",
-                f"col={f.column}",
-                f"endColumn={f.end_column}",
+                f"line={line}",
+                f"endLine={end_line}",
+                f"col={column}",
+                f"endColumn={end_column}",
                 f"title={escape_property(f'devicelint {f.code} ({f.name})')}",
             ]
         )

@@ -8,6 +8,7 @@ from pathlib import PurePath
 
 from devicelint import __version__
 from devicelint.finding import Finding
+from devicelint.notebook import viewer_region
 from devicelint.reporters import ReportContext
 from devicelint.reporters.text import describe
 from devicelint.rule import all_rules
@@ -49,30 +50,33 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
     index = {code: i for i, code in enumerate(codes)}
     results = []
     for f in findings:
+        line, column, end_line, end_column = viewer_region(f)
         text = f"{f.code} {f.message}"
         if f.confirmation:
             text += f" (runtime: {describe(f.confirmation)})"
-        results.append(
-            {
-                "ruleId": f.code,
-                "ruleIndex": index[f.code],
-                "level": LEVEL.get(f.severity, "warning"),
-                "message": {"text": text},
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
-                            "region": {
-                                "startLine": f.line,
-                                "startColumn": f.column,
-                                "endLine": f.end_line,
-                                "endColumn": f.end_column,
-                            },
-                        }
+        result = {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": LEVEL.get(f.severity, "warning"),
+            "message": {"text": text},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
+                        "region": {
+                            "startLine": line,
+                            "startColumn": column,
+                            "endLine": end_line,
+                            "endColumn": end_column,
+                        },
                     }
-                ],
-            }
-        )
+                }
+            ],
+        }
+        if f.cell is not None:
+            # Notebooks: the region is in the .ipynb JSON text; these say where in the cell.
+            result["properties"] = {"cell": f.cell, "cell_line": f.cell_line, "column": f.column}
+        results.append(result)
     document = {
         "$schema": SCHEMA,
         "version": "2.1.0",

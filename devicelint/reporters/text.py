@@ -15,6 +15,11 @@ BOLD, RED, CYAN, DIM, RESET = "\033[1m", "\033[31m", "\033[36m", "\033[2m", "\03
 def _lines(path: str) -> tuple[str, ...]:
     from devicelint.engine import decode_source
 
+    if path.endswith(".ipynb"):
+        from devicelint.notebook import virtual_lines
+
+        return virtual_lines(path)
+
     try:
         with open(path, "rb") as handle:
             return tuple(decode_source(handle.read()).splitlines())
@@ -31,7 +36,7 @@ def _snippet(finding: Finding, color: bool) -> list[str]:
     if not (1 <= finding.line <= len(lines)):
         return []
     text = lines[finding.line - 1].expandtabs(1)
-    gutter = f"{finding.line:>4} | "
+    gutter = f"{finding.cell_line if finding.cell is not None else finding.line:>4} | "
     start = max(finding.column - 1, 0)
     end = finding.end_column - 1 if finding.end_line == finding.line else len(text)
     width = max(1, min(end, len(text)) - start)
@@ -43,7 +48,9 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
     color = ctx.color
     out = []
     for f in findings:
-        location = _paint(f"{f.path}:{f.line}:{f.column}:", BOLD, color)
+        # A notebook finding reads `train.ipynb:cell 4:12:5:` (line within the cell).
+        where = f"cell {f.cell}:{f.cell_line}" if f.cell is not None else str(f.line)
+        location = _paint(f"{f.path}:{where}:{f.column}:", BOLD, color)
         out.append(f"{location} {_paint(f.code, RED + BOLD, color)} {f.message}")
         if f.confirmation:
             out.append(f"     {_paint('runtime:', CYAN, color)} {describe(f.confirmation)}")

@@ -1,0 +1,54 @@
+"""devicelint as a flake8 plugin (entry point `flake8.extension`, code prefix `DL`).
+
+The plugin runs the same engine and the same rule classes as `devicelint` (nothing is
+re-implemented here). Division of labour with flake8:
+
+* `# noqa` belongs to flake8: the engine is called with `honour_noqa=False`, so every
+  finding reaches flake8, which then applies `# noqa`, `# noqa: DL005`, `--disable-noqa`
+  and its own select/ignore/per-file-ignores exactly as for any other plugin.
+  devicelint's own `# devicelint: ignore[...]` and `# devicelint: skip-file` still work.
+* Syntax errors are flake8's E999 (flake8 does not run tree plugins on such files).
+* Rules that are off by default in devicelint go to flake8's default ignore list; enable
+  them with `--extend-select DL0xx`.
+* flake8 wants 0-based columns from plugins (it adds 1 when printing); devicelint's are
+  1-based, so each column is shifted by one here. Columns count characters (code points).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from devicelint import __version__
+
+
+def _rules():
+    from devicelint.rule import all_rules
+
+    return [rule for rule in all_rules().values() if rule.handlers()]
+
+
+class DeviceLintChecker:
+    name = "devicelint"
+    version = __version__
+
+    def __init__(self, tree, filename: str, lines: list[str]) -> None:
+        # `tree` is unused (devicelint parses with libcst), but asking for it is what makes
+        # flake8 treat this as a whole-file ("tree") plugin.
+        self.filename = filename
+        self.lines = lines
+
+    @classmethod
+    def add_options(cls, option_manager) -> None:
+        off = [rule.code for rule in _rules() if not rule.default_enabled]
+        if off:
+            option_manager.extend_default_ignore(off)
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        from devicelint.engine import lint_source
+
+        source = "".join(self.lines)
+        result = lint_source(self.filename, source, _rules(), honour_noqa=False)
+        for finding in result.findings:
+            if finding.code == "DL900":
+                continue  # flake8 reports E999 itself
+            yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
