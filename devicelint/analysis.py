@@ -199,12 +199,16 @@ def is_rank_like(node: cst.CSTNode) -> bool:
 
 
 def local_module_classes(ctx: FileContext) -> set[str]:
-    """Names of classes defined in this file that derive (transitively) from nn.Module."""
+    """Names of classes defined in this file that derive (transitively) from nn.Module.
+
+    The traversal indexes every class before rules run; computed once per file."""
+    seen = len(ctx.class_defs)
     cached = getattr(ctx, "_module_classes", None)
-    if cached is not None:
-        return cached
+    if cached is not None and cached[0] == seen:
+        return cached[1]
     classes: dict[str, list[cst.BaseExpression]] = {}
-    for statement in _all_class_defs(ctx.module):
+    top_level = [s for s in ctx.module.body if isinstance(s, cst.ClassDef)]
+    for statement in (*top_level, *ctx.class_defs):
         classes[statement.name.value] = [arg.value for arg in statement.bases]
     found: set[str] = set()
     changed = True
@@ -219,18 +223,7 @@ def local_module_classes(ctx: FileContext) -> set[str]:
                     found.add(name)
                     changed = True
                     break
-    ctx._module_classes = found  # type: ignore[attr-defined]
-    return found
-
-
-def _all_class_defs(module: cst.Module) -> list[cst.ClassDef]:
-    found = []
-
-    class Collect(cst.CSTVisitor):
-        def visit_ClassDef(self, node: cst.ClassDef) -> None:
-            found.append(node)
-
-    module.visit(Collect())
+    ctx._module_classes = (seen, found)  # type: ignore[attr-defined]
     return found
 
 

@@ -30,6 +30,22 @@ _SKIPPED_FIELD_PREFIXES = (
     "has_trailing_newline", "first_line", "evaluated_value", "prefix",
 )
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_SCOPE_NAMES = frozenset({"FunctionDef", "Lambda", "ClassDef"})
+_BINDER_NAMES = frozenset({
+    "Assign", "AnnAssign", "AugAssign", "For", "CompFor", "WithItem", "NamedExpr", "Param",
+    "FunctionDef", "ClassDef", "Import", "ImportFrom",
+})
+# isinstance() against libcst's abstract base is slow on the hot path: remember the answer
+# per concrete type.
+_NODE_TYPE: dict[type, bool] = {}
+
+
+def _is_node(value: object) -> bool:
+    kind = type(value)
+    known = _NODE_TYPE.get(kind)
+    if known is None:
+        known = _NODE_TYPE[kind] = isinstance(value, cst.CSTNode)
+    return known
 
 
 def _child_fields(cls: type) -> tuple[str, ...]:
@@ -72,44 +88,66 @@ class FileContext:
         self.module = module
         self.imports = ImportTable()
         self.reports: list[Report] = []
-        self._info: dict[int, tuple[Optional[cst.CSTNode], int]] = {}
+        self._info: dict[int, tuple[Optional[cst.CSTNode], int, cst.CSTNode]] = {}
         self._positions = None
-        self._bindings: dict[int, dict[str, list[Binding]]] = {}
+        self._binders: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+        self._bindings: Optional[dict[int, dict[str, list[Binding]]]] = None
+        self.class_defs: list[cst.ClassDef] = []
         self._lines: Optional[list[str]] = None
 
     # -- traversal -------------------------------------------------------------------
     def walk(self, visitors: dict[str, list[Callable]], leavers: dict[str, list[Callable]]) -> None:
-        info = self._info
-        counter = 0
-        imports = self.imports
-        stack: list[tuple[cst.CSTNode, Optional[cst.CSTNode], bool]] = [(self.module, None, False)]
-        # An explicit stack: deep expressions must not hit Python's recursion limit.
-        while stack:
-            node, parent, leaving = stack.pop()
+        """Index the tree, then run the rules' handlers in source order.
+
+        The index (each node's parent, order and scope; imports; the nodes that bind names)
+        is complete before the first handler runs, so a rule may ask about names bound later
+        in the file. Both passes are plain loops over an explicit stack / a list: deep
+        expressions must not hit Python's recursion limit."""
+        events = self._index(leavers)
+        for node, leaving in events:
             name = type(node).__name__
+            for handler in (leavers if leaving else visitors).get(name, ()):
+                handler(node)
+
+    def _index(self, leavers: dict[str, list[Callable]]) -> list[tuple[cst.CSTNode, bool]]:
+        info = self._info
+        binders = self._binders
+        imports = self.imports
+        events: list[tuple[cst.CSTNode, bool]] = []
+        counter = 0
+        stack: list[tuple] = [(self.module, None, self.module, False)]
+        while stack:
+            node, parent, scope, leaving = stack.pop()
             if leaving:
-                for leave in leavers.get(name, ()):
-                    leave(node)
+                events.append((node, True))
                 continue
-            info[id(node)] = (parent, counter)
+            cls = type(node)
+            name = cls.__name__
+            info[id(node)] = (parent, counter, scope)
             counter += 1
-            if name == "Import":
-                imports.add_import(node)
-            elif name == "ImportFrom":
-                imports.add_import_from(node)
-            for visit in visitors.get(name, ()):
-                visit(node)
+            events.append((node, False))
+            if name in _BINDER_NAMES:
+                binders.append((node, scope))
+                if name == "Import":
+                    imports.add_import(node)
+                elif name == "ImportFrom":
+                    imports.add_import_from(node)
+                elif name == "ClassDef":
+                    self.class_defs.append(node)
             if name in leavers:
-                stack.append((node, parent, True))
+                stack.append((node, parent, scope, True))
+            inner = node if name in _SCOPE_NAMES else scope
             children = []
-            for field in _child_fields(type(node)):
+            for field in _child_fields(cls):
                 value = getattr(node, field)
-                if isinstance(value, cst.CSTNode):
+                kind = type(value)
+                if kind is tuple or kind is list:
+                    children.extend(v for v in value if _is_node(v))
+                elif _is_node(value):
                     children.append(value)
-                elif isinstance(value, (tuple, list)):
-                    children.extend(v for v in value if isinstance(v, cst.CSTNode))
             for child in reversed(children):
-                stack.append((child, node, False))
+                stack.append((child, node, inner, False))
+        return events
 
     # -- tree queries ----------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
@@ -128,6 +166,9 @@ class FileContext:
 
     def scope(self, node: cst.CSTNode) -> cst.CSTNode:
         """The innermost function, lambda or class around `node`, else the module."""
+        entry = self._info.get(id(node))
+        if entry is not None:
+            return entry[2]
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, SCOPE_NODES):
                 return ancestor
@@ -211,23 +252,25 @@ class FileContext:
         return self.imports.resolve(node)
 
     def bindings(self, scope: cst.CSTNode) -> dict[str, list[Binding]]:
-        """Every binding made directly in `scope` (not in nested functions/classes)."""
-        key = id(scope)
-        table = self._bindings.get(key)
-        if table is None:
-            table = _collect_bindings(self, scope)
-            self._bindings[key] = table
-        return table
+        """Every binding made directly in `scope` (not in nested functions/classes), in
+        source order. Built once per file from the nodes the traversal recorded."""
+        if self._bindings is None:
+            self._bindings = _collect_bindings(self)
+        return self._bindings.get(id(scope), {})
 
     def bindings_of(self, name: str, at: cst.CSTNode) -> list[Binding]:
-        """Bindings of `name` visible at `at`: its own scope's, else the module's."""
+        """Bindings of `name` visible at `at`: its own scope's, else an enclosing
+        function's or the module's (class bodies are not visible from methods)."""
         scope = self.scope(at)
+        first = True
         while True:
-            found = self.bindings(scope).get(name)
-            if found:
-                return found
+            if first or not isinstance(scope, cst.ClassDef):
+                found = self.bindings(scope).get(name)
+                if found:
+                    return found
             if scope is self.module:
                 return []
+            first = False
             scope = self.scope(scope)
 
     # -- positions and reporting -----------------------------------------------------
@@ -273,56 +316,48 @@ def target_key(target: cst.CSTNode) -> Optional[str]:
     return dotted_name(target)
 
 
-class _BindingCollector(cst.CSTVisitor):
-    def __init__(self, ctx: FileContext, scope: cst.CSTNode) -> None:
-        self.ctx = ctx
-        self.scope = scope
-        self.table: dict[str, list[Binding]] = {}
+def _collect_bindings(ctx: FileContext) -> dict[int, dict[str, list[Binding]]]:
+    tables: dict[int, dict[str, list[Binding]]] = {}
 
-    def _add(self, target: cst.CSTNode, kind: str, value, node) -> None:
+    def add(scope: cst.CSTNode, target: cst.CSTNode, kind: str, value, node) -> None:
         keys = bound_names(target)
         if not keys:
             key = target_key(target)
             keys = [key] if key else []
+        table = tables.setdefault(id(scope), {})
+        order = ctx.order(node)
         for key in keys:
-            self.table.setdefault(key, []).append(
-                Binding(key, kind, value, node, self.ctx.order(node))
-            )
+            table.setdefault(key, []).append(Binding(key, kind, value, node, order))
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if node is not self.scope and isinstance(node, SCOPE_NODES):
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                self._add(node.name, "def", node, node)
-            return False
+    for node, scope in ctx._binders:
         if isinstance(node, cst.Assign):
             for target in node.targets:
-                self._add(target.target, "assign", node.value, node)
+                add(scope, target.target, "assign", node.value, node)
         elif isinstance(node, cst.AnnAssign):
-            self._add(node.target, "annassign", node.value, node)
+            add(scope, node.target, "annassign", node.value, node)
         elif isinstance(node, cst.AugAssign):
-            self._add(node.target, "augassign", node.value, node)
+            add(scope, node.target, "augassign", node.value, node)
         elif isinstance(node, cst.For):
-            self._add(node.target, "for", node.iter, node)
+            add(scope, node.target, "for", node.iter, node)
         elif isinstance(node, cst.CompFor):
-            self._add(node.target, "comp", node.iter, node)
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            self._add(node.asname.name, "with", node.item, node)
+            add(scope, node.target, "comp", node.iter, node)
+        elif isinstance(node, cst.WithItem):
+            if node.asname is not None:
+                add(scope, node.asname.name, "with", node.item, node)
         elif isinstance(node, cst.NamedExpr):
-            self._add(node.target, "walrus", node.value, node)
-        elif isinstance(node, cst.Param) and self.scope is not None:
-            self._add(node.name, "param", node.default, node)
-        return True
-
-
-def _collect_bindings(ctx: FileContext, scope: cst.CSTNode) -> dict[str, list[Binding]]:
-    collector = _BindingCollector(ctx, scope)
-    if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
-        scope.params.visit(collector)
-        scope.body.visit(collector)
-    elif isinstance(scope, cst.ClassDef):
-        scope.body.visit(collector)
-    else:
-        scope.visit(collector)
-    for bindings in collector.table.values():
-        bindings.sort(key=lambda b: b.order)
-    return collector.table
+            # `(x := ...)` in a comprehension binds in the enclosing function: close enough.
+            add(scope, node.target, "walrus", node.value, node)
+        elif isinstance(node, cst.Param):
+            add(scope, node.name, "param", node.default, node)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            add(scope, node.name, "def", node, node)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            if isinstance(node.names, cst.ImportStar):
+                continue
+            for alias in node.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(bound, cst.Attribute):  # `import a.b` binds `a`
+                    while isinstance(bound, cst.Attribute):
+                        bound = bound.value
+                add(scope, bound, "import", None, node)
+    return tables
