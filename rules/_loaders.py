@@ -17,7 +17,9 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from devicelint.analysis import CUDA, DEVICE, call_arg, keyword_arg, to_call_device
+from devicelint.analysis import (
+    CUDA, DEVICE, call_arg, is_module_constructor, to_call_device,
+)
 from devicelint.context import FileContext, bound_names
 from devicelint.names import dotted_name
 
@@ -121,7 +123,7 @@ class _Flow(cst.CSTVisitor):
         return False
 
     def _bind(self, target: cst.CSTNode, value: Optional[cst.CSTNode]) -> None:
-        if value is None or not self.uses(value):
+        if value is None or builds_module(self.ctx, value) or not self.uses(value):
             return
         for name in bound_names(target) or [dotted_name(target) or ""]:
             if name and name not in self.derived:
@@ -156,8 +158,25 @@ class _Flow(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda"):
-            if to_call_device(self.ctx, node) in (CUDA, DEVICE) and self.uses(node.func.value):
+            receiver = node.func.value
+            if (
+                to_call_device(self.ctx, node) in (CUDA, DEVICE)
+                and not builds_module(self.ctx, receiver)
+                and self.uses(receiver)
+            ):
                 self.moves.append(node)
+
+
+def builds_module(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """`nn.Linear(8, width)`, `Net(cfg).to(device)`: a model built from the loop variable
+    (a hyperparameter), not data taken from it."""
+    while (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in ("to", "cuda", "float", "half", "eval", "train")
+    ):
+        node = node.func.value
+    return isinstance(node, cst.Call) and is_module_constructor(ctx, node)
 
 
 class _NameFinder(cst.CSTVisitor):
@@ -189,17 +208,3 @@ def batch_moves(ctx: FileContext, loop: cst.For) -> list[cst.Call]:
             break
     return flow.moves
 
-
-def names_in(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
-
-    class Collect(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-    node.visit(Collect())
-    return found
-
-
-def first_keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
-    return keyword_arg(call, name)
