@@ -197,6 +197,18 @@ def test_columns_count_code_points() -> None:
     assert result.text == "s = 'é€😀'; y = x.reshape(1)\n"
 
 
+@pytest.mark.parametrize(
+    "before",
+    [
+        "if a:\n\ty = x.view(1)\n",  # a tab is one column
+        "s = '\u2028'; y = x.view(1)\n",  # not a line break for Python
+        's = """a\u2028b\x0bc\x1c"""\ny = x.view(1)\n',  # str.splitlines() would split here
+    ],
+)
+def test_only_python_line_breaks_count(before: str) -> None:
+    assert fix(before, [ViewToReshape]).text == before.replace("view", "reshape")
+
+
 def test_suppressed_finding_is_not_fixed() -> None:
     text = "y = x.view(1)  # noqa: XF001\n"
     assert fix(text, [ViewToReshape]).text == text
