@@ -49,7 +49,7 @@ def child(mode):
         source = open(path).read().splitlines()
         item_line = next(i for i, l in enumerate(source, 1) if "# the flagged line" in l)
         line = item_line if mode == "flagged" else 10**6
-        tracker = Tracker({path: {line}}, lambda t: str(t.device))
+        tracker = Tracker({path: {line: line}}, lambda t: str(t.device))
         codes = GROUPS.get(mode, {"DL001", "DL003", "DL004", "DL006", "DL007", "DL009"})
         tracker.install(codes)
     median, _ = loop(None)

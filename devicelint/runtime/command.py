@@ -138,8 +138,11 @@ def _attach(findings, runs: list[dict]) -> None:
 @click.option("--sim-gpus", type=click.IntRange(min=1), default=2, show_default=True,
               help="GPUs the simulated device pretends to have.")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False))
+@click.option("--html", "html_file", type=click.Path(dir_okay=False),
+              help="Also write a self-contained HTML report (findings, sources, cost bars).")
 @click.pass_context
-def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, output_file):
+def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, output_file,
+            html_file=None):
     """Run flagged code and report each finding as confirmed, refuted, inconclusive or
     not-reached.
 
@@ -170,6 +173,12 @@ def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, 
     _attach(findings, runs)
     text = (format_json(findings, runs, device) if output_format == "json"
             else format_text(findings, runs, fixture_mode))
+    if html_file:
+        from devicelint.reporters.html import render_html
+
+        title = f"devicelint confirm: {' '.join(command) or ' '.join(paths)}"
+        with open(html_file, "w", encoding="utf-8") as handle:
+            handle.write(render_html(findings, title=title, runs=runs))
     if output_file:
         with open(output_file, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -32,6 +32,9 @@ class Plan:
     argv: list[str] = field(default_factory=list)  # the command to run in the child
     device: str = "auto"
     sim_gpus: int = 2
+    # realpath -> {line: head line}: the other lines of a multi-line flagged call, since a
+    # frame reports the line of the sub-expression it is running, not where the call starts
+    spans: dict[str, dict[int, int]] = field(default_factory=dict)
 
     def codes(self) -> set[str]:
         found = {code for lines in self.lines.values() for codes in lines.values() for code in codes}
@@ -40,7 +43,12 @@ class Plan:
         return found
 
     def watched(self) -> dict[str, object]:
-        watched: dict[str, object] = {path: set(lines) for path, lines in self.lines.items()}
+        watched: dict[str, object] = {}
+        for path, lines in self.lines.items():
+            heads = {line: line for line in lines}
+            for line, head in self.spans.get(path, {}).items():
+                heads.setdefault(line, head)
+            watched[path] = heads
         for path in self.whole_files:
             watched[path] = ALL_LINES
         return watched
@@ -52,6 +60,7 @@ class Plan:
             "argv": self.argv,
             "device": self.device,
             "sim_gpus": self.sim_gpus,
+            "spans": {p: {str(n): h for n, h in span.items()} for p, span in self.spans.items()},
         })
 
     @classmethod
@@ -63,6 +72,8 @@ class Plan:
             argv=data.get("argv", []),
             device=data.get("device", "auto"),
             sim_gpus=data.get("sim_gpus", 2),
+            spans={p: {int(n): h for n, h in span.items()}
+                   for p, span in data.get("spans", {}).items()},
         )
 
 
@@ -77,6 +88,9 @@ def plan_for(findings, argv: list[str], device: str, sim_gpus: int = 2) -> Plan:
         codes = lines.setdefault(finding.line, [])
         if finding.code not in codes:
             codes.append(finding.code)
+        span = plan.spans.setdefault(real(finding.path), {})
+        for line in range(finding.line + 1, min(finding.end_line, finding.line + 50) + 1):
+            span[line] = max(span.get(line, 0), finding.line)
     return plan
 
 

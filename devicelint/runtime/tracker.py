@@ -64,7 +64,7 @@ def new_record() -> dict:
 
 class Tracker:
     def __init__(self, lines: dict[str, object], device_of: Callable, sim=None) -> None:
-        # path -> set of line numbers, or ALL_LINES to watch every line of the file
+        # path -> {line: head line of its flagged call}, or ALL_LINES to watch every line
         self.lines = lines
         self.device_of = device_of
         self.sim = sim
@@ -107,9 +107,10 @@ class Tracker:
             return None
         path, line = found
         wanted = self.lines[path]
-        if wanted is not ALL_LINES and line not in wanted:
-            return None
-        return found
+        if wanted is ALL_LINES:
+            return found
+        head = wanted.get(line)
+        return None if head is None else (path, head)
 
     def record(self, site) -> dict:
         rec = self.records.get(site)
@@ -165,8 +166,10 @@ class Tracker:
             path = self._user_path(code.co_filename)
             if path is not None:
                 wanted = lines[path]
-                if wanted is ALL_LINES or line in wanted:
+                if wanted is ALL_LINES:
                     self.line_reached(path, line)
+                elif line in wanted:
+                    self.line_reached(path, wanted[line])
             return disable
 
         def on_raise(code, offset, exc):
@@ -184,8 +187,10 @@ class Tracker:
             if event == "line":
                 path = self._user_path(frame.f_code.co_filename)
                 wanted = lines[path]
-                if wanted is ALL_LINES or frame.f_lineno in wanted:
+                if wanted is ALL_LINES:
                     self.line_reached(path, frame.f_lineno)
+                elif frame.f_lineno in wanted:
+                    self.line_reached(path, wanted[frame.f_lineno])
             elif event == "exception":
                 self.error_raised(arg[1], frame)
             return local
@@ -232,9 +237,11 @@ class Tracker:
             return
         path, line = found
         wanted = self.lines[path]
-        if wanted is not ALL_LINES and line not in wanted:
-            self.file_errors.setdefault(path, []).append((line, message))
-            return
+        if wanted is not ALL_LINES:
+            if line not in wanted:
+                self.file_errors.setdefault(path, []).append((line, message))
+                return
+            found = (path, wanted[line])
         rec = self.record(found)
         for error in rec["errors"]:
             if error["message"] == message:

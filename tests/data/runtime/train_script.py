@@ -19,7 +19,8 @@ class Attention(nn.Module):
         q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
         k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
         v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v)
+        # plain attention: its output keeps the (B, H, T, D) layout
+        y = (q @ k.transpose(-2, -1) * (C // self.heads) ** -0.5).softmax(-1) @ v
         if T == 1:
             # decode step: passes only because T == 1
             y = y.transpose(1, 2).view(B, T, C)
