@@ -46,7 +46,8 @@ def run_child(plan: Plan, timeout: float, quiet_output: bool = False) -> ChildRu
         started = time.perf_counter()
         timed_out = interrupted = False
         with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
-            stdout = subprocess.DEVNULL if quiet_output else sys.stderr
+            # The user's prints go to our stderr, so that stdout carries only the report.
+            stdout = subprocess.DEVNULL if quiet_output else _stderr_or_devnull()
             # Its own process group: the time limit ends the user's subprocesses too (loader
             # workers), and the terminal's Ctrl-C reaches the child only through us.
             proc = subprocess.Popen(
@@ -70,6 +71,14 @@ def run_child(plan: Plan, timeout: float, quiet_output: bool = False) -> ChildRu
                 result = json.load(handle)
         return ChildRun(result, proc.returncode, timed_out, interrupted, tail,
                         round(time.perf_counter() - started, 3))
+
+
+def _stderr_or_devnull():
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return subprocess.DEVNULL  # e.g. under click's CliRunner
+    return sys.stderr
 
 
 def _stop(proc: subprocess.Popen, first: int) -> None:

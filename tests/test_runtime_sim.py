@@ -1,0 +1,127 @@
+"""The runtime checker on the simulated device (CPU only, what CI runs)."""
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from runtime_helpers import DATA, run_probe
+
+
+def test_copies_and_syncs_counted_like_a_gpu_run():
+    results, child = run_probe("probe_copies.py", {
+        "rows": "DL001", "once": "DL001", "dtype": "DL001", "item": "DL004",
+        "read-once": "DL004", "never": "DL001",
+    }, "sim")
+    assert child.result["device"] == "sim", child.stderr_tail
+    rows = results["rows"]
+    assert rows["status"] == "confirmed"
+    assert rows["count"] == 512 and rows["bytes"] == 512 * 128 * 4
+    assert rows["estimated"] is True
+    assert rows["measured_ms"] > rows["counterfactual_ms"] > rows["counterfactual_pinned_ms"]
+    assert results["once"]["status"] == "refuted"  # one copy: nothing to batch
+    assert results["dtype"]["status"] == "refuted"  # .to(dtype) is no transfer
+    assert results["item"]["status"] == "confirmed" and results["item"]["count"] == 20
+    assert results["read-once"]["status"] == "refuted"  # float() of a Python number
+    assert results["never"]["status"] == "not-reached"
+    # 512 rows + one batch, no copy for the dtype move; 20 item syncs
+    assert child.result["sim_counts"]["copies"]["h2d"] == 513
+    assert child.result["sim_counts"]["syncs"] == 20
+
+
+def test_mismatch_reproduced_with_pytorch_message():
+    results, child = run_probe("probe_mismatch.py", {
+        "unmoved": "DL002", "moved": "DL002", "scalar": "DL015", "mismatch": "DL015",
+    }, "sim")
+    # The exact texts a real GPU gave (docs/confirmations.md)
+    assert results["unmoved"]["status"] == "confirmed"
+    assert results["unmoved"]["error"] == (
+        "Expected all tensors to be on the same device, but got mat1 is on cuda:0, different "
+        "from other tensors on cpu (when checking argument in method wrapper_CUDA_addmm)")
+    assert results["moved"]["status"] == "refuted"
+    assert results["scalar"]["status"] == "refuted"  # a 0-dim CPU tensor is legal
+    assert results["mismatch"]["error"] == (
+        "Expected all tensors to be on the same device, but found at least two devices, "
+        "cuda:0 and cpu!")
+    # the uncaught mismatch ended the script: a result, not a crash of devicelint
+    assert child.result["crash"]["type"] == "RuntimeError"
+    assert child.result["crash"]["line"] == 17
+
+
+def test_views_failed_latent_and_fine():
+    results, _ = run_probe("probe_view.py", {
+        "latent": "DL003", "split": "DL003", "fails": "DL003"}, "sim")
+    assert results["latent"]["status"] == "confirmed"
+    assert results["latent"]["latent"]["size"] == [2, 4, 2, 8]
+    assert results["split"]["status"] == "refuted"
+    assert results["fails"]["status"] == "confirmed"
+    assert "view size is not compatible" in results["fails"]["error"]
+
+
+def test_extra_rules():
+    results, _ = run_probe("probe_misc.py", {
+        "discarded": "DL006", "noop": "DL006", "empty-cache": "DL011", "unsynced": "DL012",
+        "synced": "DL012", "pageable": "DL009",
+    }, "sim")
+    assert results["discarded"]["status"] == "confirmed"
+    assert results["noop"]["status"] == "refuted"
+    assert results["empty-cache"]["status"] == "confirmed"
+    assert results["empty-cache"]["count"] == 3
+    assert results["unsynced"]["status"] == "confirmed"
+    assert results["synced"]["status"] == "refuted"
+    assert results["pageable"]["status"] == "confirmed"
+
+
+def test_crashing_child_is_a_result():
+    results, child = run_probe("probe_crash.py", {"before": "DL004", "after": "DL004"}, "sim")
+    assert child.result["crash"] == {
+        "type": "ValueError", "message": "the user's bug",
+        "path": str(DATA / "probe_crash.py"), "line": 7}
+    assert child.result["exit_code"] == 1
+    assert results["before"]["status"] == "refuted"
+    assert results["after"]["status"] == "not-reached"
+
+
+def test_timeout_stops_the_child_and_keeps_what_it_saw():
+    results, child = run_probe("probe_sleep.py", {"loop": "DL004"}, "sim", timeout=12)
+    assert child.timed_out
+    assert child.result["stopped"] == "timed out"
+    assert results["loop"]["status"] == "confirmed"
+    assert results["loop"]["count"] >= 2
+
+
+def test_plain_linting_never_imports_torch():
+    code = ("import sys; from devicelint.runner import run_lint; "
+            "import devicelint.runtime.command; run_lint(['fixtures']); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_confirm_command_json(tmp_path):
+    from devicelint.runtime.command import confirm
+
+    script = tmp_path / "bad_script.py"
+    script.write_text(
+        "import torch\nimport torch.nn as nn\n"
+        "model = nn.DataParallel(nn.Linear(4, 2))\n"
+        "print(model(torch.randn(3, 4)).shape)\n"
+    )
+    result = CliRunner().invoke(confirm, [str(script), "--device", "sim", "--format", "json",
+                                          "--", sys.executable, str(script)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    (finding,) = [f for f in data["findings"] if f["code"] == "DL005"]
+    assert finding["confirmation"]["status"] == "inconclusive"
+    assert "2 real GPUs" in finding["confirmation"]["summary"]
+    assert data["runs"][0]["exit_code"] == 0
+
+
+def test_non_python_command_is_reported(tmp_path):
+    from devicelint.runtime.command import confirm
+
+    script = tmp_path / "x.py"
+    script.write_text("import torch.nn as nn\nm = nn.DataParallel(nn.Linear(1, 1))\n")
+    result = CliRunner().invoke(confirm, [str(script), "--device", "sim", "--", "ls", "-l"])
+    assert "can only run Python commands" in result.output
