@@ -9,6 +9,6 @@ export PYTHONPATH=/tmp/site:.
 [ -n "$SKIP_COSTS" ] || python3 -m devicelint.runtime.costs --write $OUT/costs.json > /dev/null 2>$OUT/costs.err; cat $OUT/costs.json
 [ -n "$SKIP_TESTS" ] || timeout 150 python3 -m pytest -q -p no:cacheprovider -s tests/test_runtime_gpu.py > $OUT/gpu_tests.txt 2>&1; tail -15 $OUT/gpu_tests.txt
 timeout 120 python3 -m devicelint.runtime.command tests/data/runtime/train_script.py --device cuda --format json -o $OUT/train.json -- python3 tests/data/runtime/train_script.py > $OUT/train.log 2>&1; echo "train rc=$?"
-timeout 240 python3 bench/overhead.py > $OUT/overhead.txt 2>&1; cat $OUT/overhead.txt
+[ -n "$SKIP_OVERHEAD" ] || timeout 240 python3 bench/overhead.py > $OUT/overhead.txt 2>&1; cat $OUT/overhead.txt
 timeout ${FIXTURE_LIMIT:-200} python3 -m devicelint.runtime.command fixtures/ --device cuda --jobs 6 --timeout 60 --format json -o $OUT/fixtures.json > $OUT/fixtures.log 2>&1; echo "fixtures rc=$?"
 ls -la $OUT
