@@ -118,6 +118,10 @@ class DeprecatedCudaAmp(Rule):
     `import torch as T`, `from torch import amp`, `from torch.amp import autocast`): a file
     that only did `from torch.cuda.amp import autocast` gets the finding but no fix, since
     the fix would have to add an import. Calls with `*args` get no fix either.
+
+    A deliberate fallback for old torch versions, where the other branch of a conditional
+    expression already uses `torch.amp` (`torch.amp.GradScaler("cuda") if new_torch else
+    torch.cuda.amp.GradScaler()`), is not reported.
     """
 
     code = "DL014"
@@ -145,8 +149,27 @@ class DeprecatedCudaAmp(Rule):
         if attr is not None:
             self._flag(target, attr, node)
 
+    def _version_fallback(self, at: cst.CSTNode) -> bool:
+        """`torch.amp.GradScaler(...) if new_torch else torch.cuda.amp.GradScaler()`: the old
+        name is kept on purpose for old torch versions."""
+        child = at
+        for ancestor in self.ctx.ancestors(at):
+            if isinstance(ancestor, cst.IfExp):
+                other = ancestor.orelse if child is ancestor.body else ancestor.body
+                if isinstance(other, cst.Call):
+                    qual = self.ctx.qualname(other.func) or ""
+                    if qual.startswith(("torch.amp.", "torch.autocast")):
+                        return True
+                return False
+            if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return False
+            child = ancestor
+        return False
+
     def _flag(self, node: cst.CSTNode, attr: str, at: cst.CSTNode) -> None:
         # `at`: a node already visited (positions in the tree are known for it).
+        if self._version_fallback(at):
+            return
         if attr == "autocast":
             new = '`torch.amp.autocast("cuda", ...)`'
         elif attr == "GradScaler":
