@@ -33,7 +33,8 @@ class DefaultGroup(click.Group):
             return super().parse_args(ctx, args)
         if args and args[0] == "--version":
             return super().parse_args(ctx, args)
-        if not args or args[0] not in self.commands:
+        # `confirm` is loaded lazily (get_command), so it is not in self.commands.
+        if not args or args[0] not in {*self.commands, "confirm"}:
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
