@@ -179,7 +179,9 @@ def fix_text(
 
     result = TextFix(text)
     newline = _first_newline(text)
-    needs_ast = _parse_error(text, use_ast=True) is None
+    # Python's parser is stricter than libcst in places (assignment targets, ...); hold a
+    # fixed text to it unless the original already failed it (newer/older syntax).
+    needs_ast = _ast_error(text) is None
     rejected: set[tuple] = set()  # (code, replaced text, content) of fixes that broke parsing
     seen = {_digest(text)}
     findings = lint(text)
@@ -311,15 +313,18 @@ def _parse_error(text: str, use_ast: bool) -> Optional[str]:
         return f"line {error.raw_line}: {error.message}"
     except (RecursionError, MemoryError, ValueError) as error:
         return f"{type(error).__name__}: {error}"
-    if use_ast:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # SyntaxWarning for odd escapes etc.
-                compile(text, "<fixed>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        except SyntaxError as error:
-            return f"line {error.lineno}: {error.msg}"
-        except (RecursionError, MemoryError, ValueError) as error:
-            return f"{type(error).__name__}: {error}"
+    return _ast_error(text) if use_ast else None
+
+
+def _ast_error(text: str) -> Optional[str]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning for odd escapes etc.
+            compile(text, "<fixed>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        return f"line {error.lineno}: {error.msg}"
+    except (RecursionError, MemoryError, ValueError) as error:
+        return f"{type(error).__name__}: {error}"
     return None
 
 
