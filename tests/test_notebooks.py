@@ -203,3 +203,24 @@ def test_discovery_finds_notebooks_and_skips_checkpoints(tmp_path: Path) -> None
     result = devicelint(".", cwd=tmp_path)
     assert "nb.ipynb:cell 1:2:1: DL005" in result.stdout
     assert "checkpoint" not in result.stdout
+
+
+def test_sarif_for_notebooks_is_schema_valid() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    sarif = json.loads(devicelint("--format", "sarif", "fixtures/notebooks/").stdout)
+    jsonschema.validate(sarif, schema)
+
+
+def test_add_noqa_in_a_notebook(tmp_path: Path) -> None:
+    outputs = [{"name": "stdout", "output_type": "stream", "text": ["ok\n"]}]
+    path = _notebook(tmp_path, [
+        _code(["!pip install torch\n", "from torch import nn\n"], outputs),
+        _code(["m = nn.DataParallel(net)  # wrap\n", "%time m(x)"]),
+    ])
+    result = devicelint("--add-noqa", str(path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    after = json.loads(path.read_text(encoding="utf-8"))
+    assert after["cells"][1]["source"] == ["m = nn.DataParallel(net)  # wrap  # noqa: DL005\n", "%time m(x)"]
+    assert after["cells"][0]["outputs"] == outputs
+    assert devicelint(str(path), cwd=tmp_path).returncode == 0
