@@ -15,9 +15,14 @@ from devicelint.finding import Finding, Fix
 from devicelint.rule import Rule, all_rules
 from devicelint.suppress import is_suppressed, parse_suppressions, skips_file
 
-SYNTAX_ERROR = "DL900"
-UNUSED_SUPPRESSION = "DL901"
-UNREADABLE = "DL902"
+from devicelint.source import (  # noqa: F401 - re-exported for callers of the engine
+    SYNTAX_ERROR,
+    UNREADABLE,
+    UNUSED_SUPPRESSION,
+    decode_source,
+    diagnostic as _diagnostic,
+    python_syntax_error as _python_syntax_error,
+)
 
 
 @dataclass
@@ -26,29 +31,6 @@ class FileResult:
     findings: list[Finding]
     # Set when suppressions were collected: DL901-style checks can use them.
     suppressions: Optional[dict] = None
-
-
-def _diagnostic(code: str, path: str, message: str, line: int = 1, column: int = 1) -> Finding:
-    rule = all_rules()[code]
-    return Finding(
-        code=code, name=rule.name, path=path, line=line, column=column,
-        end_line=line, end_column=column, message=message, severity=rule.severity,
-    )
-
-
-def decode_source(data: bytes) -> str:
-    """Decode like Python does: BOM, PEP 263 cookie, else UTF-8. Raises ValueError."""
-    if b"\0" in data:
-        raise ValueError("file contains NUL bytes")
-    try:
-        encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
-    except SyntaxError as error:
-        raise ValueError(str(error)) from None
-    try:
-        text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as error:
-        raise ValueError(f"not valid {encoding}: {error}") from None
-    return text[1:] if text.startswith("\ufeff") else text
 
 
 def read_source(path: str, max_size: int) -> str:
@@ -76,17 +58,6 @@ def _syntax_error(path: str, error: Exception) -> Finding:
     if isinstance(error, RecursionError):
         return _diagnostic(SYNTAX_ERROR, path, "Cannot parse: nesting too deep for the parser")
     return _diagnostic(SYNTAX_ERROR, path, f"Cannot parse: {error}")
-
-
-def _python_syntax_error(path: str, source: str) -> list[Finding]:
-    try:
-        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as error:
-        message = f"Cannot parse: {error.msg}"
-        return [_diagnostic(SYNTAX_ERROR, path, message, error.lineno or 1, error.offset or 1)]
-    except (RecursionError, MemoryError, ValueError) as error:
-        return [_syntax_error(path, error)]
-    return []
 
 
 def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,

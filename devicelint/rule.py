@@ -18,15 +18,21 @@ the sections "Why is this bad?", "Example" and "Use instead".
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
+import json
+import os
 import pkgutil
 import re
-from typing import ClassVar, Optional
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Optional
 
-import libcst as cst
+if TYPE_CHECKING:  # libcst is imported only when a file is actually parsed
+    import libcst as cst
 
-from devicelint.context import FileContext, Report
+    from devicelint.context import FileContext
 
 CODE_RE = re.compile(r"^[A-Z]+[0-9]+$")
 
@@ -58,6 +64,8 @@ class Rule:
     ) -> None:
         """Report a finding at `node`. A fix replaces `replace` (default: `node`) with
         `replacement`; `safe=False` marks it as needing `--unsafe-fixes`."""
+        from devicelint.context import Report
+
         self.ctx.report(
             Report(
                 rule=self,
@@ -135,3 +143,108 @@ def _plugin_rules() -> list[type[Rule]]:
             _check(rule, f"entry point {ep.name}")
             found.append(rule)
     return found
+
+
+@dataclass(frozen=True)
+class RuleMeta:
+    """What the engine needs to know about a rule without importing it (or libcst)."""
+
+    code: str
+    name: str
+    summary: str
+    severity: str
+    default_enabled: bool
+    tokens: tuple[str, ...]
+    fixable: bool
+    has_handlers: bool
+
+
+_catalog: Optional[dict[str, RuleMeta]] = None
+
+
+def _signature() -> str:
+    """Changes whenever devicelint's code, its built-in rules or the installed plugins do:
+    stat() of each source file, no reads."""
+    import devicelint
+    from importlib.metadata import entry_points
+
+    parts = [devicelint.__version__]
+    package = Path(devicelint.__file__).parent
+    import devicelint.rules as builtin
+
+    for folder in (package, *map(Path, builtin.__path__)):
+        try:
+            for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+                if entry.name.endswith(".py"):
+                    info = entry.stat()
+                    parts.append(f"{entry.path}:{info.st_mtime_ns}:{info.st_size}")
+        except OSError:
+            parts.append(f"{folder}:unreadable")
+    for ep in entry_points(group="devicelint.rules"):
+        version = ep.dist.version if ep.dist is not None else "?"
+        parts.append(f"plugin:{ep.name}={ep.value}@{version}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
+
+
+def _catalog_file(signature: str) -> Optional[Path]:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "devicelint" / f"rules-{signature}.json"
+
+
+def signature() -> str:
+    """Fingerprint of the code that produces findings (for the results cache)."""
+    global _signature_value
+    if _signature_value is None:
+        _signature_value = _signature()
+    return _signature_value
+
+
+_signature_value: Optional[str] = None
+
+
+_metadata_memo: dict[int, tuple[dict, dict[str, RuleMeta]]] = {}
+
+
+def _metadata(registry: dict[str, type[Rule]]) -> dict[str, RuleMeta]:
+    memo = _metadata_memo.get(id(registry))
+    if memo is not None and memo[0] is registry:
+        return memo[1]
+    catalog = {
+        code: RuleMeta(
+            code=code, name=rule.name, summary=rule.summary, severity=rule.severity,
+            default_enabled=rule.default_enabled, tokens=tuple(rule.tokens),
+            fixable=bool(getattr(rule, "fixable", False)), has_handlers=bool(rule.handlers()),
+        )
+        for code, rule in registry.items()
+    }
+    _metadata_memo.clear()
+    _metadata_memo[id(registry)] = (registry, catalog)
+    return catalog
+
+
+def rule_catalog() -> dict[str, RuleMeta]:
+    """Metadata of every rule, from a small cache file when nothing changed, so that a run
+    whose files are all cached (or hold no PyTorch code) never imports the rules or libcst."""
+    global _catalog
+    if _registry is not None:
+        # The rules are imported already (or a test swapped the registry): use them.
+        return _metadata(_registry)
+    if _catalog is not None:
+        return _catalog
+    path = _catalog_file(signature())
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = json.load(handle)
+        _catalog = {code: RuleMeta(**{**meta, "tokens": tuple(meta["tokens"])}) for code, meta in raw.items()}
+        return _catalog
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    _catalog = _metadata(all_rules())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({c: asdict(m) for c, m in _catalog.items()}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # no writable cache directory: the next run imports the rules again
+    return _catalog

@@ -14,9 +14,10 @@ from devicelint import __version__
 from devicelint.cache import CACHE_DIR_NAME, Cache, content_key
 from devicelint.config import Settings, enabled_codes, expand_codes, load_settings
 from devicelint.discovery import Candidate, discover
-from devicelint.engine import UNREADABLE, _diagnostic, decode_source, enabled_rules, lint_source
 from devicelint.finding import Finding
-from devicelint.rule import all_rules
+from devicelint.rule import rule_catalog, signature
+from devicelint.source import UNREADABLE, decode_source, needs_parse, python_syntax_error
+from devicelint.source import diagnostic as _diagnostic
 
 # Below this many files to (re)lint, a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
@@ -64,6 +65,7 @@ def resolve_settings(paths: Sequence[str], overrides: Overrides) -> Settings:
 
 def _lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> list[dict]:
     if path.endswith(".ipynb"):
+        from devicelint.engine import enabled_rules
         from devicelint.notebook import lint_notebook
 
         return [f.to_dict() for f in lint_notebook(display, data, enabled_rules(codes)).findings]
@@ -71,6 +73,17 @@ def _lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> l
         source = decode_source(data)
     except ValueError as error:
         return [_diagnostic(UNREADABLE, display, f"Cannot read file: {error}").to_dict()]
+    catalog = rule_catalog()
+    tokens = [catalog[code].tokens for code in codes if catalog[code].has_handlers]
+    # A file with suppression comments still goes to the engine: DL901 (unused suppression)
+    # must judge them even when no rule can match.
+    stale_check = "DL901" in codes and ("noqa" in source.lower() or "devicelint:" in source)
+    if not needs_parse(source, tokens) and not stale_check:
+        # No enabled rule can match: the engine (and libcst) is not even imported.
+        errors = python_syntax_error(display, source) if "DL900" in codes else []
+        return [f.to_dict() for f in errors]
+    from devicelint.engine import enabled_rules, lint_source
+
     result = lint_source(display, source, enabled_rules(codes))
     return [f.to_dict() for f in result.findings]
 
@@ -118,7 +131,7 @@ def _ignored_by_path(finding: Finding, settings: Settings) -> bool:
         relative = Path(os.path.abspath(finding.path)).relative_to(root).as_posix()
     except ValueError:
         relative = Path(finding.path).as_posix()
-    known = list(all_rules())
+    known = list(rule_catalog())
     for pattern, codes in settings.per_file_ignores.items():
         if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(Path(relative).name, pattern) \
                 or relative.startswith(pattern.rstrip("/") + "/"):
@@ -137,13 +150,13 @@ def lint_paths(
 ) -> LintRun:
     overrides = overrides or Overrides()
     settings = settings or resolve_settings(paths, overrides)
-    codes = enabled_codes(settings, all_rules())
+    codes = enabled_codes(settings, rule_catalog())
     candidates, problems = discover(list(paths), settings, bool(settings.force_exclude))
     findings = [_diagnostic(UNREADABLE, p.display, p.message) for p in problems]
     cache = None
     if use_cache:
         directory = Path(settings.cache_dir) if settings.cache_dir else Path(settings.root) / CACHE_DIR_NAME
-        cache = Cache(directory, settings.fingerprint(codes, __version__))
+        cache = Cache(directory, settings.fingerprint(codes, f"{__version__}+{signature()}"))
     jobs_to_run = []
     keys = []
     cached = 0

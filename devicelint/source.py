@@ -1,0 +1,59 @@
+"""Reading source files and the engine's own diagnostics, without importing libcst: a run
+whose files are cached or hold no PyTorch code never pays for the parser."""
+
+from __future__ import annotations
+
+import ast
+import tokenize
+
+from devicelint.finding import Finding
+
+SYNTAX_ERROR = "DL900"
+UNUSED_SUPPRESSION = "DL901"
+UNREADABLE = "DL902"
+
+
+def diagnostic(code: str, path: str, message: str, line: int = 1, column: int = 1) -> Finding:
+    from devicelint.rule import rule_catalog
+
+    rule = rule_catalog()[code]
+    return Finding(
+        code=code, name=rule.name, path=path, line=line, column=column,
+        end_line=line, end_column=column, message=message, severity=rule.severity,
+    )
+
+
+def decode_source(data: bytes) -> str:
+    """Decode like Python does: BOM, PEP 263 cookie, else UTF-8. Raises ValueError."""
+    if b"\0" in data:
+        raise ValueError("file contains NUL bytes")
+    try:
+        encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
+    except SyntaxError as error:
+        raise ValueError(str(error)) from None
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as error:
+        raise ValueError(f"not valid {encoding}: {error}") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def python_syntax_error(path: str, source: str) -> list[Finding]:
+    """DL900 from CPython's parser (faster than libcst's), for files no rule needs parsed."""
+    try:
+        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        message = f"Cannot parse: {error.msg}"
+        return [diagnostic(SYNTAX_ERROR, path, message, error.lineno or 1, error.offset or 1)]
+    except (RecursionError, MemoryError, ValueError) as error:
+        kind = "nesting too deep for the parser" if isinstance(error, RecursionError) else str(error)
+        return [diagnostic(SYNTAX_ERROR, path, f"Cannot parse: {kind}")]
+    return []
+
+
+def needs_parse(source: str, tokens: list[tuple[str, ...]]) -> bool:
+    """True if some enabled rule's prefilter tokens (or a suppression comment, which DL901
+    must judge) occur in the text."""
+    if "noqa" in source or "NOQA" in source or "devicelint:" in source:
+        return True
+    return any(not group or any(t in source for t in group) for group in tokens)
