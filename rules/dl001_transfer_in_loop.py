@@ -234,6 +234,12 @@ class Flow:
                 return PYTHON
             if attr in ("T", "mT", "H", "real", "imag", "grad", "data"):
                 return self.origin(node.value, depth + 1)
+            if attr in ("weight", "bias"):
+                root = node.value
+                while isinstance(root, cst.Attribute):
+                    root = root.value
+                if isinstance(root, cst.Name) and self.is_module(root):
+                    return MODEL_OUT  # a parameter lives where its model lives
             return None
         if isinstance(node, cst.BinaryOperation):
             return self._combine(node.left, node.right, depth)
