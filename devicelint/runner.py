@@ -77,8 +77,7 @@ def _lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> l
     tokens = [catalog[code].tokens for code in codes if catalog[code].has_handlers]
     # A file with suppression comments still goes to the engine: DL901 (unused suppression)
     # must judge them even when no rule can match.
-    stale_check = "DL901" in codes and ("noqa" in source.lower() or "devicelint:" in source)
-    if not needs_parse(source, tokens) and not stale_check:
+    if not needs_parse(source, tokens, judge_suppressions="DL901" in codes):
         # No enabled rule can match: the engine (and libcst) is not even imported.
         errors = python_syntax_error(display, source) if "DL900" in codes else []
         return [f.to_dict() for f in errors]

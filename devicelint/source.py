@@ -51,9 +51,9 @@ def python_syntax_error(path: str, source: str) -> list[Finding]:
     return []
 
 
-def needs_parse(source: str, tokens: list[tuple[str, ...]]) -> bool:
-    """True if some enabled rule's prefilter tokens (or a suppression comment, which DL901
-    must judge) occur in the text."""
-    if "noqa" in source or "NOQA" in source or "devicelint:" in source:
+def needs_parse(source: str, tokens: list[tuple[str, ...]], judge_suppressions: bool = False) -> bool:
+    """True if some enabled rule's prefilter tokens occur in the text (or a suppression
+    comment, when DL901 must judge it)."""
+    if judge_suppressions and ("noqa" in source.lower() or "devicelint:" in source):
         return True
     return any(not group or any(t in source for t in group) for group in tokens)
