@@ -323,7 +323,10 @@ def dl013(ctx, rec) -> dict:
     if rec["line_events"].get("cuda_initialized"):
         return ctx.base("confirmed", "CUDA was already initialised when CUDA_VISIBLE_DEVICES "
                         "was set: the setting had no effect")
-    return ctx.base("refuted", "CUDA was not initialised yet: the setting takes effect")
+    # torch had no CUDA context yet, but torch.cuda.is_available()/device_count() call
+    # cudaGetDeviceCount, which already reads the variable: this cannot be refuted here.
+    return ctx.base("inconclusive", "torch had not created a CUDA context yet; an earlier "
+                    "is_available()/device_count() may still have fixed the visible devices")
 
 
 PROBES = {
