@@ -357,6 +357,32 @@ class ViewOnNoncontiguous(Rule):
             return self._input_shape(expr.func.value, depth + 1)  # type: ignore[union-attr]
         return None
 
+    def _rank(self, expr: cst.CSTNode, depth: int = 0) -> Optional[int]:
+        """The rank of `expr` where the code shows it: a `.view`/`.reshape`/factory with
+        its sizes spelled out, kept through transposes, elementwise ops and `@`."""
+        if depth > 16 or expr is None:
+            return None
+        shape = self._input_shape(expr)
+        if shape is not None:
+            return len(shape)
+        if isinstance(expr, cst.Name):
+            value = self._reaching_value(expr)
+            return self._rank(value, depth + 1) if value is not None else None
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = self._rank(expr.left, depth + 1), self._rank(expr.right, depth + 1)
+            if isinstance(expr.operator, cst.MatrixMultiply):
+                return max(left, right) if left and right and left >= 2 and right >= 2 else None
+            return left if left == right else None
+        if isinstance(expr, cst.Call):
+            method = method_name(expr)
+            if method in TRANSPOSING - {"t"} or method in STRIDE_PRESERVING or method in (
+                "contiguous", "softmax", "masked_fill", "relu", "sigmoid", "exp", "float"
+            ):
+                return self._rank(expr.func.value, depth + 1)  # type: ignore[union-attr]
+            if method == "permute":
+                return self._rank(expr.func.value, depth + 1)  # type: ignore[union-attr]
+        return None
+
     def _unpacked_shape(self, expr: cst.CSTNode) -> Optional[list]:
         """`n, c, h, w = x.shape` (or `x.size()`) in the same scope gives x's dims."""
         text = self._norm(expr)
@@ -389,9 +415,11 @@ class ViewOnNoncontiguous(Rule):
 
     def _outcome(self, source: Source, args, receiver: cst.CSTNode) -> str:
         if source.op in ("expand", "narrow", "step"):
-            return MAYBE
+            return self._merge_evidence(args, 0) if args is not None else OK
         shape = self._input_shape(source.receiver)
         rank = source.rank if source.rank is not None else (len(shape) if shape else None)
+        if rank is None:
+            rank = self._rank(source.receiver)
         perm = source.perm
         if perm is None and rank is not None:
             if source.op == "T":
@@ -405,7 +433,7 @@ class ViewOnNoncontiguous(Rule):
         if perm is not None and shape is not None and len(shape) != len(perm):
             shape = None
         if args is None:
-            return MAYBE
+            return OK  # `x.view(*shape)`: nothing to reason about; stay silent
         # Output dims after the permute: symbols where the input shape is known.
         if perm is not None:
             out = [shape[p] if shape else None for p in perm]
@@ -419,14 +447,31 @@ class ViewOnNoncontiguous(Rule):
                 return FAILS
             return self._match(args, out, perm, receiver)
         # Rank unknown: what the transpose's own dims show.
+        first = 0
         if source.dims and all(d >= 0 for d in source.dims):
             a, b = sorted(source.dims)
+            first = a
             bad_pairs = {a, b - 1} | ({a - 1} if a >= 1 else set())
             if len(args) < len(bad_pairs) + 1:
                 return FAILS
         elif source.op in ("T", "transpose", "permute") and len(args) == 1:
             return FAILS  # flattening merges every dimension
-        return MAYBE
+        return self._merge_evidence(args, first)
+
+    @staticmethod
+    def _merge_evidence(args, first: int) -> str:
+        """Undecided shapes: report (as "may fail") only where the view visibly merges
+        something at or after the first moved dim: a product argument (`H * D`) there, or
+        a flattening `.view(-1)`. A view that spells out sizes one by one usually splits
+        a dim or keeps the shape, which works."""
+        if len(args) == 1:
+            return MAYBE
+        for index, arg in enumerate(args):
+            if index >= first and sum(
+                1 for f in _factors(arg) if _int(f) is None
+            ) >= 2:
+                return MAYBE
+        return OK
 
     def _match(self, args, out: list, perm: list[int], receiver) -> str:
         n = len(out)
