@@ -76,6 +76,7 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
 
 
 def describe(confirmation: dict) -> str:
-    status = confirmation.get("status", "?")
-    summary = confirmation.get("summary") or confirmation.get("error") or ""
-    return f"{status}{': ' + summary if summary else ''}"
+    """One line of runtime evidence (the runtime checker's own wording, torch-free)."""
+    from devicelint.runtime.report import evidence
+
+    return evidence({"status": "?", **confirmation})

@@ -131,7 +131,10 @@ def _attach(findings, runs: list[dict]) -> None:
               show_default=True, help="Real GPU, or the simulated device (CPU, estimated costs).")
 @click.option("--timeout", type=float, default=None,
               help="Seconds per run (default: 600 for a command, 120 per fixture file).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text")
+@click.option("--format", "output_format", default="text",
+              type=click.Choice(["text", "json", "json-lines", "github", "sarif", "gitlab"]),
+              help="json: {device, findings, runs}; other formats as for linting, with the "
+                   "runtime evidence in each message.")
 @click.option("--select", multiple=True, help="Rule codes to confirm (default: all enabled).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Fixture files run at once (default 1 on a GPU, for clean timings; 4 on sim).")
@@ -171,8 +174,14 @@ def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, 
         runs = [_run(plan, " ".join(command), timeout or 600.0)]
         runs[0]["target"] = " ".join(command)
     _attach(findings, runs)
-    text = (format_json(findings, runs, device) if output_format == "json"
-            else format_text(findings, runs, fixture_mode))
+    if output_format == "json":
+        text = format_json(findings, runs, device)
+    elif output_format == "text":
+        text = format_text(findings, runs, fixture_mode)
+    else:
+        from devicelint.reporters import ReportContext, renderer
+
+        text = renderer(output_format)(findings, ReportContext(files=len(runs)))
     if html_file:
         from devicelint.reporters.html import render_html
 
