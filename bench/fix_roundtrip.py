@@ -6,7 +6,8 @@
 For each corpus: copy its sources to a temporary directory, run the CLI's
 `check --fix --unsafe-fixes --no-cache` on the copy (in this process, so that the fix outcome
 can be counted per rule), then check that every .py file still parses with `ast` and libcst,
-that a second identical run changes no byte, and that `--diff` then has nothing to show.
+and that a second identical run changes no byte. Files the fix left byte-identical are not
+re-parsed (they are what they were).
 Prints the fixes applied per rule and the number of unparseable results; exits 1 if any file
 became unparseable or the second run changed something.
 """
@@ -91,7 +92,6 @@ def roundtrip(name: str) -> bool:
         root = Path(tmp) / source.name
         shutil.copytree(source, root)
         files = sorted(root.rglob("*.py"))
-        unparseable_before = sum(not parses(p) for p in files)
         before = hashes(root)
 
         start = time.perf_counter()
@@ -99,11 +99,11 @@ def roundtrip(name: str) -> bool:
         seconds = time.perf_counter() - start
         after = hashes(root)
         changed = [p for p in after if after[p] != before[p]]
-        unparseable = [p for p in files if not parses(p)]
+        unparseable_before = sum(not parses(source / p) for p in changed)
+        unparseable = [p for p in changed if not parses(root / p)]
 
         second, second_outcome = run_fix(root)
         again = hashes(root)
-        diff = CliRunner().invoke(main, ["check", "--diff", "--unsafe-fixes", "--no-cache", str(root)])
 
     by_code = outcome.fixed_by_code if outcome else Counter()
     print(f"== {name}=={CORPORA[name]}: {len(files)} files")
@@ -116,14 +116,14 @@ def roundtrip(name: str) -> bool:
     print(f"   fixes dropped because the result would not parse: {len(dropped)}")
     for message in dropped + other:
         print(f"     {message}")
-    print(f"   unparseable files after fixing: {len(unparseable)} "
-          f"(unparseable before: {unparseable_before})")
+    print(f"   changed files that do not parse (ast and libcst): {len(unparseable)} "
+          f"(of those, unparseable before: {unparseable_before})")
+    for path in unparseable:
+        print(f"     {path}")
     second_changed = [p for p in again if again[p] != after[p]]
     print(f"   second run: {second_outcome.fixed if second_outcome else 0} fixes, "
           f"{len(second_changed)} files changed")
-    print(f"   --diff after fixing: exit {diff.exit_code}, {len(diff.stdout)} bytes of diff")
-    ok = len(unparseable) <= unparseable_before and not second_changed and diff.exit_code == 0
-    ok = ok and result.exit_code in (0, 1)
+    ok = not unparseable and not second_changed and result.exit_code in (0, 1)
     if not ok:
         print(f"   FAILED (first run exit {result.exit_code}: {result.stderr[-2000:]})")
     return ok
