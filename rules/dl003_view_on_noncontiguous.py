@@ -445,7 +445,11 @@ class ViewOnNoncontiguous(Rule):
             # fewer view arguments than runs, some argument must span two runs.
             if len(args) < bad + 1:
                 return FAILS
-            return self._match(args, out, perm, receiver)
+            outcome = self._match(args, out, perm, receiver)
+            if outcome == MAYBE:
+                first = next(k for k in range(len(perm)) if perm[k] != k)
+                return self._merge_evidence(args, first)
+            return outcome
         # Rank unknown: what the transpose's own dims show.
         first = 0
         if source.dims and all(d >= 0 for d in source.dims):
@@ -461,13 +465,13 @@ class ViewOnNoncontiguous(Rule):
     @staticmethod
     def _merge_evidence(args, first: int) -> str:
         """Undecided shapes: report (as "may fail") only where the view visibly merges
-        something at or after the first moved dim: a product argument (`H * D`) there, or
-        a flattening `.view(-1)`. A view that spells out sizes one by one usually splits
+        something into the moved dims: a product argument (`H * D`) after the first moved
+        dim, or a flattening `.view(-1)`. A view that spells out sizes one by one usually splits
         a dim or keeps the shape, which works."""
         if len(args) == 1:
             return MAYBE
         for index, arg in enumerate(args):
-            if index >= first and sum(
+            if index > first and sum(
                 1 for f in _factors(arg) if _int(f) is None
             ) >= 2:
                 return MAYBE
