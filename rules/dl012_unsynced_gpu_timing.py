@@ -95,7 +95,7 @@ class UnsyncedGpuTiming(Rule):
         "asynchronously, so this measures the launch, not the run time; call "
         "`torch.cuda.synchronize()` before it (or use CUDA events / torch.utils.benchmark)"
     )
-    tokens = ("time", "perf_counter", "monotonic", "default_timer")
+    tokens = ("time(", "time_ns(", "perf_counter", "monotonic", "default_timer")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
