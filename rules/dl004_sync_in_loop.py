@@ -15,6 +15,7 @@ from devicelint.rules.dl001_transfer_in_loop import (
     FIELDS,
     LOADER,
     Flow,
+    children,
     func_tail,
 )
 
@@ -314,7 +315,7 @@ class SyncInLoop(Rule):
                         facts.times = True
                     elif isinstance(current.func, (cst.Name, cst.Attribute)) and flow.is_module(current.func):
                         facts.calls_model = True
-            stack.extend(current.children)
+            stack.extend(children(current))
         self._facts[key] = facts
         return facts
 
@@ -385,7 +386,7 @@ def _is_gate(test: cst.BaseExpression) -> bool:
                 return True
             stack.append(current.value)
             continue
-        stack.extend(current.children)
+        stack.extend(children(current))
     return False
 
 
@@ -405,5 +406,5 @@ def _mentions_timing(ctx: FileContext, node: cst.CSTNode) -> bool:
         if isinstance(current, cst.Call):
             if ctx.qualname(current.func) in TIMING_FUNCS or func_tail(current) in ("record", "elapsed_time"):
                 return True
-        stack.extend(current.children)
+        stack.extend(children(current))
     return False
