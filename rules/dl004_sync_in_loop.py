@@ -292,6 +292,7 @@ class SyncInLoop(Rule):
             return facts
         facts = _LoopFacts()
         ctx = self.ctx
+        targets = set(ctx.loop_targets(loop)) if isinstance(loop, cst.For) else set()
         stack: list[cst.CSTNode] = [loop.body]  # type: ignore[attr-defined]
         while stack:
             current = stack.pop()
@@ -313,7 +314,12 @@ class SyncInLoop(Rule):
                     qual = ctx.qualname(current.func)
                     if qual in TIMING_FUNCS:
                         facts.times = True
-                    elif isinstance(current.func, (cst.Name, cst.Attribute)) and flow.is_module(current.func):
+                    elif (
+                        isinstance(current.func, (cst.Name, cst.Attribute))
+                        and (dotted_name(current.func) or "").split(".", 1)[0] not in targets
+                        and flow.is_module(current.func)
+                    ):
+                        # Calling the loop variable walks layers/models, not steps.
                         facts.calls_model = True
             stack.extend(children(current))
         self._facts[key] = facts
