@@ -10,6 +10,15 @@ and that a second identical run changes no byte. Files the fix left byte-identic
 re-parsed (they are what they were).
 Prints the fixes applied per rule and the number of unparseable results; exits 1 if any file
 became unparseable or the second run changed something.
+
+    .venv/bin/python bench/fix_roundtrip.py --stress torchvision
+
+`--stress` runs the same round-trip with two synthetic rules instead of the real ones
+(`--select XS001,XS002`), to push the fix machinery through thousands of real-code spans:
+XS001 rewrites every `.view(...)` method call to `.reshape(...)` (nested ones need several
+rounds), XS002 adds `device=None` to every `torch.zeros/ones/empty/full/arange(...)` call
+without `device=` (a keyword inserted into calls with comments, trailing commas, line breaks).
+The rewritten code is not meant to run; only parsing and idempotency are checked.
 """
 
 from __future__ import annotations
@@ -31,9 +40,52 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import CORPORA, corpus  # noqa: E402
 
 import devicelint.fix  # noqa: E402
+import devicelint.rule  # noqa: E402
 from devicelint.cli import main  # noqa: E402
+from devicelint.rule import Rule  # noqa: E402
 
 FIX_ARGS = ["check", "--fix", "--unsafe-fixes", "--no-cache", "--format", "json"]
+STRESS_ARGS = ["--select", "XS001,XS002"]
+FACTORIES = {"zeros", "ones", "empty", "full", "arange"}
+
+
+class StressView(Rule):
+    code = "XS001"
+    name = "stress-view"
+    default_enabled = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "view":
+            new = node.with_changes(func=func.with_changes(attr=cst.Name("reshape")))
+            self.report(node, "view", replacement=new)
+
+
+class StressDevice(Rule):
+    code = "XS002"
+    name = "stress-device"
+    default_enabled = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in FACTORIES
+                and isinstance(func.value, cst.Name) and func.value.value == "torch"):
+            return
+        if any(arg.star for arg in node.args) or any(
+            arg.keyword is not None and arg.keyword.value == "device" for arg in node.args
+        ):
+            return
+        new = node.with_changes(args=[*node.args, cst.Arg(
+            keyword=cst.Name("device"), value=cst.Name("None"),
+            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+        )])
+        self.report(node, "device", replacement=new, safe=False)
+
+
+def register_stress_rules() -> None:
+    devicelint.rule._registry = {
+        **devicelint.rule.all_rules(), "XS001": StressView, "XS002": StressDevice,
+    }
 
 
 def hashes(root: Path) -> dict[str, str]:
@@ -80,7 +132,7 @@ class Capture:
         devicelint.fix.apply_fixes = self.original
 
 
-def run_fix(root: Path, extra=()):
+def run_fix(root: Path, extra=STRESS_ARGS if "--stress" in sys.argv else ()):
     with Capture() as capture:
         result = CliRunner().invoke(main, [*FIX_ARGS, *extra, str(root)], catch_exceptions=False)
     return result, capture.outcomes[-1] if capture.outcomes else None
@@ -107,7 +159,9 @@ def roundtrip(name: str) -> bool:
 
     by_code = outcome.fixed_by_code if outcome else Counter()
     print(f"== {name}=={CORPORA[name]}: {len(files)} files")
-    print(f"   command: devicelint check --fix --unsafe-fixes --no-cache <copy>  ({seconds:.1f}s)")
+    stress = " --select XS001,XS002 (synthetic stress rules)" if "--stress" in sys.argv else ""
+    print(f"   command: devicelint check --fix --unsafe-fixes --no-cache{stress} <copy>  "
+          f"({seconds:.1f}s)")
     print(f"   fixes applied: {sum(by_code.values())} in {len(changed)} files")
     for code, count in sorted(by_code.items()):
         print(f"     {code}: {count}")
@@ -130,6 +184,8 @@ def roundtrip(name: str) -> bool:
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or list(CORPORA)
+    if "--stress" in sys.argv:
+        register_stress_rules()
+    names = [a for a in sys.argv[1:] if not a.startswith("--")] or list(CORPORA)
     results = [roundtrip(name) for name in names]
     sys.exit(0 if all(results) else 1)
