@@ -117,20 +117,36 @@ _WEIGHTED_LOSSES = {f"torch.nn.{n}" for n in (
 )}
 
 
-def is_stateful_torch_module(ctx: FileContext, call: cst.Call, qual: str) -> bool:
+def _fresh_cpu_tensor(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and keyword_arg(node, "device") is None and (
+        isinstance(node.func, cst.Attribute) and node.func.attr.value in ("tensor", "ones", "Tensor", "FloatTensor", "full", "as_tensor", "from_numpy")
+    )
+
+
+def is_stateful_torch_module(
+    ctx: FileContext, call: cst.Call, qual: str, cpu_tensor=_fresh_cpu_tensor
+) -> bool:
     """Whether a torch.nn.* construction holds parameters or buffers that a device move
     would have to carry: not activations, pooling, dropout, or losses without `weight=`."""
     if qual in STATELESS_MODULES:
         return False
     last = qual.rsplit(".", 1)[-1]
     if last.endswith("Loss"):
-        if keyword_arg(call, "weight") is not None or keyword_arg(call, "pos_weight") is not None:
-            return True
-        return qual in _WEIGHTED_LOSSES and any(
-            arg.keyword is None and not arg.star for arg in call.args[:1]
-        )
+        weights = [keyword_arg(call, "weight"), keyword_arg(call, "pos_weight")]
+        if qual in _WEIGHTED_LOSSES and call.args and call.args[0].keyword is None:
+            weights.append(call.args[0].value)
+        # A weight is a buffer that must move too; stateful only when it is a fresh CPU
+        # tensor (`self.class_weight`, a registered buffer, moves with its owner).
+        return any(w is not None and cpu_tensor(w) for w in weights)
     if last in ("Sequential", "ModuleList", "ModuleDict"):
-        return True
+        # Stateful only if it builds fresh stateful modules; existing ones may be moved.
+        parts = [a.value for a in call.args]
+        for part in parts:
+            if isinstance(part, (cst.List, cst.Tuple)):
+                parts.extend(e.value for e in part.elements)
+            elif isinstance(part, cst.Dict):
+                parts.extend(e.value for e in part.elements if isinstance(e, cst.DictElement))
+        return any(isinstance(p, cst.Call) and is_model_builder(ctx, p, cpu_tensor) for p in parts)
     return True
 
 
@@ -218,13 +234,13 @@ _BUILTINS = {"super", "range", "len", "int", "float", "str", "list", "dict", "tu
              "ValueError", "TypeError", "NotImplementedError", "RuntimeError", "type", "map"}
 
 
-def is_model_builder(ctx: FileContext, call: cst.Call) -> bool:
+def is_model_builder(ctx: FileContext, call: cst.Call, cpu_tensor=_fresh_cpu_tensor) -> bool:
     """A call that returns a fresh nn.Module on the CPU: an nn.* / local Module class, a
     torchvision.models builder, a transformers `*Model*.from_pretrained`."""
     qual = ctx.qualname(call.func) or ""
     if is_module_constructor(ctx, call):
         if qual:
-            return is_stateful_torch_module(ctx, call, qual)
+            return is_stateful_torch_module(ctx, call, qual, cpu_tensor)
         return isinstance(call.func, cst.Name) and class_has_state(ctx, call.func.value)
     if qual.startswith("torchvision.models."):
         last = qual.rsplit(".", 1)[-1]
@@ -416,6 +432,8 @@ class DeviceFlow:
             inner = self.value(node.value, depth + 1)
             if inner in (GPU, GPU_BOX):
                 return GPU
+            if inner == CPU_NDIM and all(_keeps_dims(e.slice) for e in node.slice):
+                return CPU_NDIM  # `x[:, None]`, `x[1:]`: slicing keeps the dimensions
             if inner in (CPU_NDIM, CPU_ANY):
                 return CPU_ANY
             return None
@@ -488,14 +506,14 @@ class DeviceFlow:
                     return inner if method in KEEP_NDIM_METHODS else CPU_ANY
             return None
         if qual is None:
-            if is_model_builder(ctx, call) and self._builds_on_cpu(call):
+            if is_model_builder(ctx, call, self._is_cpu) and self._builds_on_cpu(call):
                 return MODEL
             return None
         if qual in TENSOR_FACTORIES:
             return self._factory_value(call, qual, depth)
         if qual.startswith("torch.cuda.") and qual.endswith("Tensor"):
             return GPU
-        if is_model_builder(ctx, call):
+        if is_model_builder(ctx, call, self._is_cpu):
             return MODEL if self._builds_on_cpu(call) else None
         short = qual.rsplit(".", 1)[-1]
         if (qual == f"torch.{short}" or qual == f"torch.nn.functional.{short}") and (
@@ -511,6 +529,9 @@ class DeviceFlow:
                 return inner
             return CPU_ANY if inner in (CPU_NDIM, CPU_ANY) else None
         return None
+
+    def _is_cpu(self, node: cst.CSTNode) -> bool:
+        return self.value(node) in (CPU_NDIM, CPU_ANY)
 
     def _builds_on_cpu(self, call: cst.Call) -> bool:
         if keyword_arg(call, "device") is not None or keyword_arg(call, "device_map") is not None:
@@ -595,6 +616,13 @@ def _is_sequence_literal(flow: DeviceFlow, node: cst.CSTNode, depth: int) -> boo
             for v in values
         )
     return False
+
+
+def _keeps_dims(element: cst.BaseSlice) -> bool:
+    if isinstance(element, cst.Slice):
+        return True
+    value = element.value if isinstance(element, cst.Index) else None
+    return isinstance(value, cst.Ellipsis) or (isinstance(value, cst.Name) and value.value == "None")
 
 
 def _in_for_body(loop: cst.For, ancestors: list, index: int, use: cst.CSTNode) -> bool:
