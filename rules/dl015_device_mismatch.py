@@ -30,6 +30,7 @@ _OPERAND_FUNCTIONS = {
         "cosine_similarity", "pairwise_distance", "linear",
     )
 }
+_DEVICE_SOURCES = {"to", "cuda", "FloatTensor", "LongTensor", "HalfTensor", "BoolTensor"}
 _OPERAND_METHODS = {
     "add", "sub", "mul", "div", "matmul", "mm", "bmm", "eq", "ne", "lt", "le", "gt", "ge",
     "maximum", "minimum", "masked_fill", "masked_fill_", "index_select", "gather", "where",
@@ -99,6 +100,7 @@ class DeviceMismatch(Rule):
         self._calls: list[cst.Call] = []
         self._subscripts: list[cst.Subscript] = []
         self._globals: set[str] = set()
+        self._on_device = False  # something is created on or moved to a device
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         self._binops.append(node)
@@ -110,8 +112,18 @@ class DeviceMismatch(Rule):
         self._binops.append(node)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, (cst.Attribute, cst.Name)):
+        func = node.func
+        if isinstance(func, cst.Attribute):
             self._calls.append(node)
+            if func.attr.value in _DEVICE_SOURCES:
+                self._on_device = True
+        elif isinstance(func, cst.Name):
+            self._calls.append(node)
+        if not self._on_device:
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value == "device":
+                    self._on_device = True
+                    break
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         self._subscripts.append(node)
@@ -120,8 +132,8 @@ class DeviceMismatch(Rule):
         self._globals.update(item.name.value for item in node.names)
 
     def leave_Module(self, node: cst.Module) -> None:
-        if not (self._binops or self._calls or self._subscripts):
-            return
+        if not self._on_device:
+            return  # nothing is ever on a GPU: no mismatch to find
         flow = DeviceFlow(self.ctx)
         flow.global_names = self._globals
         for op in self._binops:
