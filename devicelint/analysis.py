@@ -151,7 +151,9 @@ def _name_device_kind(ctx: FileContext, node: cst.Name, depth: int) -> Optional[
         if binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
             kinds.add(device_kind(ctx, binding.value, depth + 1))
         elif binding.kind == "param" and binding.value is not None:
-            kinds.add(device_kind(ctx, binding.value, depth + 1))
+            # A default is one possible value: callers may pass any device.
+            kind = device_kind(ctx, binding.value, depth + 1)
+            kinds.add(DEVICE if kind in (CUDA, CPU, DEVICE) else kind)
     kinds.discard(None)
     if len(kinds) == 1:
         return kinds.pop()
