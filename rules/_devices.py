@@ -138,8 +138,10 @@ def is_stateful_torch_module(
         # A weight is a buffer that must move too; stateful only when it is a fresh CPU
         # tensor (`self.class_weight`, a registered buffer, moves with its owner).
         return any(w is not None and cpu_tensor(w) for w in weights)
-    if last in ("Sequential", "ModuleList", "ModuleDict"):
-        # Stateful only if it builds fresh stateful modules; existing ones may be moved.
+    if last in ("Sequential", "ModuleList", "ModuleDict", "DataParallel",
+                "DistributedDataParallel", "FullyShardedDataParallel"):
+        # Containers and wrappers: stateful only if they build fresh stateful modules;
+        # modules passed in may already be on the device.
         parts = [a.value for a in call.args]
         for part in parts:
             if isinstance(part, (cst.List, cst.Tuple)):

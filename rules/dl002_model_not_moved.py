@@ -185,6 +185,7 @@ class ModelNotMoved(Rule):
     def _moved_or_escaped(self, flow: DeviceFlow, call: cst.Call, name: cst.Name) -> bool:
         ctx = self.ctx
         scope = ctx.scope(name)
+        owner = self._owner(name)
         order = ctx.order(call)
         loops = [a for a in flow.ancestors_in_scope(call) if isinstance(a, (cst.For, cst.While))]
         for use in self._names[name.value]:
@@ -194,9 +195,9 @@ class ModelNotMoved(Rule):
             if kind not in ("move", "escape"):
                 continue
             if ctx.scope(use) is not scope:
-                if self._resolves_elsewhere(use, scope):
-                    continue
-                return True  # a helper or another scope may move it before the call
+                if self._owner(use) is owner:
+                    return True  # a helper or another scope may move it before the call
+                continue  # a different variable of the same name
             if ctx.order(use) < order:
                 return True
             if loops:
@@ -205,15 +206,18 @@ class ModelNotMoved(Rule):
                     return True
         return False
 
-    def _resolves_elsewhere(self, use: cst.Name, scope: cst.CSTNode) -> bool:
-        """The use names a different variable: one bound locally in an unrelated scope."""
+    def _owner(self, use: cst.Name) -> cst.CSTNode:
+        """The scope whose variable `use` names: the nearest scope binding it, else the
+        module (and the module for names declared `global`)."""
         ctx = self.ctx
-        use_scope = ctx.scope(use)
         if use.value in self._globals:
-            return False
-        if ctx.bindings(use_scope).get(use.value):
-            return True  # a local of that scope, not ours
-        return False if scope is ctx.module else not _encloses(ctx, scope, use_scope)
+            return ctx.module
+        scope = ctx.scope(use)
+        while scope is not ctx.module:
+            if ctx.bindings(scope).get(use.value):
+                return scope
+            scope = ctx.scope(scope)
+        return scope
 
     def _use_kind(self, use: cst.Name) -> str:
         """How a name is used: call, move, read, bind, or escape (may be moved elsewhere)."""
@@ -323,13 +327,3 @@ def _plain_container(value: cst.CSTNode) -> Optional[list[cst.CSTNode]]:
     if isinstance(value, cst.BinaryOperation) and isinstance(value.left, cst.List):
         return [e.value for e in value.left.elements]
     return None
-
-
-def _encloses(ctx, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
-    node = inner
-    while node is not None and node is not ctx.module:
-        if node is outer:
-            return True
-        node = ctx.scope(node)
-    return outer is ctx.module
-
