@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+import os
 from functools import lru_cache
 
 from devicelint.finding import Finding
@@ -11,8 +12,17 @@ from devicelint.reporters import ReportContext
 BOLD, RED, CYAN, DIM, RESET = "\033[1m", "\033[31m", "\033[36m", "\033[2m", "\033[0m"
 
 
-@lru_cache(maxsize=64)
 def _lines(path: str) -> tuple[str, ...]:
+    """The file's lines as they are now (a fix may have rewritten it in this process)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return ()
+    return _read_lines(path, info.st_mtime_ns, info.st_size)
+
+
+@lru_cache(maxsize=64)
+def _read_lines(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
     from devicelint.engine import decode_source
 
     if path.endswith(".ipynb"):
