@@ -23,7 +23,7 @@ def _lines(path: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=64)
 def _read_lines(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
-    from devicelint.engine import decode_source
+    from devicelint.source import decode_source
 
     if path.endswith(".ipynb"):
         from devicelint.notebook import virtual_lines
