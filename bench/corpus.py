@@ -18,6 +18,11 @@ CORPORA = {
     "torchvision": "0.24.1",
     "transformers": "5.23.0",
     "pytorch-lightning": "2.6.6",
+    # Packages with real training / evaluation / inference step loops (the audit's "loop" group).
+    "ultralytics": "8.4.190",
+    "pytorch-ignite": "0.5.5",
+    "timm": "1.0.31",
+    "sentence-transformers": "6.2.0",
 }
 ROOT = Path(__file__).resolve().parent / ".corpora"
 

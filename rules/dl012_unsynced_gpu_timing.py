@@ -56,8 +56,10 @@ class UnsyncedGpuTiming(Rule):
 
     Silent on functions that time with `torch.cuda.Event(enable_timing=True)`, on
     `torch.utils.benchmark` (it synchronises itself), on CPU-only work, on timing that
-    brackets no tensor work, and inside branches the code marks as CPU-only
-    (`if device.type != "cuda":`, the `else` of `if torch.cuda.is_available():`).
+    brackets no tensor work, inside branches the code marks as CPU-only
+    (`if device.type != "cuda":`, the `else` of `if torch.cuda.is_available():`), and on a
+    timestamp that only opens a region (`t1 = time.perf_counter()` whose name is only ever
+    subtracted from, `... - t1`): work queued before a start stamp is in no measured interval.
 
     ## Why is this bad?
     CUDA kernels run asynchronously: the Python call returns once the kernel is queued.
@@ -132,9 +134,40 @@ class UnsyncedGpuTiming(Rule):
                     and last_work > last_stamp
                     and last_work > last_sync
                     and not self._loop_bounded(node, events[last_stamp][1], timeline)
+                    and not self._start_only(node, scope)
                 ):
                     self.report(node)
                 last_stamp = index
+
+    def _start_only(self, stamp: cst.CSTNode, scope: cst.CSTNode) -> bool:
+        """`t1 = time.perf_counter()` whose name is only ever subtracted from (`... - t1`):
+        it opens a region and closes none, so GPU work queued before it is outside every
+        measured interval (it is billed to the region it opens, which the end stamp's own
+        synchronisation covers)."""
+        assign = self.ctx.parent(stamp)
+        if isinstance(assign, cst.Assign):
+            if len(assign.targets) != 1:
+                return False
+            target = assign.targets[0].target
+        elif isinstance(assign, cst.AnnAssign):
+            target = assign.target
+        else:
+            return False
+        if not isinstance(target, cst.Name):
+            return False
+        uses = _NameUses(target.value, target)
+        scope.visit(uses)
+        if not uses.nodes:
+            return False
+        for use in uses.nodes:
+            operation = self.ctx.parent(use)
+            if not (
+                isinstance(operation, cst.BinaryOperation)
+                and isinstance(operation.operator, cst.Subtract)
+                and operation.right is use
+            ):
+                return False
+        return True
 
     def _loop_bounded(self, end: cst.CSTNode, start: cst.CSTNode, timeline) -> bool:
         """The end stamp is in a loop that synchronises every iteration and that the start
@@ -372,6 +405,19 @@ class _Timeline(cst.CSTVisitor):
             self._emit(WORK, node)
         else:
             self._emit(SYNC, node)  # a blocking host-to-device copy waits for the stream
+
+
+class _NameUses(cst.CSTVisitor):
+    """Every `Name` node spelling `name` in a scope, other than `skip` (the binding)."""
+
+    def __init__(self, name: str, skip: cst.CSTNode) -> None:
+        self.name = name
+        self.skip = skip
+        self.nodes: list[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name and node is not self.skip:
+            self.nodes.append(node)
 
 
 class _GpuNames(cst.CSTVisitor):

@@ -66,6 +66,27 @@ def reindent(ctx, at: cst.CSTNode, replacement: cst.CSTNode) -> cst.CSTNode:
     return replacement.visit(_Reindent(indent))
 
 
+DEVICE_TYPES = {"cuda", "cpu", "mps", "npu", "xpu", "hpu", "musa"}
+
+
+def _mentions_device_type(test: cst.BaseExpression) -> bool:
+    """An `if` test that dispatches on the device (`device_type == "cuda"`,
+    `device.type in ("cuda", "mps")`) rather than on the torch version."""
+    found = []
+
+    class _Finder(cst.CSTVisitor):
+        def visit_SimpleString(self, node: cst.SimpleString) -> None:
+            try:
+                value = node.evaluated_value
+            except Exception:  # noqa: BLE001 - odd literals are simply not device names
+                return
+            if isinstance(value, str) and value.split(":", 1)[0] in DEVICE_TYPES:
+                found.append(node)
+
+    test.visit(_Finder())
+    return bool(found)
+
+
 def _cuda() -> cst.SimpleString:
     return cst.SimpleString('"cuda"')
 
@@ -121,7 +142,11 @@ class DeprecatedCudaAmp(Rule):
 
     A deliberate fallback for old torch versions, where the other branch of a conditional
     expression already uses `torch.amp` (`torch.amp.GradScaler("cuda") if new_torch else
-    torch.cuda.amp.GradScaler()`), is not reported.
+    torch.cuda.amp.GradScaler()`), is not reported; nor is the same fallback written as
+    statements: in the `except` handler of a `try` that first tried `torch.amp`, or in the
+    branch of an `if TORCH_VERSION_FLAG:`/`else:` whose other branch uses `torch.amp` (a test
+    that compares against a device type, `elif device_type == "cuda":`, is device dispatch,
+    not a version gate, and is still reported).
     """
 
     code = "DL014"
@@ -162,9 +187,46 @@ class DeprecatedCudaAmp(Rule):
                         return True
                 return False
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                break
+            child = ancestor
+        return self._statement_fallback(at)
+
+    def _statement_fallback(self, at: cst.CSTNode) -> bool:
+        """The same fallback written with statements: the deprecated call sits in the
+        `except` handler of a `try` whose body uses `torch.amp` (the new name failed on an
+        old torch), or in one branch of an `if` whose other branch uses `torch.amp` and whose
+        test is not a device-type dispatch (`if TORCH_1_13: ... else: ...`, not `elif
+        device_type == "cuda":`, where the deprecated branch runs on every torch)."""
+        child = at
+        for ancestor in self.ctx.ancestors(at):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
                 return False
+            if isinstance(ancestor, cst.ExceptHandler):
+                handler_try = self.ctx.parent(ancestor)
+                if isinstance(handler_try, cst.Try) and self._uses_torch_amp(handler_try.body):
+                    return True
+            elif isinstance(ancestor, cst.If) and child is not ancestor.test:
+                other = ancestor.orelse if child is ancestor.body else ancestor.body
+                if (
+                    other is not None
+                    and self._uses_torch_amp(other)
+                    and not _mentions_device_type(ancestor.test)
+                ):
+                    return True
             child = ancestor
         return False
+
+    def _uses_torch_amp(self, node: cst.CSTNode) -> bool:
+        found = []
+
+        class _Finder(cst.CSTVisitor):
+            def visit_Call(inner, call: cst.Call) -> None:  # noqa: N805
+                qual = self.ctx.qualname(call.func) or ""
+                if qual.startswith("torch.amp.") or qual == "torch.autocast":
+                    found.append(call)
+
+        node.visit(_Finder())
+        return bool(found)
 
     def _flag(self, node: cst.CSTNode, attr: str, at: cst.CSTNode) -> None:
         # `at`: a node already visited (positions in the tree are known for it).
