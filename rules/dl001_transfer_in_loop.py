@@ -20,6 +20,7 @@ from devicelint.analysis import (
 from devicelint.context import COMPREHENSIONS, FileContext, _child_fields, _is_node
 from devicelint.names import dotted_name
 from devicelint.rule import Rule
+from devicelint.rules.dl014_deprecated_cuda_amp import reindent
 
 # ---------------------------------------------------------------------------------------
 # Where a value lives: a small, function-local data-flow classifier shared by DL001/DL004.
@@ -629,6 +630,95 @@ def walked_collection(target: cst.CSTNode, iterable: cst.BaseExpression, name: s
         return iterable, False
 
 
+# ---------------------------------------------------------------------------------------
+# The unsafe fix: hoist one batched transfer out of a plain per-row copy.
+# ---------------------------------------------------------------------------------------
+
+# `.to`/`.cuda` arguments that mean the same for a whole tensor as for each of its rows
+# (`memory_format=` does not: `channels_last` needs 4-D, and a row has one dimension less).
+_HOIST_KEYWORDS = {"device", "dtype", "non_blocking", "copy"}
+
+
+def _plain_collection(node: cst.BaseExpression) -> bool:
+    """`x`, `self.x`: evaluating it again reads the same object and runs nothing."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
+def _same_expr(a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    return _plain_collection(a) and dotted_name(a) is not None and dotted_name(a) == dotted_name(b)
+
+
+def _row_count_of(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`x` for `len(x)`, `x.shape[0]`, `x.size(0)`: the number of rows of a tensor."""
+    if isinstance(node, cst.Call):
+        positional = [a for a in node.args if not a.keyword and not a.star]
+        if len(positional) != len(node.args) or len(positional) > 1:
+            return None
+        if isinstance(node.func, cst.Name) and node.func.value == "len" and len(positional) == 1:
+            return positional[0].value
+        if (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "size"
+            and len(positional) == 1
+            and isinstance(positional[0].value, cst.Integer)
+            and positional[0].value.value == "0"
+        ):
+            return node.func.value
+        return None
+    if (
+        isinstance(node, cst.Subscript)
+        and isinstance(node.value, cst.Attribute)
+        and node.value.attr.value == "shape"
+        and len(node.slice) == 1
+        and isinstance(node.slice[0].slice, cst.Index)
+        and isinstance(node.slice[0].slice.value, cst.Integer)
+        and node.slice[0].slice.value.value == "0"
+    ):
+        return node.value.value
+    return None
+
+
+def _hoistable_args(call: cst.Call, loop_names: set[str]) -> bool:
+    """The transfer's arguments can be evaluated once, before the loop: no loop variable,
+    no call other than `torch.device(...)`, only keywords that mean the same per batch."""
+    for arg in call.args:
+        if arg.star:
+            return False
+        if arg.keyword is not None and arg.keyword.value not in _HOIST_KEYWORDS:
+            return False
+        if names_in(arg.value) & loop_names:
+            return False
+        stack: list[cst.CSTNode] = [arg.value]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.Call) and dotted_name(current.func) not in ("torch.device",):
+                return False
+            if isinstance(current, (cst.Lambda, cst.Yield, cst.Await, cst.NamedExpr)):
+                return False
+            stack.extend(children(current))
+    return True
+
+
+def _names_outside(scope: cst.CSTNode, inside: cst.CSTNode, names: set[str]) -> bool:
+    """Whether `scope` reads or binds one of `names` anywhere outside `inside`. A
+    comprehension whose first clause binds the name has its own: only its first iterable
+    is read in `scope`."""
+    stack: list[cst.CSTNode] = [scope]
+    while stack:
+        current = stack.pop()
+        if current is inside:
+            continue
+        if isinstance(current, cst.Name) and current.value in names:
+            return True
+        if isinstance(current, COMPREHENSIONS) and set(_bound(current.for_in.target)) & names:
+            stack.append(current.for_in.iter)
+            continue
+        stack.extend(children(current))
+    return False
+
+
 class TransferInLoop(Rule):
     """## What it does
     Flags a host→device transfer (`.to(device)`, `.cuda()`, `torch.tensor(x, device=...)`,
@@ -666,10 +756,37 @@ class TransferInLoop(Rule):
     ```
     For a list of samples, build one tensor first (`torch.stack(samples).to(device)`,
     `torch.tensor(samples, device=device)`) and index it on the device.
+
+    ## Fix safety
+    An unsafe fix (`--unsafe-fixes`) hoists one batched transfer out of a plain per-row
+    copy of a host tensor `x` (a tensor the code shows, not a numpy array or a list):
+    - `[row.to(dev) for row in x]` and `[x[i].to(dev) for i in range(len(x))]` (also
+      `range(x.shape[0])`, `range(x.size(0))`) → `list(x.to(dev))`;
+    - `torch.stack([row.to(dev) for row in x])` (or `dim=0`) → `x.to(dev)`;
+    - a `for` loop whose whole body is `out.append(row.to(dev))` (or `x[i]` by index), with
+      `out` a list → `out.extend(x.to(dev))`.
+    The `.to`/`.cuda` arguments are kept (device, dtype, `non_blocking`, `copy`). The
+    values, dtypes, shapes and devices are the same, but:
+    - the rows are now views of one device tensor instead of separate tensors: they share
+      its storage, so one row kept alive keeps the whole batch's memory, and when `x`
+      requires grad, modifying a row in place raises (outputs of `unbind`);
+    - the rows keep `x`'s strides: a row of a non-contiguous `x` (e.g. transposed) is no
+      longer contiguous, and `x.to(dev)` in place of `torch.stack` is not contiguous
+      either, nor a copy when `x` is already on `dev` (it is then `x` itself);
+    - an empty `x` no longer makes `torch.stack` raise;
+    - the loop form no longer binds the loop variable (the fix is only offered when that
+      variable is used nowhere else in the scope).
+    There is no fix for numpy arrays (`torch.as_tensor(arr)` raises on negative strides,
+    where each row of `arr[::-1]` converts fine), for lists or datasets, for filtered or
+    nested comprehensions, for rows changed before they move (`(row * 2).to(dev)`), for
+    arguments that depend on the row or call anything but `torch.device(...)`, for
+    `memory_format=`, for loops with more statements, an `else`, or a comment in the
+    replaced span, nor where `out` is not known to be a list.
     """
 
     code = "DL001"
     name = "transfer-in-loop"
+    fixable = True
     summary = "Host→device transfer of single rows inside a loop; move the batch once"
     message = (
         "`{call}` copies one row of `{coll}` to the device per loop iteration: the number "
@@ -718,7 +835,154 @@ class TransferInLoop(Rule):
             text = self.ctx.code(coll).strip()
             if len(text) > 40:
                 text = text[:37] + "..."
-            self.report(call, self.message.format(call=label, coll=text))
+            fix = self.hoist_fix(flow, call, moved)
+            if fix is None:
+                self.report(call, self.message.format(call=label, coll=text))
+                continue
+            replace, replacement = fix
+            self.report(
+                call, self.message.format(call=label, coll=text), replacement=replacement,
+                replace=replace, safe=False,
+                fix_description="hoist one batched transfer out of the per-row copy",
+            )
+
+    # -- the fix -----------------------------------------------------------------------
+    def hoist_fix(self, flow: Flow, call: cst.Call, moved: cst.BaseExpression):
+        """(node to replace, replacement) where the loop is a plain per-row copy of a host
+        tensor, else None. See the docstring's "Fix safety" for what is offered."""
+        ctx = self.ctx
+        if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in ("to", "cuda"):
+            return None
+        parent = ctx.parent(call)
+        if isinstance(parent, cst.ListComp) and parent.elt is call:
+            loop = parent
+            clause = loop.for_in
+            if clause.inner_for_in is not None or clause.ifs or clause.asynchronous is not None:
+                return None
+            target, iterable = clause.target, clause.iter
+        else:
+            loop = self._append_loop(call)
+            if loop is None:
+                return None
+            target, iterable = loop.target, loop.iter
+        if not isinstance(target, cst.Name):
+            return None
+        coll = self._rows_of(target.value, iterable, moved)
+        if coll is None or target.value in names_in(coll):
+            return None
+        if flow.iter_kind(coll) != CPU_TENSOR:
+            return None  # numpy arrays, lists, datasets: not one tensor (see the docs)
+        if not _hoistable_args(call, {target.value}):
+            return None
+        batched = call.with_changes(func=call.func.with_changes(value=coll))
+        if isinstance(loop, cst.For):
+            append = ctx.parent(ctx.parent(call))
+            assert isinstance(append, cst.Call) and isinstance(append.func, cst.Attribute)
+            if target.value in names_in(append.func.value):
+                return None
+            if _names_outside(ctx.scope(loop), loop, {target.value}):
+                return None  # the loop variable is read (or bound) elsewhere: it would be unbound
+            extend = append.with_changes(
+                func=append.func.with_changes(attr=cst.Name("extend")),
+                args=[cst.Arg(batched)],
+            )
+            return loop, reindent(ctx, call, extend)
+        stack = self._stack_of(loop)
+        if stack is not None:
+            return stack, reindent(ctx, call, batched)
+        if ctx.bindings_of("list", loop):
+            return None  # `list` is rebound here
+        return loop, reindent(ctx, call, cst.Call(func=cst.Name("list"), args=[cst.Arg(batched)]))
+
+    def _append_loop(self, call: cst.Call) -> Optional[cst.For]:
+        """The `for` loop whose whole body is `out.append(<call>)`, with `out` a list."""
+        ctx = self.ctx
+        arg = ctx.parent(call)
+        append = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not (
+            isinstance(append, cst.Call)
+            and len(append.args) == 1
+            and append.args[0] is arg
+            and arg.keyword is None
+            and not arg.star
+            and isinstance(append.func, cst.Attribute)
+            and append.func.attr.value == "append"
+            and isinstance(append.func.value, cst.Name)
+        ):
+            return None
+        expr = ctx.parent(append)
+        line = ctx.parent(expr) if isinstance(expr, cst.Expr) else None
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1 or line.leading_lines:
+            return None
+        block = ctx.parent(line)
+        if not isinstance(block, cst.IndentedBlock) or len(block.body) != 1:
+            return None
+        if block.header.comment is not None:
+            return None  # the header's comment lies inside the replaced span
+        loop = ctx.parent(block)
+        if not isinstance(loop, cst.For) or loop.orelse is not None or loop.asynchronous is not None:
+            return None
+        binding = Flow.of(ctx).reaching(append.func.value)
+        if binding is None or binding.kind not in ("assign", "annassign") or binding.value is None:
+            return None
+        value = binding.value
+        is_list = isinstance(value, (cst.List, cst.ListComp)) or (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Name)
+            and value.func.value == "list"
+            and not ctx.bindings_of("list", value)
+        )
+        return loop if is_list else None
+
+    def _rows_of(self, name: str, iterable: cst.BaseExpression, moved: cst.BaseExpression):
+        """The tensor `x` when the loop walks its rows and moves each one whole:
+        `for row in x: row.to(d)`, `for i in range(len(x)): x[i].to(d)`."""
+        if isinstance(moved, cst.Name) and moved.value == name and not moved.lpar:
+            return iterable if _plain_collection(iterable) else None
+        if not (
+            isinstance(moved, cst.Subscript)
+            and _plain_collection(moved.value)
+            and len(moved.slice) == 1
+            and isinstance(moved.slice[0].slice, cst.Index)
+            and moved.slice[0].slice.star is None
+            and isinstance(moved.slice[0].slice.value, cst.Name)
+            and moved.slice[0].slice.value.value == name
+        ):
+            return None
+        if not (
+            isinstance(iterable, cst.Call)
+            and isinstance(iterable.func, cst.Name)
+            and iterable.func.value == "range"
+            and len(iterable.args) == 1
+            and iterable.args[0].keyword is None
+            and not iterable.args[0].star
+        ):
+            return None
+        counted = _row_count_of(iterable.args[0].value)
+        if counted is None or not _same_expr(counted, moved.value):
+            return None
+        if self.ctx.bindings_of("range", iterable) or self.ctx.bindings_of("len", iterable):
+            return None
+        return moved.value
+
+    def _stack_of(self, comp: cst.ListComp) -> Optional[cst.Call]:
+        """`torch.stack(<comp>)` (or with `dim=0`) around the comprehension, else None."""
+        ctx = self.ctx
+        arg = ctx.parent(comp)
+        stack = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(stack, cst.Call) or ctx.qualname(stack.func) != "torch.stack":
+            return None
+        if not stack.args or stack.args[0] is not arg or arg.keyword is not None or arg.star:
+            return None
+        for extra in stack.args[1:]:
+            keyword = extra.keyword.value if extra.keyword is not None else "dim"
+            if extra.star or keyword != "dim":
+                return None
+            if not (isinstance(extra.value, cst.Integer) and extra.value.value == "0"):
+                return None
+        if len(stack.args) > 2:
+            return None
+        return stack
 
     # -- reasoning ---------------------------------------------------------------------
     def row_collection(self, flow: Flow, call: cst.Call, moved: cst.BaseExpression):
