@@ -86,12 +86,16 @@ def main() -> None:
     parser.add_argument("--tools-venv", default="/tmp/benchenv")
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--skip-torchfix", action="store_true")
+    parser.add_argument("--only-scale", action="store_true", help="Only the transformers scale curve.")
     args = parser.parse_args()
     tools = Path(args.tools_venv) / "bin"
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; corpora: "
           + ", ".join(f"{k}=={v}" for k, v in CORPORA.items()))
 
     with tempfile.TemporaryDirectory() as tmp:
+        if args.only_scale:
+            scale_curve(Path(tmp), tools)
+            return
         main_corpus = copy_tree([corpus("torchvision"), corpus("pytorch-lightning")], Path(tmp) / "main")
         files, lines = count_lines(main_corpus)
         cache = main_corpus / ".devicelint_cache"
@@ -139,14 +143,18 @@ def main() -> None:
         startup = measure("devicelint one small file", DEVICELINT + ["--no-cache", str(small)], Path(tmp), 10)
         print(f"\nStart-up on one small file: median {startup['wall']:.3f} s, peak RSS {startup['rss']:.0f} MB")
 
-        if args.skip_scale:
-            return
+        if not args.skip_scale:
+            scale_curve(Path(tmp), tools)
+
+
+def scale_curve(tmp: Path, tools: Path) -> None:
+    if True:
         source = corpus("transformers")
         all_files = sorted(source.rglob("*.py"))
         print("\nScale curve (transformers, cold, no cache):")
         print(f"{'fraction':<10} {'files':>6} {'lines':>9} {'devicelint s':>13} {'lines/s':>9} {'ruff s':>8} {'ratio':>6} {'RSS':>7}")
         for fraction in (4, 2, 1):
-            subset = Path(tmp) / f"tf-{fraction}"
+            subset = tmp / f"tf-{fraction}"
             for path in all_files[: len(all_files) // fraction]:
                 target = subset / path.relative_to(source)
                 target.parent.mkdir(parents=True, exist_ok=True)
