@@ -165,6 +165,7 @@ def _cuda_state_hook(torch, sim):
             rec["line_events"]["cuda_initialized"] = sim.initialized
         else:
             rec["line_events"]["cuda_initialized"] = torch.cuda.is_initialized()
+        rec["line_events"]["driver_queried"] = tracker.driver_queried
 
     return hook
 

@@ -13,12 +13,14 @@ import click
 
 from devicelint.runtime.launch import run_child
 from devicelint.runtime.plan import (
-    Plan, fixture_code, is_good_fixture, plan_for, real,
+    Plan, fixture_code, is_fixture_run, is_good_fixture, known_gaps, plan_for, real,
 )
 from devicelint.runtime.report import format_json, format_text
 
 # Codes whose pitfall the runtime alone can recognise on any line (used on good fixtures).
-WHOLE_FILE_CODES = {"DL001", "DL002", "DL003", "DL009", "DL011", "DL012", "DL015"}
+# Not DL011: the runtime counts empty_cache calls but cannot tell a step loop from an epoch
+# loop or a sweep, which is all the rule's distinction is (docs/runtime.md).
+WHOLE_FILE_CODES = {"DL001", "DL002", "DL003", "DL009", "DL012", "DL015"}
 EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
 
@@ -165,7 +167,7 @@ def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, 
             sys.exit(EXIT_ERROR)
 
     if fixture_mode:
-        files = _python_files(paths)
+        files = [f for f in _python_files(paths) if is_fixture_run(f)]
         findings = _lint_fixtures(files, codes)
         runs = _run_fixtures(files, findings, device, timeout or 120.0, jobs, sim_gpus)
     else:
@@ -213,7 +215,30 @@ def _run_fixtures(files, findings, device, timeout, jobs, sim_gpus) -> list[dict
             plans.append((plan, path, good))
     workers = jobs or (1 if device == "cuda" else 4)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda item: _run(item[0], item[1], timeout, item[2], quiet=True), plans))
+        runs = list(pool.map(lambda item: _run(item[0], item[1], timeout, item[2], quiet=True),
+                             plans))
+    for run in runs:
+        if run["good_fixture"]:
+            _split_known_gaps(run)
+    return runs
+
+
+def _split_known_gaps(run: dict) -> None:
+    """Move premise hits on lines marked `# runtime-gap: CODE reason` to run["known_gaps"]."""
+    gaps = known_gaps(run["target"])
+    if not gaps:
+        return
+    known = run.setdefault("known_gaps", [])
+    for path, codes in run["premise"].items():
+        for code, hits in codes.items():
+            kept = []
+            for hit in hits:
+                reason = gaps.get((hit["line"], code))
+                if reason is None:
+                    kept.append(hit)
+                else:
+                    known.append({"code": code, "reason": reason, **hit})
+            codes[code] = kept
 
 
 def _exit_code(findings, runs, fixture_mode: bool) -> int:

@@ -7,6 +7,7 @@ line; only calls on flagged lines are timed and counted.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import time
 
@@ -53,6 +54,12 @@ def install_moves(tracker) -> None:
             site = tracker.site(sys._getframe(1))
             if site is None or not isinstance(self, torch.Tensor):
                 return original(self, *args, **kwargs)
+            if getattr(tracker._local, "module_move", 0):
+                # nn.Module.to/.cuda moving its parameters: one move of a whole model, which
+                # no rule flags as a per-row copy; counted apart.
+                tracker.record(site)["moves"]["module"] = (
+                    tracker.record(site)["moves"].get("module", 0) + 1)
+                return original(self, *args, **kwargs)
             src = tracker.device_of(self)
             pinned = src == "cpu" and self.is_pinned()
             non_blocking = bool(kwargs.get("non_blocking")) or any(
@@ -83,6 +90,19 @@ def install_moves(tracker) -> None:
 
     for method in ("to", "cuda", "cpu"):
         _wrap(torch.Tensor, method, lambda original, m=method: make(original, m))
+
+    def make_apply(original):
+        def _apply(self, *args, **kwargs):
+            local = tracker._local
+            local.module_move = getattr(local, "module_move", 0) + 1
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                local.module_move -= 1
+
+        return _apply
+
+    _wrap(torch.nn.Module, "_apply", make_apply)
 
 
 def install_factories(tracker) -> None:
@@ -228,6 +248,8 @@ def install_empty_cache(tracker) -> None:
         return wrapper
 
     _wrap(torch.cuda, "empty_cache", make)
+    # The same function under torch.cuda.memory (`torch.cuda.memory.empty_cache()`).
+    torch.cuda.memory.empty_cache = torch.cuda.empty_cache
 
 
 def install_clock(tracker) -> None:
@@ -264,6 +286,30 @@ def install_clock(tracker) -> None:
 
     for name in ("time", "perf_counter", "monotonic"):
         _wrap(time, name, make)
+    # timeit bound time.perf_counter when it was imported, possibly before the patch.
+    import timeit
+
+    timeit.default_timer = time.perf_counter
+
+
+def install_driver_queries(tracker) -> None:
+    """torch.cuda.is_available()/device_count() (and torch.accelerator's) call
+    cudaGetDeviceCount, which initialises the driver: CUDA_VISIBLE_DEVICES is read then."""
+
+    def make(original):
+        def wrapper(*args, **kwargs):
+            if not (original.__name__ == "is_available"
+                    and os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1"):
+                tracker.driver_queried = True
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    _wrap(torch.cuda, "is_available", make)
+    _wrap(torch.cuda, "device_count", make)
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "is_available"):
+        _wrap(accelerator, "is_available", make)
 
 
 def install_data_parallel(tracker) -> None:

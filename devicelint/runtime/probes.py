@@ -309,6 +309,19 @@ def dl012(ctx, rec) -> dict:
     stamps = rec["calls"].get("timestamp")
     if not stamps:
         return ctx.base("inconclusive", "the line ran but no time.time/perf_counter call was seen")
+    if ctx.estimated:
+        # The simulated device runs every op synchronously on the CPU: it knows which device
+        # ops were issued since the last sync, not whether a GPU would still be running them.
+        if stamps["pending"]:
+            summary = (f"device work issued since the last sync was unsynchronised at "
+                       f"{stamps['pending']} of {stamps['count']} timestamps; the simulated "
+                       "device is synchronous, so whether a GPU would still be running it "
+                       "needs a real GPU")
+        else:
+            summary = ("no device work was issued since the last sync at this timestamp; the "
+                       "simulated device is synchronous and cannot time a GPU's queue")
+        return ctx.base("inconclusive", summary, count=stamps["count"],
+                        unsynced=stamps["pending"], needs="a GPU (asynchronous execution)")
     if not stamps["pending"]:
         return ctx.base("refuted", "no GPU work was pending when the timestamp was taken",
                         count=stamps["count"])
@@ -323,6 +336,12 @@ def dl013(ctx, rec) -> dict:
     if rec["line_events"].get("cuda_initialized"):
         return ctx.base("confirmed", "CUDA was already initialised when CUDA_VISIBLE_DEVICES "
                         "was set: the setting had no effect")
+    if rec["line_events"].get("driver_queried"):
+        # cudaGetDeviceCount (behind is_available/device_count) initialises the driver, which
+        # reads CUDA_VISIBLE_DEVICES once; PYTORCH_NVML_BASED_CUDA_CHECK=1 would avoid that.
+        return ctx.base("confirmed", "torch.cuda.is_available()/device_count() had already "
+                        "initialised the CUDA driver when CUDA_VISIBLE_DEVICES was set: the "
+                        "driver read the variable then, so the setting had no effect")
     # torch had no CUDA context yet, but torch.cuda.is_available()/device_count() call
     # cudaGetDeviceCount, which already reads the variable: this cannot be refuted here.
     return ctx.base("inconclusive", "torch had not created a CUDA context yet; an earlier "

@@ -61,6 +61,9 @@ def format_text(findings, runs: list[dict], fixture_mode: bool) -> str:
                 for hit in lines:
                     problems.append(f"good fixture shows the {code} pitfall at line "
                                     f"{hit['line']}: {hit['summary']}")
+        for gap in run.get("known_gaps") or []:
+            out.append(f"{label}:{gap['line']}: known gap, {gap['code']} silent by design "
+                       f"({gap['reason']}); the run saw: {gap['summary']}")
         if problems or not fixture_mode:
             out.append(f"{label} [{run.get('device_name') or run.get('device', '?')}]: "
                        + ("; ".join(problems) if problems else "ran to completion"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 import types
+import warnings
 import weakref
 
 import torch
@@ -46,6 +47,8 @@ class SimDevice:
         # Ops on the device since the last sync: "is GPU work pending?" for DL012.
         self.pending_ops = 0
         self.empty_cache_calls = 0
+        # torch.cuda.is_available()/device_count() ran: on a GPU that initialises the driver
+        self.driver_queried = False
 
     # -- tags --------------------------------------------------------------------------
     def device_of(self, tensor: torch.Tensor) -> str:
@@ -168,12 +171,18 @@ class SimDispatchMode(TorchDispatchMode):
                 kwargs["device"] = torch.device("cpu")
             elif target != CPU:
                 target = None  # meta and others: not simulated
-        if kwargs.get("pin_memory"):
+        pinned = bool(kwargs.get("pin_memory"))
+        if pinned:
             kwargs["pin_memory"] = False
         common = self._check(func, name, args, kwargs)
         if name == "_local_scalar_dense" and common != CPU:
             sim.sync()
+            return func(*args, **kwargs)  # the read waited for the device: nothing pending
         out = func(*args, **kwargs)
+        if pinned:
+            # torch.empty(..., pin_memory=True): the CPU wheel cannot pin, remember it instead
+            for tensor in _tensors(out):
+                sim.mark_pinned(tensor)
         if name in ("copy_", "_copy_from"):
             dst, src = (args[0], args[1]) if name == "copy_" else (args[1], args[0])
             sim.record_copy(sim.device_of(src), sim.device_of(dst), _nbytes(dst))
@@ -208,6 +217,12 @@ class SimDispatchMode(TorchDispatchMode):
             if name in CROSS_DEVICE_OPS:
                 continue
             if name in INDEX_OPS and position > 0 and value is not args[0]:
+                base = sim.device_of(args[0]) if isinstance(args[0], torch.Tensor) else CPU
+                if base == CPU and device != CPU:
+                    # A CUDA index into a CPU tensor: PyTorch refuses it (CPU indices into a
+                    # CUDA tensor are fine)
+                    raise RuntimeError("indices should be either on cpu or on the same device "
+                                       "as the indexed tensor (cpu)")
                 continue
             # A 0-dim CPU tensor mixes with CUDA tensors legally (a "CPU scalar").
             if device == CPU and value.dim() == 0:
@@ -263,6 +278,9 @@ class SimFunctionMode(TorchFunctionMode):
         if handler is not None:
             return handler(func, args, kwargs)
         device = kwargs.get("device")
+        if func is torch._C._nn._parse_to:
+            # Module.to(device=..., dtype=...) parses its arguments first: no tensor is built
+            return func(*args, **kwargs)
         if device is not None and not isinstance(device, torch.Tensor):
             target = self.sim.normalize(device)
             if target.startswith("cuda"):
@@ -418,12 +436,28 @@ class Simulation:
         def empty_cache():
             sim.empty_cache_calls += 1
 
+        def driver_query(answer):
+            def query(*args, **kwargs):
+                # cudaGetDeviceCount initialises the driver, which reads CUDA_VISIBLE_DEVICES
+                sim.driver_queried = True
+                return answer
+            return query
+
+        def exchange_device(device):
+            # `with torch.cuda.device(i):` checks the ordinal and returns the previous one
+            if device >= 0:
+                sim.normalize(device)
+                sim.initialized = True
+            return 0
+
         stream = _Stream()
         patches = {
+            "_exchange_device": exchange_device,
+            "_maybe_exchange_device": exchange_device,
             "_lazy_init": lambda: None,
-            "is_available": lambda: True,
+            "is_available": driver_query(True),
             "is_initialized": lambda: sim.initialized,
-            "device_count": lambda: sim.gpus,
+            "device_count": driver_query(sim.gpus),
             "current_device": lambda: 0,
             "set_device": lambda device: None,
             "get_device_name": lambda device=None: props.name,
@@ -445,9 +479,35 @@ class Simulation:
         }
         for name, value in patches.items():
             setattr(cuda, name, value)
+        # `torch.cuda.memory.empty_cache` is the same function under another module.
+        torch.cuda.memory.empty_cache = empty_cache
+        # DataLoader(pin_memory=True) pins only when torch.accelerator sees a device, which
+        # the CPU wheel does not (and patching torch.accelerator misleads the optimizers):
+        # turn the loader's pinning back on; it runs in this thread, under the modes.
+        from torch.utils.data import dataloader
+
+        single = dataloader._SingleProcessDataLoaderIter
+        single_init = single.__init__
+
+        def init(self, loader):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "no accelerator is found"
+                single_init(self, loader)
+            if loader.pin_memory:
+                sim.driver_queried = True  # the real loader asked torch.accelerator
+                self._pin_memory, self._pin_memory_device = True, "cuda"
+
+        single.__init__ = init
         # DataParallel scatters through CUDA streams the CPU wheel lacks; on the simulated
         # device it runs the module where its parameters are, which is what one GPU does.
         torch.nn.DataParallel.forward = lambda self, *a, **k: self.module(*a, **k)
+
+        def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0,
+                          module_kwargs=None):
+            inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+            return module(*inputs, **(module_kwargs or {}))
+
+        torch.nn.parallel.data_parallel = data_parallel
         self.function_mode.__enter__()
         self.dispatch_mode.__enter__()
 

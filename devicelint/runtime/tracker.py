@@ -28,6 +28,7 @@ ERROR_MARKERS = (
     "device type tensor to numpy",
     "Expected all tensors to be on",
     "invalid device ordinal",
+    "on the same device as the indexed tensor",
 )
 
 # Which wrappers each rule needs; a plan installs the union.
@@ -42,6 +43,7 @@ PATCHES_BY_CODE = {
     "DL009": {"moves"},
     "DL011": {"empty_cache"},
     "DL012": {"clock"},
+    "DL013": {"driver_queries"},
     "DL015": set(),
 }
 
@@ -76,6 +78,8 @@ class Tracker:
         self.captured_dp: dict[tuple[str, int], list] = {}
         # Errors raised in a watched file but on a line that is not flagged: path -> [(line, msg)]
         self.file_errors: dict[str, list] = {}
+        # torch.cuda.is_available()/device_count() called by the user's code (DL013)
+        self.driver_queried = False
 
     # -- attribution -------------------------------------------------------------------
     def _user_path(self, filename: str) -> Optional[str]:
@@ -96,6 +100,70 @@ class Tracker:
                 return path, frame.f_lineno
             frame = frame.f_back
             depth += 1
+        return None
+
+    def flagged_caller(self, frame) -> Optional[tuple[str, int]]:
+        """The innermost frame, walking outwards, that sits on a flagged line: an error raised
+        in a module's forward (in the same file) belongs to the flagged call of that module."""
+        depth = 0
+        while frame is not None and depth < 64:
+            path = self._user_path(frame.f_code.co_filename)
+            if path is not None:
+                wanted = self.lines[path]
+                if wanted is not ALL_LINES and frame.f_lineno in wanted:
+                    return path, wanted[frame.f_lineno]
+            frame = frame.f_back
+            depth += 1
+        return None
+
+    def container_site(self, frame, tb=None) -> Optional[tuple[str, int]]:
+        """A module called on the stack that its caller keeps in a plain list/tuple/dict
+        attribute (which `Module.to` skips): the flagged line that assigns that attribute
+        (`self.blocks = [...]`), read from the source of the watched files. The frames the
+        error has already left (the traceback a trace function is given) count too."""
+        frames = []
+        while tb is not None and len(frames) < 128:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        depth = 0
+        while frame is not None and depth < 128:
+            frames.append(frame)
+            frame = frame.f_back
+            depth += 1
+        called = []
+        for frame in frames:
+            module = frame.f_locals.get("self") if frame.f_code.co_name in (
+                "_call_impl", "forward") else None
+            if isinstance(module, torch.nn.Module) and all(module is not m for m in called):
+                called.append(module)
+        for inner in called:
+            for outer in called:
+                if outer is inner:
+                    continue
+                for name, value in vars(outer).items():
+                    if isinstance(value, dict):
+                        items = list(value.values())
+                    elif isinstance(value, (list, tuple)):
+                        items = value
+                    else:
+                        continue
+                    if any(item is inner for item in items):
+                        site = self._assignment_site(name)
+                        if site is not None:
+                            return site
+        return None
+
+    def _assignment_site(self, attribute: str) -> Optional[tuple[str, int]]:
+        import linecache
+        import re
+
+        pattern = re.compile(rf"\bself\.{re.escape(attribute)}\s*(:[^=]*)?=[^=]")
+        for path, wanted in self.lines.items():
+            if wanted is ALL_LINES:
+                continue
+            for line, head in wanted.items():
+                if line == head and pattern.search(linecache.getline(path, line)):
+                    return path, head
         return None
 
     def site(self, frame) -> Optional[tuple[str, int]]:
@@ -192,7 +260,7 @@ class Tracker:
                 elif frame.f_lineno in wanted:
                     self.line_reached(path, wanted[frame.f_lineno])
             elif event == "exception":
-                self.error_raised(arg[1], frame)
+                self.error_raised(arg[1], frame, arg[2])
             return local
 
         def global_trace(frame, event, arg):
@@ -221,7 +289,7 @@ class Tracker:
             for hook in self.line_hooks:
                 hook(self, rec)
 
-    def error_raised(self, exc, frame) -> None:
+    def error_raised(self, exc, frame, tb=None) -> None:
         if not isinstance(exc, (RuntimeError, TypeError, ValueError)):
             return
         if id(exc) in self._seen_errors:
@@ -238,10 +306,11 @@ class Tracker:
         path, line = found
         wanted = self.lines[path]
         if wanted is not ALL_LINES:
-            if line not in wanted:
+            flagged = self.flagged_caller(frame) or self.container_site(frame, tb)
+            if flagged is None:
                 self.file_errors.setdefault(path, []).append((line, message))
                 return
-            found = (path, wanted[line])
+            found = flagged
         rec = self.record(found)
         for error in rec["errors"]:
             if error["message"] == message:
