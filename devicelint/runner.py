@@ -184,8 +184,16 @@ def lint_paths(
     return LintRun(findings, len(candidates), cached, codes, settings)
 
 
+def available_cpus() -> int:
+    """CPUs this process may run on (taskset, cgroups' cpusets), not the machine's count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[list[dict]]:
-    workers = jobs or os.cpu_count() or 1
+    workers = jobs or available_cpus()
     if workers <= 1 or len(jobs_to_run) < PARALLEL_THRESHOLD:
         return [_worker(job) for job in jobs_to_run]
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
