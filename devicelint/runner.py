@@ -197,6 +197,11 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[list[dict]]:
     if workers <= 1 or len(jobs_to_run) < PARALLEL_THRESHOLD:
         return [_worker(job) for job in jobs_to_run]
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    if method == "fork":
+        # Import libcst and the rules once here, so that every forked worker inherits them.
+        from devicelint.engine import enabled_rules
+
+        enabled_rules(jobs_to_run[0][3])
     context = multiprocessing.get_context(method)
     chunk = max(1, min(32, len(jobs_to_run) // (workers * 4)))
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
