@@ -29,6 +29,9 @@ KNOWN_KEYS = {
 }
 
 
+ALWAYS_REPORTED = frozenset({"DL900", "DL902"})  # syntax-error, unreadable-file
+
+
 class ConfigError(Exception):
     """A malformed or invalid configuration: reported with exit code 2."""
 
@@ -142,6 +145,9 @@ def enabled_codes(settings: Settings, rules: dict[str, Any]) -> list[str]:
     else:
         enabled = {code for code, rule in rules.items() if rule.default_enabled}
     enabled |= expand_codes(settings.extend_select, known, origin)
+    # A file that cannot be read or parsed was not checked: say so even under a narrow
+    # `--select DL005` (else a missing or broken file passes silently); `ignore` still wins.
+    enabled |= ALWAYS_REPORTED & set(known)
     enabled -= expand_codes(settings.ignore, known, origin)
     for codes in settings.per_file_ignores.values():
         expand_codes(codes, known, origin)  # validate only

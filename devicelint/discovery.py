@@ -166,7 +166,10 @@ def _walk(top: Path, excluder: Excluder, problems: list[Problem]) -> Iterator[Ca
             try:
                 is_dir = entry.is_dir()
                 is_file = entry.is_file()
-            except OSError:
+            except OSError as error:  # a symlink loop (ELOOP): report it, do not skip it silently
+                if entry.name.endswith(SOURCE_SUFFIXES) and not excluder.excluded(entry_path, False):
+                    problems.append(Problem(_display(entry_path, entry.path),
+                                            f"Cannot read: {error.strerror or error}"))
                 continue
             if is_dir:
                 if not excluder.excluded(entry_path, True):

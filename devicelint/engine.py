@@ -10,6 +10,7 @@ from typing import Iterable, Optional, Sequence
 
 import libcst as cst
 
+from devicelint import safe_parse
 from devicelint.context import FileContext
 from devicelint.finding import Finding, Fix
 from devicelint.rule import Rule, all_rules
@@ -76,7 +77,7 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
         table = _suppressions(source, honour_noqa)
         return FileResult(path, _unused(path, source, table, rules), table)
     try:
-        module = cst.parse_module(source)
+        module = safe_parse.parse_module(source)  # libcst's, guarded against stack overflow
     except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
         return FileResult(path, [_syntax_error(path, error)])
     ctx = FileContext(path, source, module)
@@ -88,8 +89,14 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
             kind, _, node_type = handler.partition("_")
             table = visitors if kind == "visit" else leavers
             table.setdefault(node_type, []).append(getattr(rule, handler))
-    ctx.walk(visitors, leavers)
-    return _findings(ctx, rules, honour_noqa)
+    try:
+        ctx.walk(visitors, leavers)
+        return _findings(ctx, rules, honour_noqa)
+    except RecursionError:
+        # The walk is iterative, but libcst's code generation and visitors that rules use
+        # recurse: a tree deeper than Python's recursion limit cannot be analysed.
+        return FileResult(path, [_diagnostic(
+            SYNTAX_ERROR, path, "Cannot analyse: the code is nested too deeply for devicelint")])
 
 
 def _suppressions(source: str, honour_noqa: bool) -> dict:
@@ -134,10 +141,18 @@ def _findings(ctx: FileContext, rules: Sequence[type[Rule]] = (), honour_noqa: b
     suppressions = _suppressions(ctx.source, honour_noqa)
     findings = []
     seen = set()
+    positions_failed = False
     for report in ctx.reports:
         try:
+            if positions_failed:
+                raise RecursionError
             line, column, end_line, end_column = ctx.position(report.node)
-        except RecursionError:
+        except (RecursionError, KeyError):
+            # libcst computes positions by recursive code generation: on a tree deeper
+            # than the recursion limit it fails (a RecursionError, or a KeyError when the
+            # error unwinds through its bookkeeping); found by fuzzing. Report at 1:1, and
+            # do not pay for the failing computation again for every finding.
+            positions_failed = True
             line = column = end_line = end_column = 1
         rule = report.rule
         key = (rule.code, line, column, report.message)
@@ -151,7 +166,7 @@ def _findings(ctx: FileContext, rules: Sequence[type[Rule]] = (), honour_noqa: b
             end_line=end_line, end_column=end_column, message=report.message,
             severity=rule.severity,
         )
-        if report.fix is not None:
+        if report.fix is not None and not positions_failed:
             finding.fix = _fix(ctx, report)
         findings.append(finding)
     findings.extend(_unused(ctx.path, ctx.source, suppressions, rules))

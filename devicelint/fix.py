@@ -37,6 +37,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import libcst as cst
 
+from devicelint import safe_parse
 from devicelint.engine import decode_source, enabled_rules, lint_source
 from devicelint.finding import Finding, Fix
 from devicelint.rule import Rule
@@ -308,7 +309,7 @@ def _rejection_key(text: str, start: int, end: int, content: str, finding: Findi
 def _parse_error(text: str, use_ast: bool) -> Optional[str]:
     """None if `text` parses (libcst, and `ast` when asked), else the parser's message."""
     try:
-        cst.parse_module(text)
+        safe_parse.parse_module(text)  # plain libcst can SIGSEGV on deep nesting
     except cst.ParserSyntaxError as error:
         return f"line {error.raw_line}: {error.message}"
     except (RecursionError, MemoryError, ValueError) as error:

@@ -326,6 +326,7 @@ def lint_notebook(display: str, data: bytes, rules, **options):
 def _without_broken_cells(display: str, notebook: Notebook, rules, options):
     import libcst as cst
 
+    from devicelint import safe_parse
     from devicelint.engine import _syntax_error, lint_source
 
     errors = []
@@ -333,7 +334,7 @@ def _without_broken_cells(display: str, notebook: Notebook, rules, options):
     for cell in notebook.cells:
         text = "".join(blank_magics(cell.lines, set()))
         try:
-            cst.parse_module(text)
+            safe_parse.parse_module(text)  # plain libcst can SIGSEGV on deep nesting
             parts.append(text)
         except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
             finding = _syntax_error(display, error)

@@ -30,12 +30,34 @@ def decode_source(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
     except SyntaxError as error:
-        raise ValueError(str(error)) from None
+        raise ValueError(_encoding_problem(data, error)) from None
     try:
         text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as error:
+    except UnicodeDecodeError as error:
+        raise ValueError(_bad_byte(data, error.start, encoding)) from None
+    except LookupError as error:
         raise ValueError(f"not valid {encoding}: {error}") from None
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def _encoding_problem(data: bytes, error: SyntaxError) -> str:
+    """tokenize says "invalid or missing encoding declaration" both for a bad cookie and for
+    plain non-UTF-8 bytes; say which, and where the first bad byte is."""
+    if b"coding" in data[:400]:
+        return str(error).replace(" for None", "")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return _bad_byte(data, bad.start, "utf-8")
+    return str(error)
+
+
+def _bad_byte(data: bytes, offset: int, encoding: str) -> str:
+    line = data.count(b"\n", 0, offset) + 1
+    column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    name = "UTF-8" if encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig") else encoding
+    cookie = " and no PEP 263 coding cookie" if name == "UTF-8" and b"coding" not in data[:400] else ""
+    return f"not valid {name} (byte 0x{data[offset]:02x} at line {line}, column {column}){cookie}"
 
 
 def python_syntax_error(path: str, source: str) -> list[Finding]:
@@ -46,7 +68,8 @@ def python_syntax_error(path: str, source: str) -> list[Finding]:
         message = f"Cannot parse: {error.msg}"
         return [diagnostic(SYNTAX_ERROR, path, message, error.lineno or 1, error.offset or 1)]
     except (RecursionError, MemoryError, ValueError) as error:
-        kind = "nesting too deep for the parser" if isinstance(error, RecursionError) else str(error)
+        deep = isinstance(error, (RecursionError, MemoryError))  # MemoryError: "too complex"
+        kind = "too deeply nested (Python's own parser gives up)" if deep else str(error)
         return [diagnostic(SYNTAX_ERROR, path, f"Cannot parse: {kind}")]
     return []
 
