@@ -63,8 +63,15 @@ def run_child(plan: Plan, timeout: float, quiet_output: bool = False) -> ChildRu
             except KeyboardInterrupt:
                 interrupted = True
                 _stop(proc, signal.SIGINT)
+            finally:
+                # The user's script may have started processes (daemons, loader workers) that
+                # outlive it: end the whole group, whatever way the child ended.
+                _kill_group(proc)
             stderr.seek(0)
             tail = stderr.read()[-STDERR_TAIL:]
+            if proc.returncode is not None and proc.returncode < 0 and not (timed_out or interrupted):
+                # A crash in native code leaves no Python traceback: name the signal.
+                tail += f"\n[devicelint] the child was killed: exit code {describe_exit(proc.returncode)}\n"
         result = None
         if os.path.exists(result_path):
             with open(result_path, encoding="utf-8") as handle:
@@ -79,6 +86,25 @@ def _stderr_or_devnull():
     except (AttributeError, OSError, ValueError):
         return subprocess.DEVNULL  # e.g. under click's CliRunner
     return sys.stderr
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.returncode is None:
+        proc.wait()
+
+
+def describe_exit(code: Optional[int]) -> str:
+    """`-11 (killed by SIGSEGV)` for a child that a signal ended, else the number."""
+    if code is not None and code < 0:
+        try:
+            return f"{code} (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            pass
+    return str(code)
 
 
 def _stop(proc: subprocess.Popen, first: int) -> None:
