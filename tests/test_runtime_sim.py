@@ -169,6 +169,9 @@ for (batch,) in loader:
 staging = torch.empty(4, 8, pin_memory=True)
 for _ in range(2):
     staging.to(device, non_blocking=True)  # probe: pinned-factory
+inputs = torch.randn(4, 8)
+for epoch in range(3):
+    batch = inputs.to(device)  # probe: same-tensor
 table = torch.arange(10.0)
 try:
     table[torch.tensor([1, 2], device=device)]  # probe: cuda-index
@@ -186,7 +189,8 @@ def test_sim_attribution_and_cuda_surface(tmp_path):
     script.write_text(SIM_MORE)
     codes = {"late-env": "DL013", "forward-mismatch": "DL002", "module-to": "DL001",
              "bare-empty-cache": "DL011", "memory-empty-cache": "DL011",
-             "pinned-loader": "DL009", "pinned-factory": "DL009", "cuda-index": "DL015"}
+             "pinned-loader": "DL009", "pinned-factory": "DL009", "cuda-index": "DL015",
+             "same-tensor": "DL001"}
     findings, lines = [], {}
     for number, text in enumerate(SIM_MORE.splitlines(), 1):
         if "# probe: " in text:
@@ -204,6 +208,9 @@ def test_sim_attribution_and_cuda_surface(tmp_path):
     assert "mat1 is on cuda:0" in results["forward-mismatch"]["error"]
     # nn.Module.to moves parameters: not a per-row copy
     assert results["module-to"]["status"] == "refuted"
+    # the same tensor copied each epoch: nothing to batch (hoisting is another matter)
+    assert results["same-tensor"]["status"] == "refuted"
+    assert "same host data" in results["same-tensor"]["summary"]
     assert results["bare-empty-cache"]["count"] == 2
     assert results["memory-empty-cache"]["status"] == "confirmed"
     assert results["memory-empty-cache"]["count"] == 2

@@ -27,11 +27,32 @@ def _wrap(owner, name, make):
     setattr(owner, name, wrapper)
 
 
-def _add_copy(tracker, rec, src, dst, nbytes, seconds, pinned, non_blocking) -> None:
+def _source_key(data):
+    """What was copied: the same key twice means the same host data copied again (a
+    tensor's memory and layout; a Python scalar's value); anything else counts as new."""
+    if isinstance(data, torch.Tensor):
+        try:
+            return ("tensor", data.untyped_storage().data_ptr(), data.storage_offset(),
+                    tuple(data.shape), tuple(data.stride()))
+        except (RuntimeError, NotImplementedError, TypeError):
+            return None
+    if isinstance(data, (bool, int, float, complex)):
+        return ("scalar", type(data).__name__, data)
+    return None
+
+
+def _add_copy(tracker, rec, src, dst, nbytes, seconds, pinned, non_blocking,
+              source=None) -> None:
     kind = "h2d" if src == "cpu" else ("d2h" if dst == "cpu" else "d2d")
     entry = rec["copies"].setdefault(kind, {
         "count": 0, "bytes": 0, "seconds": 0.0, "pinned": 0, "pageable_non_blocking": 0,
+        "sources": [], "distinct": 0,
     })
+    key = _source_key(source)
+    if key is None or key not in entry["sources"]:
+        entry["distinct"] += 1
+        if key is not None and len(entry["sources"]) < 64:
+            entry["sources"].append(key)
     entry["count"] += 1
     entry["bytes"] += nbytes
     entry["seconds"] += seconds
@@ -78,7 +99,8 @@ def install_moves(tracker) -> None:
                 return out
             dst = tracker.device_of(out)
             if src != dst:
-                _add_copy(tracker, rec, src, dst, _nbytes(out), seconds, pinned, non_blocking)
+                _add_copy(tracker, rec, src, dst, _nbytes(out), seconds, pinned, non_blocking,
+                          source=self)
                 if dst == "cpu":
                     _add_sync(rec, method, seconds)
             else:
@@ -127,7 +149,7 @@ def install_factories(tracker) -> None:
                 rec = tracker.record(site)
                 rec["moves"]["count"] += 1
                 _add_copy(tracker, rec, "cpu", tracker.device_of(out), _nbytes(out), seconds,
-                          False, False)
+                          False, False, source=data)
             return out
 
         return wrapper

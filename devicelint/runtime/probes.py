@@ -108,6 +108,9 @@ def dl001(ctx, rec) -> dict:
     figures["speedup"] = _round(gain)
     if count < 2:
         return ctx.base("refuted", "one copy per run of the line: nothing to batch", **figures)
+    if entry.get("distinct", count) < 2:
+        return ctx.base("refuted", f"the same host data copied {count} times: hoist the copy "
+                        "out of the loop (not a per-row copy, nothing to batch)", **figures)
     if gain < BATCH_GAIN:
         return ctx.base("refuted", f"{count} copies of {nbytes // count:,} B each; one batched "
                         f"copy would be only {gain:.1f}x faster", **figures)
