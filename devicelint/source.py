@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import tokenize
+import warnings
 
 from devicelint.finding import Finding
 
@@ -63,7 +64,9 @@ def _bad_byte(data: bytes, offset: int, encoding: str) -> str:
 def python_syntax_error(path: str, source: str) -> list[Finding]:
     """DL900 from CPython's parser (faster than libcst's), for files no rule needs parsed."""
     try:
-        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
+            compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
         message = f"Cannot parse: {error.msg}"
         return [diagnostic(SYNTAX_ERROR, path, message, error.lineno or 1, error.offset or 1)]
