@@ -203,9 +203,15 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[list[dict]]:
 
         enabled_rules(jobs_to_run[0][3])
     context = multiprocessing.get_context(method)
-    chunk = max(1, min(32, len(jobs_to_run) // (workers * 4)))
+    # Largest files first, in small chunks: the workers finish together instead of one
+    # of them parsing a big file alone at the end.
+    order = sorted(range(len(jobs_to_run)), key=lambda i: -len(jobs_to_run[i][2]))
+    chunk = max(1, min(8, len(jobs_to_run) // (workers * 16)))
+    results: list[list[dict]] = [[] for _ in jobs_to_run]
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return list(pool.map(_worker, jobs_to_run, chunksize=chunk))
+        for index, result in zip(order, pool.map(_worker, [jobs_to_run[i] for i in order], chunksize=chunk)):
+            results[index] = result
+    return results
 
 
 def run_lint(paths: Sequence[str], select: Optional[list[str]] = None) -> list[Finding]:
