@@ -59,6 +59,20 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """A node's child nodes in source order, without whitespace and token nodes (the
+    engine's traversal; much cheaper than libcst's `node.children`)."""
+    found: list[cst.CSTNode] = []
+    for field in _child_fields(type(node)):
+        value = getattr(node, field)
+        kind = type(value)
+        if kind is tuple or kind is list:
+            found.extend(v for v in value if _is_node(v))
+        elif _is_node(value):
+            found.append(value)
+    return found
+
+
 @dataclass
 class Binding:
     """One place where a scope binds `name`."""
@@ -137,15 +151,7 @@ class FileContext:
             if name in leavers:
                 stack.append((node, parent, scope, True))
             inner = node if name in _SCOPE_NAMES else scope
-            children = []
-            for field in _child_fields(cls):
-                value = getattr(node, field)
-                kind = type(value)
-                if kind is tuple or kind is list:
-                    children.extend(v for v in value if _is_node(v))
-                elif _is_node(value):
-                    children.append(value)
-            for child in reversed(children):
+            for child in reversed(children(node)):
                 stack.append((child, node, inner, False))
         return events
 

@@ -17,7 +17,7 @@ from devicelint.analysis import (
     method_name,
     to_call_device,
 )
-from devicelint.context import COMPREHENSIONS, FileContext, _child_fields, _is_node
+from devicelint.context import COMPREHENSIONS, FileContext, children
 from devicelint.names import dotted_name
 from devicelint.rule import Rule
 from devicelint.rules.dl014_deprecated_cuda_amp import reindent
@@ -72,19 +72,6 @@ TIMING_FUNCS = {
     "time.perf_counter_ns", "time.time_ns", "time.monotonic_ns", "timeit.default_timer",
     "torch.cuda.Event", "torch.cuda.event.Event", "torch.Event",
 }
-
-
-def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """A node's child nodes without whitespace/tokens: much cheaper than `node.children`."""
-    found: list[cst.CSTNode] = []
-    for field in _child_fields(type(node)):
-        value = getattr(node, field)
-        kind = type(value)
-        if kind is tuple or kind is list:
-            found.extend(v for v in value if _is_node(v))
-        elif _is_node(value):
-            found.append(value)
-    return found
 
 
 def func_tail(call: cst.Call) -> Optional[str]:

@@ -5,7 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.context import COMPREHENSIONS, FileContext
+from devicelint.context import COMPREHENSIONS, FileContext, children
 from devicelint.names import dotted_name
 from devicelint.rule import Rule
 from devicelint.rules.dl001_transfer_in_loop import (
@@ -15,7 +15,6 @@ from devicelint.rules.dl001_transfer_in_loop import (
     FIELDS,
     LOADER,
     Flow,
-    children,
     func_tail,
 )
 
