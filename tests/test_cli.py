@@ -224,3 +224,15 @@ def test_color_only_on_tty(tmp_path: Path) -> None:
     write(tmp_path / "a.py", BAD_DP)
     assert "\033[" not in run_cli(["a.py"], tmp_path).output
     assert "\033[" in run_cli(["a.py"], tmp_path, NO_COLOR="", FORCE_COLOR="1").output
+
+
+def test_every_rule_documents_why_example_and_fix(tmp_path: Path) -> None:
+    """Rules with handlers carry the ruff-style docs that `devicelint rule CODE` prints."""
+    from devicelint.rule import all_rules
+
+    for code, rule in all_rules().items():
+        if not rule.handlers():
+            continue
+        docs = run_cli(["rule", code], tmp_path).output
+        for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead"):
+            assert heading in docs, f"{code} docs lack {heading!r}"
