@@ -12,7 +12,9 @@ A rule is a small class in its own module under `rules/` (shipped as `devicelint
             self.report(node, "message")
 
 Handlers are named `visit_<NodeType>` / `leave_<NodeType>` after libcst node classes. All
-enabled rules share one traversal of one parse. The class docstring is the rule's docs, with
+enabled rules share one traversal of one parse. The file is indexed before the first handler
+runs, so `ctx.parent()`, `ctx.scope()`, `ctx.bindings()` and `ctx.qualname()` already know the
+whole file (names bound or imported further down included) in any handler. The class docstring is the rule's docs, with
 the sections "Why is this bad?", "Example" and "Use instead".
 """
 
