@@ -128,6 +128,7 @@ class FileContext:
         binders = self._binders
         imports = self.imports
         events: list[tuple[cst.CSTNode, bool]] = []
+        node_type = _NODE_TYPE
         counter = 0
         stack: list[tuple] = [(self.module, None, self.module, False)]
         while stack:
@@ -151,7 +152,21 @@ class FileContext:
             if name in leavers:
                 stack.append((node, parent, scope, True))
             inner = node if name in _SCOPE_NAMES else scope
-            for child in reversed(children(node)):
+            # children(node), inlined: this loop runs once per node of every parsed file.
+            kids = []
+            for field in _FIELDS.get(cls) or _child_fields(cls):
+                value = getattr(node, field)
+                kind = type(value)
+                if kind is tuple or kind is list:
+                    for item in value:
+                        known = node_type.get(type(item))
+                        if known or (known is None and _is_node(item)):
+                            kids.append(item)
+                else:
+                    known = node_type.get(kind)
+                    if known or (known is None and _is_node(value)):
+                        kids.append(value)
+            for child in reversed(kids):
                 stack.append((child, node, inner, False))
         return events
 

@@ -86,7 +86,11 @@ class Rule:
 
     @classmethod
     def handlers(cls) -> list[str]:
-        return [n for n in dir(cls) if n.startswith(("visit_", "leave_"))]
+        found = cls.__dict__.get("_handler_names")
+        if found is None:  # once per class, not once per file
+            found = [n for n in dir(cls) if n.startswith(("visit_", "leave_"))]
+            cls._handler_names = found
+        return found
 
 
 _registry: Optional[dict[str, type[Rule]]] = None
