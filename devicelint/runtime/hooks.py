@@ -16,6 +16,18 @@ import torch
 from devicelint.runtime.tracker import clock
 
 
+def timed_call(tracker, original, *args, **kwargs):
+    """Run a wrapped call with the tracker marked busy (calls it makes itself are not the
+    user's), and return (its result, wall seconds)."""
+    tracker.busy(True)
+    try:
+        start = clock()
+        out = original(*args, **kwargs)
+        return out, clock() - start
+    finally:
+        tracker.busy(False)
+
+
 def _nbytes(tensor) -> int:
     return tensor.numel() * tensor.element_size()
 
@@ -85,13 +97,7 @@ def install_moves(tracker) -> None:
             pinned = src == "cpu" and self.is_pinned()
             non_blocking = bool(kwargs.get("non_blocking")) or any(
                 a is True for a in args if isinstance(a, bool))
-            tracker.busy(True)
-            try:
-                start = clock()
-                out = original(self, *args, **kwargs)
-                seconds = clock() - start
-            finally:
-                tracker.busy(False)
+            out, seconds = timed_call(tracker, original, self, *args, **kwargs)
             rec = tracker.record(site)
             rec["moves"]["count"] += 1
             if out is self or not isinstance(out, torch.Tensor):
@@ -138,13 +144,7 @@ def install_factories(tracker) -> None:
             data = args[0] if args else kwargs.get("data")
             if isinstance(data, torch.Tensor) and tracker.is_cuda(data):
                 return original(*args, **kwargs)
-            tracker.busy(True)
-            try:
-                start = clock()
-                out = original(*args, **kwargs)
-                seconds = clock() - start
-            finally:
-                tracker.busy(False)
+            out, seconds = timed_call(tracker, original, *args, **kwargs)
             if tracker.is_cuda(out):
                 rec = tracker.record(site)
                 rec["moves"]["count"] += 1
@@ -167,13 +167,7 @@ def install_syncs(tracker) -> None:
             site = tracker.site(sys._getframe(1))
             if site is None or not tracker.is_cuda(self):
                 return original(self, *args, **kwargs)
-            tracker.busy(True)
-            try:
-                start = clock()
-                out = original(self, *args, **kwargs)
-                seconds = clock() - start
-            finally:
-                tracker.busy(False)
+            out, seconds = timed_call(tracker, original, self, *args, **kwargs)
             _add_sync(tracker.record(site), kind, seconds)
             return out
 
