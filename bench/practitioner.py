@@ -1,0 +1,390 @@
+"""The practitioner corpus: public training scripts, tutorials and research code, pinned by commit,
+and the labelled judgement of devicelint on it (issues 12 and 13 are measured against it).
+
+    python bench/practitioner.py --materialise   # extract the pinned files from the fetch mirrors
+    python bench/practitioner.py --list          # files and lines per repo (the table in docs/audit.md)
+    python bench/practitioner.py --score         # lint every repo, compare with the labels, print figures
+    python bench/practitioner.py --score --unjudged --context 4   # also list findings with no label
+    python bench/practitioner.py --score --repo nanoGPT --save-json /tmp/pr   # one repo; keep raw JSON
+
+The code itself is never committed: `--materialise` reads each repository from its git mirror
+under /work/.mirror/<owner>+<name>/repo (the `fetch` tool's copy; `--mirrors DIR` for another place)
+and writes only the selected .py/.ipynb files to bench/.corpora/practitioner/<name>/ (git-ignored),
+keeping the repository's own paths. A missing mirror or commit is reported with how to get it.
+
+`--score` runs, in each repo's directory (so the project's own pyproject.toml does not apply,
+and paths come out relative to the repo),
+
+    devicelint --format json --no-cache --select ALL --exit-zero --config <empty pyproject.toml> .
+
+(`devicelint` from PATH, or `--devicelint PATH`) and compares the findings with
+bench/practitioner_labels.tsv (format: bench/PRACTITIONER.md). Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import fnmatch
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE / ".corpora" / "practitioner"
+LABELS = HERE / "practitioner_labels.tsv"
+MIRRORS = Path(os.environ.get("DEVICELINT_MIRRORS", "/work/.mirror"))
+VERDICTS = ("TP", "FP", "MISS")
+
+
+@dataclass(frozen=True)
+class Repo:
+    name: str        # short name: the label file's first column and the directory under ROOT
+    repo: str        # owner/name on GitHub
+    commit: str
+    include: tuple[str, ...]          # fnmatch patterns on repository paths (`*` crosses `/`)
+    exclude: tuple[str, ...] = ()
+
+    def selects(self, path: str) -> bool:
+        if not path.endswith((".py", ".ipynb")) or "/.ipynb_checkpoints/" in f"/{path}":
+            return False
+        if not any(fnmatch.fnmatchcase(path, p) for p in self.include):
+            return False
+        return not any(fnmatch.fnmatchcase(path, p) for p in self.exclude)
+
+
+REPOS: tuple[Repo, ...] = (
+    Repo("pytorch-cifar", "kuangliu/pytorch-cifar", "49b7aa97b0c12fe0d4054e670403a16b6b834ddd",
+         ("*",)),
+    Repo("PyTorch-VAE", "AntixK/PyTorch-VAE", "a6896b944c918dd7030e7d795a8c13e5c6345ec7",
+         ("*",), ("tests/*",)),
+    Repo("nlp-tutorial", "graykode/nlp-tutorial", "d05e31ec81d56d70c1db89b99ab07e948f7ebc11",
+         ("[1-5]-*.py", "1-3.FastText/FastText.ipynb"), ("archive/*",)),
+    Repo("PyTorch-Tutorial", "MorvanZhou/PyTorch-Tutorial", "dbe154a9e56635e51c6b0c2ccea8ae36cfb585a7",
+         ("tutorial-contents/*.py",)),
+    Repo("image-captioning", "sgrvinod/a-PyTorch-Tutorial-to-Image-Captioning",
+         "cc9c7e2f4017938d414178d3781fed8dbe442852", ("*",)),
+    Repo("PyTorch-GAN", "eriklindernoren/PyTorch-GAN", "36d3c77e5ff20ebe0aeefd322326a134a279b93e",
+         ("implementations/*",)),
+    Repo("mae", "facebookresearch/mae", "efb2a8062c206524e35e47d04501ed4f544c0ae8", ("*",)),
+    Repo("improved-diffusion", "openai/improved-diffusion", "1bc7bbbdc414d83d4abf2ad8cc1446dc36c4e4d5",
+         ("*",), ("setup.py",)),
+    Repo("LLMs-from-scratch", "rasbt/LLMs-from-scratch", "28c65cdfbc3338e2e040016eea4b7fdf556e4d57",
+         ("appendix-A/01_main-chapter-code/*.py", "ch05/01_main-chapter-code/*.py",
+          "ch06/01_main-chapter-code/*.py", "ch07/01_main-chapter-code/*.py",
+          "ch05/10_llm-training-speed/*.py"),
+         ("*/tests.py", "*/gpt_download.py")),
+    Repo("pytorch-book", "chenyuntc/pytorch-book", "688951721d11cd3f92440801e1b68b65ae2e439f",
+         ("Chapter7/Code/*.py", "Chapter9/*", "Chapter1[0-3]/*"), ("*/setup.py",)),
+    Repo("d2l-en", "d2l-ai/d2l-en", "23d7a5aecceee57d1292c56e90cce307f183bb0a", ("d2l/torch.py",)),
+    Repo("pytorch-tutorial", "yunjey/pytorch-tutorial", "0500d3df5a2a8080ccfccbc00aca0eacc21818db",
+         ("tutorials/*",)),
+    Repo("nanoGPT", "karpathy/nanoGPT", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291",
+         ("*.py", "data/*"), ("config/*",)),
+    Repo("minGPT", "karpathy/minGPT", "37baab71b9abea1b76ab957409a1cc2fbfba8a26",
+         ("mingpt/*", "projects/*"), ()),
+    Repo("pytorch-examples", "pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8",
+         ("dcgan/*", "imagenet/*", "mnist/*", "mnist_rnn/*", "mnist_hogwild/*", "mnist_forward_forward/*",
+          "vae/*", "word_language_model/*", "super_resolution/*", "siamese_network/*",
+          "reinforcement_learning/*", "time_sequence_prediction/*", "regression/*",
+          "fast_neural_style/neural_style/*", "gat/*", "gcn/*", "language_translation/*",
+          "distributed/ddp-tutorial-series/*", "distributed/minGPT-ddp/*")),
+    Repo("attention-is-all-you-need", "jadore801120/attention-is-all-you-need-pytorch",
+         "132907dd272e2cc92e3c10e6c4e783a87ff8893d", ("*",), ("learn_bpe.py", "apply_bpe.py")),
+    Repo("pytorch-seq2seq", "bentrevett/pytorch-seq2seq", "b3cd54c72cd6e4e63f672d334c795b4fe744ef92",
+         ("[1-3] - *.ipynb",)),
+)
+BY_NAME = {r.name: r for r in REPOS}
+
+
+# --------------------------------------------------------------------------- materialise
+
+def mirror_of(repo: Repo, mirrors: Path) -> Path:
+    return mirrors / repo.repo.replace("/", "+") / "repo"
+
+
+def git(mirror: Path, *args: str, binary: bool = False):
+    env = dict(os.environ, GIT_LITERAL_PATHSPECS="1")
+    out = subprocess.run(["git", f"--git-dir={mirror}", *args], capture_output=True, env=env)
+    if out.returncode:
+        raise RuntimeError(out.stderr.decode(errors="replace").strip())
+    return out.stdout if binary else out.stdout.decode()
+
+
+def selected_files(repo: Repo, mirror: Path) -> list[str]:
+    listing = git(mirror, "ls-tree", "-r", "--name-only", "-z", repo.commit)
+    return sorted(p for p in listing.split("\0") if p and repo.selects(p))
+
+
+def materialise(repos: list[Repo], mirrors: Path) -> int:
+    failures = 0
+    for repo in repos:
+        target = ROOT / repo.name
+        marker = target / ".complete"
+        if marker.exists() and marker.read_text().strip() == repo.commit:
+            print(f"{repo.name}: up to date ({target})")
+            continue
+        mirror = mirror_of(repo, mirrors)
+        if not mirror.is_dir():
+            print(f"{repo.name}: no mirror at {mirror}; bring it with the fetch tool "
+                  f"(source github:{repo.repo}), or clone it: "
+                  f"git clone --bare https://github.com/{repo.repo} {mirror}", file=sys.stderr)
+            failures += 1
+            continue
+        try:
+            git(mirror, "cat-file", "-e", f"{repo.commit}^{{commit}}")
+        except RuntimeError:
+            print(f"{repo.name}: commit {repo.commit} is not in {mirror}; fetch a newer snapshot "
+                  f"(git --git-dir={mirror} fetch origin {repo.commit})", file=sys.stderr)
+            failures += 1
+            continue
+        files = selected_files(repo, mirror)
+        archive = git(mirror, "archive", "--format=tar", repo.commit, "--", *files, binary=True)
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            members = [m for m in tar.getmembers() if m.isfile() and m.name in set(files)]
+            tar.extractall(target, members=members, filter="data")
+        marker.write_text(repo.commit + "\n")
+        print(f"{repo.name}: {len(files)} files at {repo.commit[:12]} -> {target}")
+    return failures
+
+
+def corpus_files(repo: Repo) -> list[Path]:
+    base = ROOT / repo.name
+    return sorted(p for p in base.rglob("*") if p.is_file() and p.suffix in (".py", ".ipynb"))
+
+
+def code_lines(path: Path) -> int:
+    """Lines of a .py file; for a notebook, the lines of its code cells."""
+    if path.suffix != ".ipynb":
+        return path.read_bytes().count(b"\n")
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    except (ValueError, UnicodeDecodeError):
+        return 0
+    total = 0
+    for cell in cells:
+        if cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            text = "".join(source) if isinstance(source, list) else source
+            total += text.count("\n") + 1 if text else 0
+    return total
+
+
+def ensure(repos: list[Repo]) -> None:
+    missing = [r.name for r in repos if not (ROOT / r.name / ".complete").exists()]
+    if missing:
+        sys.exit(f"not materialised: {', '.join(missing)}; run: python bench/practitioner.py --materialise")
+
+
+def list_corpus(repos: list[Repo]) -> None:
+    ensure(repos)
+    print("| repo | commit | files | lines |")
+    print("|---|---|---|---|")
+    total_files = total_lines = 0
+    for repo in repos:
+        files = corpus_files(repo)
+        lines = sum(code_lines(f) for f in files)
+        total_files += len(files)
+        total_lines += lines
+        print(f"| [{repo.repo}](https://github.com/{repo.repo}/tree/{repo.commit}) | `{repo.commit[:10]}` | "
+              f"{len(files)} | {lines:,} |")
+    print(f"| **{len(repos)} repos** | | **{total_files}** | **{total_lines:,}** |")
+
+
+# --------------------------------------------------------------------------- score
+
+@dataclass(frozen=True)
+class Label:
+    repo: str
+    path: str
+    line: str        # "123", or "cN:L" for a notebook (cell N, line L within the cell)
+    codes: tuple[str, ...]   # "DL007|DL018": either code counts (a rule whose code is not fixed yet)
+    verdict: str
+    reason: str
+
+    @property
+    def rule(self) -> str:
+        return self.codes[0]
+
+
+def read_labels(path: Path) -> list[Label]:
+    labels = []
+    with path.open(newline="", encoding="utf-8") as handle:
+        for number, row in enumerate(csv.reader(handle, delimiter="\t"), 1):
+            if not row or row[0].startswith("#") or row[0] == "repo":
+                continue
+            if len(row) < 6:
+                sys.exit(f"{path}:{number}: expected 6 tab-separated columns, got {len(row)}")
+            repo, rel, line, code, verdict, reason = (c.strip() for c in row[:6])
+            if repo not in BY_NAME:
+                sys.exit(f"{path}:{number}: unknown repo {repo!r}")
+            if verdict not in VERDICTS:
+                sys.exit(f"{path}:{number}: verdict must be one of {VERDICTS}, got {verdict!r}")
+            labels.append(Label(repo, rel, line, tuple(code.split("|")), verdict, reason))
+    keys = collections.Counter((l.repo, l.path, l.line, l.rule) for l in labels)
+    duplicated = [k for k, n in keys.items() if n > 1]
+    if duplicated:
+        sys.exit(f"{path}: labelled twice: {duplicated[:5]}")
+    return labels
+
+
+def lint(repo: Repo, devicelint: str, save: Path | None) -> list[dict]:
+    base = ROOT / repo.name
+    with tempfile.TemporaryDirectory() as tmp:
+        # An empty config file: the project's own pyproject.toml (found by searching upwards)
+        # must not exclude or ignore anything here; every rule runs with its defaults.
+        config = Path(tmp) / "pyproject.toml"
+        config.write_text("[tool.devicelint]\n")
+        result = subprocess.run(
+            [devicelint, "--format", "json", "--no-cache", "--select", "ALL", "--exit-zero",
+             "--no-show-source", "--config", str(config), "."],
+            cwd=base, capture_output=True, text=True,
+        )
+    if result.returncode not in (0, 1):
+        sys.exit(f"{repo.name}: devicelint exited {result.returncode}:\n{result.stderr}")
+    if save is not None:
+        save.mkdir(parents=True, exist_ok=True)
+        (save / f"{repo.name}.json").write_text(result.stdout)
+    return json.loads(result.stdout or "[]")
+
+
+def finding_key(repo: Repo, finding: dict) -> tuple[str, str, str, str]:
+    path = finding["path"].replace(os.sep, "/")
+    path = path[2:] if path.startswith("./") else path
+    line = f"c{finding['cell']}:{finding['cell_line']}" if "cell" in finding else str(finding["line"])
+    return (repo.name, path, line, finding["code"])
+
+
+def context(repo: str, path: str, line: str, around: int) -> str:
+    file = ROOT / repo / path
+    if around <= 0 or ":" in line or not file.exists():
+        return ""
+    lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+    n = int(line)
+    lo, hi = max(1, n - around), min(len(lines), n + around)
+    return "\n".join(f"      {'>' if i == n else ' '}{i:5d} {lines[i - 1]}" for i in range(lo, hi + 1))
+
+
+def score(repos: list[Repo], labels: list[Label], devicelint: str, save: Path | None,
+          show_unjudged: bool, show_missed: bool, around: int) -> int:
+    ensure(repos)
+    names = {r.name for r in repos}
+    labels = [l for l in labels if l.repo in names]
+    # A label matches a finding at the same repo, path and line with one of its codes.
+    index: dict[tuple[str, str, str, str], Label] = {}
+    for label in labels:
+        for code in label.codes:
+            index[(label.repo, label.path, label.line, code)] = label
+    # The unit is one (repo, path, line, code): several findings of one rule on one line
+    # (`print(a.item(), b.item())`) are one judged case.
+    found: dict[tuple[str, str, str, str], dict] = {}
+    raw = 0
+    for repo in repos:
+        for finding in lint(repo, devicelint, save):
+            raw += 1
+            found.setdefault(finding_key(repo, finding), finding)
+
+    rows: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    matched: set[Label] = set()
+    unjudged = []
+    for key, finding in sorted(found.items()):
+        label = index.get(key)
+        code = key[3]
+        if label is None:
+            rows[code]["unjudged"] += 1
+            unjudged.append((key, finding))
+            continue
+        matched.add(label)
+        # TP and MISS labels mark real bugs: found now, they count as true positives.
+        rows[code]["FP" if label.verdict == "FP" else "TP"] += 1
+        if label.verdict == "MISS":
+            rows[code]["caught"] += 1
+    missed = []
+    for label in labels:
+        if label in matched:
+            continue
+        if label.verdict == "FP":
+            rows[label.rule]["silenced"] += 1
+            continue
+        rows[label.rule]["missed"] += 1
+        if label.verdict == "TP":
+            rows[label.rule]["lost"] += 1
+        missed.append(label)
+
+    def ratio(a: int, b: int) -> str:
+        return f"{a / b:.2f}" if b else "-"
+
+    header = ("rule", "TP", "FP", "missed", "precision", "recall", "unjudged", "MISS caught", "TP lost",
+              "FP silenced")
+    print("\t".join(header))
+    total: collections.Counter = collections.Counter()
+    for code in sorted(rows):
+        r = rows[code]
+        total.update(r)
+        print("\t".join([code, str(r["TP"]), str(r["FP"]), str(r["missed"]),
+                         ratio(r["TP"], r["TP"] + r["FP"]), ratio(r["TP"], r["TP"] + r["missed"]),
+                         str(r["unjudged"]), str(r["caught"]), str(r["lost"]), str(r["silenced"])]))
+    print("\t".join(["ALL", str(total["TP"]), str(total["FP"]), str(total["missed"]),
+                     ratio(total["TP"], total["TP"] + total["FP"]),
+                     ratio(total["TP"], total["TP"] + total["missed"]),
+                     str(total["unjudged"]), str(total["caught"]), str(total["lost"]), str(total["silenced"])]))
+    print(f"\n{raw} findings ({len(found)} distinct repo/path/line/code) on {len(repos)} repos; {len(labels)} labels "
+          f"({sum(l.verdict == 'TP' for l in labels)} TP, {sum(l.verdict == 'FP' for l in labels)} FP, "
+          f"{sum(l.verdict == 'MISS' for l in labels)} MISS)")
+    if show_unjudged and unjudged:
+        print(f"\nUnjudged findings ({len(unjudged)}): no label at this repo/path/line/code")
+        for (repo, path, line, code), finding in unjudged:
+            print(f"  {repo}\t{path}\t{line}\t{code}\t{finding['message']}")
+            text = context(repo, path, line, around)
+            if text:
+                print(text)
+    if show_missed and missed:
+        print(f"\nReal bugs not found ({len(missed)}):")
+        for label in missed:
+            print(f"  {label.repo}\t{label.path}\t{label.line}\t{'|'.join(label.codes)}\t"
+                  f"{label.verdict}\t{label.reason}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--materialise", action="store_true", help="extract the pinned files from the mirrors")
+    mode.add_argument("--list", action="store_true", help="files and lines per repo")
+    mode.add_argument("--score", action="store_true", help="lint and compare with the labels")
+    parser.add_argument("--repo", action="append", help="only this repo (short name; repeatable)")
+    parser.add_argument("--mirrors", type=Path, default=MIRRORS, help="where the git mirrors are")
+    parser.add_argument("--labels", type=Path, default=LABELS)
+    parser.add_argument("--devicelint", default=shutil.which("devicelint") or "devicelint")
+    parser.add_argument("--save-json", type=Path, help="keep each repo's raw findings as DIR/<repo>.json")
+    parser.add_argument("--unjudged", action="store_true", help="list findings that have no label")
+    parser.add_argument("--missed", action="store_true", help="list labelled bugs that were not found")
+    parser.add_argument("--context", type=int, default=0, help="source lines around unjudged findings")
+    args = parser.parse_args(argv)
+    if args.repo:
+        unknown = [n for n in args.repo if n not in BY_NAME]
+        if unknown:
+            parser.error(f"unknown repo(s) {unknown}; known: {', '.join(BY_NAME)}")
+    repos = [BY_NAME[n] for n in args.repo] if args.repo else list(REPOS)
+    if args.materialise:
+        return 1 if materialise(repos, args.mirrors) else 0
+    if args.list:
+        list_corpus(repos)
+        return 0
+    labels = read_labels(args.labels) if args.labels.exists() else []
+    return score(repos, labels, args.devicelint, args.save_json, args.unjudged, args.missed, args.context)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
