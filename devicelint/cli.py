@@ -72,7 +72,7 @@ def _fail(message: str) -> None:
 @click.option("--per-file-ignores", multiple=True, help="PATTERN:CODES, e.g. 'tests/*:DL010'.")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too.")
 @click.option("--format", "output_format", default="text",
-              type=click.Choice(["text", "json", "json-lines", "github", "sarif", "gitlab"]))
+              type=click.Choice(["text", "json", "json-lines", "github", "sarif", "gitlab", "rdjson", "rdjsonl"]))
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report here.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule.")

@@ -6,7 +6,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-FORMATS = ("text", "json", "json-lines", "github", "sarif", "gitlab")
+FORMATS = ("text", "json", "json-lines", "github", "sarif", "gitlab", "rdjson", "rdjsonl")
 
 
 @dataclass
@@ -21,5 +21,6 @@ class ReportContext:
 
 
 def renderer(name: str) -> Callable:
-    module = {"json-lines": "jsonlines"}.get(name, name)
-    return importlib.import_module(f"devicelint.reporters.{module}").render
+    module, function = {"json-lines": ("jsonlines", "render"),
+                        "rdjsonl": ("rdjson", "render_lines")}.get(name, (name, "render"))
+    return getattr(importlib.import_module(f"devicelint.reporters.{module}"), function)
