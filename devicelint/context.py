@@ -108,6 +108,8 @@ class FileContext:
         self._bindings: Optional[dict[int, dict[str, list[Binding]]]] = None
         self.class_defs: list[cst.ClassDef] = []
         self._lines: Optional[list[str]] = None
+        self._events: list[tuple[cst.CSTNode, bool]] = []
+        self._semantic = None
 
     # -- traversal -------------------------------------------------------------------
     def walk(self, visitors: dict[str, list[Callable]], leavers: dict[str, list[Callable]]) -> None:
@@ -118,6 +120,7 @@ class FileContext:
         in the file. Both passes are plain loops over an explicit stack / a list: deep
         expressions must not hit Python's recursion limit."""
         events = self._index(leavers)
+        self._events = events
         for node, leaving in events:
             name = type(node).__name__
             for handler in (leavers if leaving else visitors).get(name, ()):
@@ -169,6 +172,21 @@ class FileContext:
             for child in reversed(kids):
                 stack.append((child, node, inner, False))
         return events
+
+    @property
+    def semantic(self):
+        """The file's semantic model (devicelint.semantic), built on first use."""
+        if self._semantic is None:
+            from devicelint.semantic import SemanticModel
+
+            self._semantic = SemanticModel(self)
+        return self._semantic
+
+    def iter_nodes(self, node_type: type) -> Iterator[cst.CSTNode]:
+        """Every node of a type, in source order (from the traversal's index)."""
+        for node, leaving in self._events:
+            if not leaving and type(node) is node_type:
+                yield node
 
     # -- tree queries ----------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:

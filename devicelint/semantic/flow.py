@@ -1,0 +1,454 @@
+"""Bindings and reaching definitions, per scope, as Python runs the code.
+
+For every name a scope reads, the model knows which bindings may reach that read: both arms
+of an if/else are joined, a loop's body sees the bindings from before the loop and those
+made later in the loop body (loop-carried), `return`/`raise`/`break`/`continue` end a path,
+`try` handlers see every binding of the try body. Comprehensions are scopes of their own;
+`global`/`nonlocal` send a name to the module / the enclosing function.
+
+The walk is structured (no explicit control-flow graph): one pass per statement list, two
+passes per loop body, which is enough for reaching definitions (a binding set only grows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import libcst as cst
+
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+FUNCTIONS = (cst.FunctionDef, cst.Lambda)
+
+
+@dataclass(frozen=True, eq=False)
+class Def:
+    """One binding of `name`.
+
+    `value` is the expression the binding takes its value from (the right-hand side, a loop's
+    iterable, a with-item, a parameter's default); `path` says which part of it when the
+    target unpacks (`a, (b, c) = ...` binds `c` with path (1, 1)); `-1` marks a starred
+    target's part."""
+
+    name: str
+    kind: str  # assign annassign augassign for comp with walrus param import def class except effect del global
+    node: cst.CSTNode
+    value: Optional[cst.BaseExpression] = None
+    path: tuple[int, ...] = ()
+    scope: Optional[cst.CSTNode] = None
+    prior: frozenset = field(default=frozenset())  # for `effect`/`augassign`: what reached before
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Def({self.name!r}, {self.kind}, path={self.path})"
+
+
+State = dict  # name -> frozenset[Def]; None means "this path does not continue"
+
+
+def _join(a: Optional[State], b: Optional[State]) -> Optional[State]:
+    if a is None:
+        return None if b is None else dict(b)
+    if b is None:
+        return dict(a)
+    out = dict(a)
+    for name, defs in b.items():
+        mine = out.get(name)
+        out[name] = defs if mine is None else (mine | defs)
+    return out
+
+
+def target_parts(target: cst.CSTNode, path: tuple[int, ...] = ()) -> Iterable[tuple[cst.CSTNode, tuple[int, ...]]]:
+    """(target node, unpacking path) for every part of an assignment target."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for index, element in enumerate(target.elements):
+            if isinstance(element, cst.StarredElement):
+                yield from target_parts(element.value, path + (-1,))
+            else:
+                yield from target_parts(element.value, path + (index,))
+    elif isinstance(target, cst.StarredElement):
+        yield from target_parts(target.value, path + (-1,))
+    else:
+        yield target, path
+
+
+class ScopeFlow:
+    """Reaching definitions for the reads of one scope (module, function, lambda, class body
+    or comprehension)."""
+
+    def __init__(self, model, scope: cst.CSTNode) -> None:
+        self.model = model
+        self.scope = scope
+        self.reaching = model.reaching             # id(Name read) -> defs (shared by all scopes)
+        self.all_defs: dict[str, list[Def]] = {}   # every binding in this scope, by name
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+        self.end_state: Optional[State] = None
+        self.returns: list[cst.Return] = []
+        self.yields = False
+        self._loop_exits: list[list] = []
+        self._memo: dict[tuple, Def] = {}   # per enclosing loop: [break states, continue states]
+        self._declarations(scope)
+        self._run()
+
+    # -- setup -------------------------------------------------------------------------
+    def _declarations(self, scope: cst.CSTNode) -> None:
+        body = getattr(scope, "body", None)
+        if isinstance(body, (list, tuple)):
+            stack = list(body)
+        else:
+            stack = [body] if isinstance(body, cst.CSTNode) else []
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (cst.Global, cst.Nonlocal)):
+                names = {n.name.value for n in node.names}
+                (self.globals if isinstance(node, cst.Global) else self.nonlocals).update(names)
+                continue
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda) + COMPREHENSIONS):
+                continue
+            for child in self.model.children(node):
+                stack.append(child)
+
+    def _define(self, state: State, d: Def) -> None:
+        # A loop body is walked twice: the same binding must be the same Def both times.
+        key = (id(d.node), d.name, d.path, d.kind)
+        known = self._memo.get(key)
+        if known is not None:
+            if d.prior and not known.prior >= d.prior:
+                old = known
+                known = Def(d.name, d.kind, d.node, d.value, d.path, d.scope, old.prior | d.prior)
+                self._memo[key] = known
+                self.all_defs[d.name] = [known if x is old else x for x in self.all_defs[d.name]]
+            state[d.name] = frozenset((known,))
+            return
+        self._memo[key] = d
+        if d.name in self.globals or d.name in self.nonlocals:
+            # The binding lands in another scope; reads here still see it in order.
+            self.model.foreign_defs.setdefault(d.name, []).append(d)
+        self.all_defs.setdefault(d.name, []).append(d)
+        state[d.name] = frozenset((d,))
+
+    def _run(self) -> None:
+        scope = self.scope
+        state: State = {}
+        if isinstance(scope, FUNCTIONS):
+            params = scope.params
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                self._define(state, Def(param.name.value, "param", param, param.default, scope=scope))
+            for star in (params.star_arg, params.star_kwarg):
+                if isinstance(star, cst.Param):
+                    self._define(state, Def(star.name.value, "param", star, None, scope=scope))
+            if isinstance(scope, cst.Lambda):
+                state = {**self.model.function_entry_state.get(id(scope), {}), **state}
+                self._expr(scope.body, state)
+                self.end_state = state
+                return
+            body = scope.body
+            statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+            self.end_state = self._block(statements, state)
+        elif isinstance(scope, COMPREHENSIONS):
+            state = dict(self.model.comprehension_entry_state.get(id(scope), {}))
+            self.end_state = self._comprehension(scope, state)
+        else:  # Module / ClassDef
+            body = scope.body
+            statements = body.body if isinstance(body, cst.IndentedBlock) else (
+                body if isinstance(body, (list, tuple)) else [body])
+            self.end_state = self._block(statements, state)
+
+    # -- statements --------------------------------------------------------------------
+    def _block(self, statements, state: Optional[State]) -> Optional[State]:
+        for statement in statements:
+            if state is None:
+                break  # unreachable code after return/raise/break/continue
+            state = self._statement(statement, state)
+        return state
+
+    def _suite(self, suite, state: Optional[State]) -> Optional[State]:
+        if state is None:
+            return None
+        if isinstance(suite, cst.IndentedBlock):
+            return self._block(suite.body, state)
+        if isinstance(suite, cst.SimpleStatementSuite):
+            return self._block(suite.body, state)
+        return self._block([suite], state)
+
+    def _statement(self, node: cst.CSTNode, state: State) -> Optional[State]:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if state is None:
+                    return None
+                state = self._small(small, state)
+            return state
+        if isinstance(node, cst.BaseSmallStatement):
+            return self._small(node, state)
+        if isinstance(node, cst.If):
+            self._expr(node.test, state)
+            taken = self._suite(node.body, dict(state))
+            if node.orelse is None:
+                other = state
+            elif isinstance(node.orelse, cst.If):
+                other = self._statement(node.orelse, dict(state))
+            else:
+                other = self._suite(node.orelse.body, dict(state))
+            return _join(taken, other)
+        if isinstance(node, cst.For):
+            self._expr(node.iter, state)
+            return self._loop(node, state)
+        if isinstance(node, cst.While):
+            self._expr(node.test, state)
+            return self._loop(node, state)
+        if isinstance(node, cst.With):
+            for item in node.items:
+                self._expr(item.item, state)
+                if item.asname is not None:
+                    for target, path in target_parts(item.asname.name):
+                        self._bind_target(target, state, Def("", "with", node, item.item, path, self.scope))
+            return self._suite(node.body, state)
+        if isinstance(node, (cst.Try, cst.TryStar)):
+            entry = dict(state)
+            before = {name: len(defs) for name, defs in self.all_defs.items()}
+            after_body = self._suite(node.body, dict(state))
+            # A handler may start after any statement of the body: every binding the body
+            # made may reach it, as may the state at entry.
+            made: State = {}
+            for name, defs in self.all_defs.items():
+                new = defs[before.get(name, 0):]
+                if new:
+                    made[name] = frozenset(new)
+            handler_entry = _join(entry, made)
+            if node.orelse is not None:
+                after_body = self._suite(node.orelse.body, after_body)
+            result = after_body
+            for handler in node.handlers:
+                hstate = dict(handler_entry)
+                if handler.type is not None:
+                    self._expr(handler.type, hstate)
+                if handler.name is not None and isinstance(handler.name.name, cst.Name):
+                    self._define(hstate, Def(handler.name.name.value, "except", handler, handler.type, (), self.scope))
+                result = _join(result, self._suite(handler.body, hstate))
+            if node.finalbody is not None:
+                fin_in = _join(result, handler_entry)
+                fin_out = self._suite(node.finalbody.body, fin_in)
+                return fin_out if result is not None else None
+            return result
+        if isinstance(node, cst.Match):
+            self._expr(node.subject, state)
+            result = None
+            for case in node.cases:
+                cstate = dict(state)
+                for capture in self._captures(case.pattern):
+                    self._define(cstate, Def(capture.value, "match", case, node.subject, (), self.scope))
+                if case.guard is not None:
+                    self._expr(case.guard, cstate)
+                result = _join(result, self._suite(case.body, cstate))
+            return _join(result, state)
+        if isinstance(node, cst.FunctionDef):
+            for decorator in node.decorators:
+                self._expr(decorator.decorator, state)
+            self._params_defaults(node.params, state)
+            self._define(state, Def(node.name.value, "def", node, node, (), self.scope))
+            return state
+        if isinstance(node, cst.ClassDef):
+            for decorator in node.decorators:
+                self._expr(decorator.decorator, state)
+            for arg in (*node.bases, *node.keywords):
+                self._expr(arg.value, state)
+            self.model.class_entry_state[id(node)] = dict(state)
+            self._define(state, Def(node.name.value, "class", node, node, (), self.scope))
+            return state
+        return state
+
+    def _params_defaults(self, params: cst.Parameters, state: State) -> None:
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.default is not None:
+                self._expr(param.default, state)
+
+    def _captures(self, pattern) -> list[cst.Name]:
+        found = []
+        stack = [pattern]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.MatchAs) and node.name is not None:
+                found.append(node.name)
+            if isinstance(node, cst.MatchStar) and node.name is not None:
+                found.append(node.name)
+            if isinstance(node, cst.MatchMapping) and node.rest is not None:
+                found.append(node.rest)
+            if isinstance(node, cst.MatchValue):
+                continue
+            stack.extend(self.model.children(node))
+        return found
+
+    def _loop(self, node, state: State) -> Optional[State]:
+        entry = dict(state)
+        exits: list = [[], []]
+        self._loop_exits.append(exits)
+        head = dict(entry)
+        body_end: Optional[State] = None
+        for _ in range(2):  # the second pass sees loop-carried bindings
+            exits[0].clear()
+            exits[1].clear()
+            start = dict(head)
+            if isinstance(node, cst.For):
+                for target, path in target_parts(node.target):
+                    self._bind_target(target, start, Def("", "for", node, node.iter, path, self.scope))
+            else:
+                self._expr(node.test, start)
+            body_end = self._suite(node.body, start)
+            back = body_end
+            for cont in exits[1]:
+                back = _join(back, cont)
+            if back is None:
+                break
+            new_head = _join(head, back)
+            if new_head == head:
+                break
+            head = new_head
+        self._loop_exits.pop()
+        # After the loop: the loop may run zero times, or end normally, or break.
+        after = _join(head, body_end)
+        if node.orelse is not None:
+            after = self._suite(node.orelse.body, after)
+        for broken in exits[0]:
+            after = _join(after, broken)
+        return after
+
+    def _small(self, node: cst.CSTNode, state: State) -> Optional[State]:
+        if isinstance(node, cst.Assign):
+            self._expr(node.value, state)
+            for target in node.targets:
+                for part, path in target_parts(target.target):
+                    self._bind_target(part, state, Def("", "assign", node, node.value, path, self.scope))
+            return state
+        if isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                self._expr(node.value, state)
+            self._expr(node.annotation.annotation, state)
+            self._bind_target(node.target, state, Def("", "annassign", node, node.value, (), self.scope))
+            return state
+        if isinstance(node, cst.AugAssign):
+            self._expr(node.value, state)
+            self._expr(node.target, state)
+            if isinstance(node.target, cst.Name):
+                prior = state.get(node.target.value, frozenset())
+                self._define(state, Def(node.target.value, "augassign", node, node.value, (), self.scope, prior))
+            else:
+                self._bind_target(node.target, state, Def("", "augassign", node, node.value, (), self.scope))
+            return state
+        if isinstance(node, cst.Expr):
+            self._expr(node.value, state)
+            self._effect(node.value, state)
+            return state
+        if isinstance(node, cst.Return):
+            if node.value is not None:
+                self._expr(node.value, state)
+            self.returns.append(node)
+            return None
+        if isinstance(node, cst.Raise):
+            if node.exc is not None:
+                self._expr(node.exc, state)
+            return None
+        if isinstance(node, cst.Break):
+            if self._loop_exits:
+                self._loop_exits[-1][0].append(dict(state))
+            return None
+        if isinstance(node, cst.Continue):
+            if self._loop_exits:
+                self._loop_exits[-1][1].append(dict(state))
+            return None
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            if isinstance(node.names, cst.ImportStar):
+                return state
+            for alias in node.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                while isinstance(bound, cst.Attribute):
+                    bound = bound.value
+                if isinstance(bound, cst.Name):
+                    self._define(state, Def(bound.value, "import", node, None, (), self.scope))
+            return state
+        if isinstance(node, cst.Del):
+            return state
+        if isinstance(node, (cst.Assert,)):
+            self._expr(node.test, state)
+            return state
+        for child in self.model.children(node):
+            self._expr(child, state)
+        return state
+
+    def _effect(self, value: cst.BaseExpression, state: State) -> None:
+        """`model.to(device)` / `model.cuda()` as a statement moves a module in place: record
+        it as a binding that refines the receiver's previous value."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+            return
+        receiver = value.func.value
+        if isinstance(receiver, cst.Name) and value.func.attr.value in ("to", "cuda", "cpu", "half", "float", "double", "bfloat16", "eval", "train", "requires_grad_"):
+            prior = state.get(receiver.value, frozenset())
+            if prior:
+                self._define(state, Def(receiver.value, "effect", value, value, (), self.scope, prior))
+
+    def _bind_target(self, target: cst.CSTNode, state: State, template: Def) -> None:
+        if isinstance(target, cst.Name):
+            self._define(state, Def(target.value, template.kind, template.node, template.value,
+                                    template.path, self.scope))
+        elif isinstance(target, cst.Attribute):
+            self._expr(target.value, state)
+            self.model.record_attribute_binding(self.scope, target, template)
+        elif isinstance(target, cst.Subscript):
+            self._expr(target, state)
+        else:
+            self._expr(target, state)
+
+    # -- expressions -------------------------------------------------------------------
+    def _expr(self, node: cst.CSTNode, state: State) -> None:
+        """Record the reaching bindings of every name read in `node`, evaluating walrus
+        targets in order; nested scopes are analysed on their own."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.Name):
+                defs = state.get(current.value)
+                if defs is not None:
+                    self.reaching[id(current)] = defs
+                continue
+            if isinstance(current, cst.Attribute):
+                stack.append(current.value)  # the attribute name itself is not a read
+                continue
+            if isinstance(current, cst.Arg):
+                stack.append(current.value)  # keyword names are not reads
+                continue
+            if isinstance(current, cst.NamedExpr):
+                self._expr(current.value, state)
+                if isinstance(current.target, cst.Name):
+                    target_scope = self.scope
+                    self._define(state, Def(current.target.value, "walrus", current, current.value, (), target_scope))
+                continue
+            if isinstance(current, COMPREHENSIONS):
+                # The first iterable is evaluated here; the rest in the comprehension's scope.
+                self._expr(current.for_in.iter, state)
+                self.model.comprehension_entry_state[id(current)] = dict(state)
+                continue
+            if isinstance(current, cst.Lambda):
+                self._params_defaults(current.params, state)
+                self.model.function_entry_state[id(current)] = dict(state)
+                continue
+            if isinstance(current, (cst.Yield, cst.Await)) and isinstance(current, cst.Yield):
+                self.yields = True
+            stack.extend(reversed(self.model.children(current)))
+
+    def _comprehension(self, comp, state: State) -> State:
+        clause = comp.for_in
+        first = True
+        while clause is not None:
+            if not first:
+                self._expr(clause.iter, state)
+            first = False
+            for target, path in target_parts(clause.target):
+                self._bind_target(target, state, Def("", "comp", clause, clause.iter, path, self.scope))
+            for condition in clause.ifs:
+                self._expr(condition.test, state)
+            clause = clause.inner_for_in
+        if isinstance(comp, cst.DictComp):
+            self._expr(comp.key, state)
+            self._expr(comp.value, state)
+        else:
+            self._expr(comp.elt, state)
+        return state

@@ -1,0 +1,223 @@
+"""Loop roles, decided by what a loop's body does, never by what its variables are called.
+
+- A *step loop* runs one training or inference step per iteration: its body (outside nested
+  loops) trains (`.backward()`, `.step()` on an optimizer or a GradScaler), or calls a module,
+  or the loop walks a DataLoader.
+- An *epoch loop* contains a step loop that runs on every one of its iterations (not under a
+  gate, not a fetch-one-batch `for ...: break`) and does not train itself: what it runs once
+  per iteration runs once per epoch.
+- A *throttle* is an `if` inside a step loop whose test is a `%` schedule, an equality, or a
+  plain flag, and whose body does not train: what it guards runs every N steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from devicelint.semantic.values import Kind, Origin
+
+LOOPS = (cst.For, cst.While)
+_NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+STEP, EPOCH, OTHER = "step", "epoch", "other"
+
+
+@dataclass
+class LoopFacts:
+    trains: bool = False           # backward / optimizer or scaler step in the body itself
+    calls_module: bool = False     # a module is called in the body itself
+    walks_loader: bool = False
+    runs_once: bool = False        # `for ...: ...; break` fetches one element
+    nested: list = field(default_factory=list)   # (loop, gated) for loops directly inside
+    train_nodes: list = field(default_factory=list)
+
+
+class LoopModel:
+    def __init__(self, model) -> None:
+        self.model = model
+        self._facts: dict[int, LoopFacts] = {}
+        self._roles: dict[int, str] = {}
+
+    # -- facts -------------------------------------------------------------------------
+    def facts(self, loop: cst.CSTNode) -> LoopFacts:
+        found = self._facts.get(id(loop))
+        if found is None:
+            found = self._collect(loop)
+            self._facts[id(loop)] = found
+        return found
+
+    def _collect(self, loop) -> LoopFacts:
+        facts = LoopFacts()
+        model = self.model
+        if isinstance(loop, cst.For):
+            element = model.iteration_element(loop.iter)
+            iterated = model.value(_unwrapped(loop.iter, model))
+            facts.walks_loader = element.origin is Origin.BATCH or iterated.kind is Kind.LOADER
+        body = loop.body
+        facts.runs_once = _ends_with_break(body)
+        stack = [(child, False) for child in model.children(body)]
+        while stack:
+            node, gated = stack.pop()
+            if isinstance(node, _NESTED_SCOPES):
+                continue
+            if isinstance(node, LOOPS):
+                facts.nested.append((node, gated))
+                continue
+            if isinstance(node, cst.Call):
+                if self.is_training_call(node):
+                    facts.trains = True
+                    facts.train_nodes.append(node)
+                elif self.is_module_call(node):
+                    facts.calls_module = True
+            child_gated = gated or isinstance(node, (cst.If, cst.Try, cst.With)) and isinstance(node, cst.If)
+            for child in model.children(node):
+                stack.append((child, child_gated if not (isinstance(node, cst.If) and child is node.test) else gated))
+        return facts
+
+    def is_training_call(self, call: cst.Call) -> bool:
+        """`loss.backward()`, `optimizer.step()`, `scaler.step(opt)`, `accelerator.backward(loss)`."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        method = func.attr.value
+        if method == "backward":
+            receiver = self.model.value(func.value)
+            if receiver.kind in (Kind.TENSOR, Kind.UNKNOWN, Kind.SCALER):
+                return True
+        if method == "step":
+            receiver = self.model.value(func.value)
+            return receiver.kind in (Kind.OPTIMIZER, Kind.SCALER)
+        return False
+
+    def is_module_call(self, call: cst.Call) -> bool:
+        value = self.model.value(call.func)
+        if value.kind is Kind.MODULE:
+            return True
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "forward":
+            return self.model.value(call.func.value).kind is Kind.MODULE
+        return False
+
+    # -- roles -------------------------------------------------------------------------
+    def role(self, loop: cst.CSTNode) -> str:
+        found = self._roles.get(id(loop))
+        if found is not None:
+            return found
+        self._roles[id(loop)] = OTHER
+        facts = self.facts(loop)
+        if facts.runs_once:
+            role = OTHER
+        elif facts.trains:
+            role = STEP
+        elif any(self.role(inner) in (STEP, EPOCH) and not gated and not self.facts(inner).runs_once
+                 for inner, gated in facts.nested):
+            role = EPOCH
+        elif facts.walks_loader or facts.calls_module:
+            role = STEP
+        else:
+            role = OTHER
+        self._roles[id(loop)] = role
+        return role
+
+    def enclosing_loops(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """For/While loops whose body runs `node` on every iteration, innermost first, up
+        to the enclosing function."""
+        found = []
+        child = node
+        parent = self.model.parent(node)
+        while parent is not None and not isinstance(parent, _NESTED_SCOPES):
+            if isinstance(parent, cst.For) and child is parent.body:
+                found.append(parent)
+            elif isinstance(parent, cst.While) and (child is parent.body or child is parent.test):
+                found.append(parent)
+            child = parent
+            parent = self.model.parent(parent)
+        return found
+
+    def step_loop(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The step loop that runs `node` once (or more) per step, unless a throttle between
+        them gates it; None when `node` does not run per step."""
+        for loop in self.enclosing_loops(node):
+            role = self.role(loop)
+            if role == STEP:
+                return None if self.throttled(node, loop) else loop
+            if role == EPOCH:
+                return None
+        return None
+
+    def throttled(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """An `if` between `loop` and `node` that runs its body only every N steps (or on a
+        flag) and does not train in that body."""
+        child = node
+        parent = self.model.parent(node)
+        while parent is not None and parent is not loop:
+            if isinstance(parent, cst.If) and child is not parent.test:
+                if self.is_throttle(parent.test) and not self._trains_in(parent):
+                    return True
+            elif isinstance(parent, cst.Else):
+                owner = self.model.parent(parent)
+                if isinstance(owner, cst.If) and self.is_throttle(owner.test) and not self._trains_in(owner):
+                    return True
+            child = parent
+            parent = self.model.parent(parent)
+        return False
+
+    def _trains_in(self, node: cst.CSTNode) -> bool:
+        stack = list(self.model.children(node))
+        while stack:
+            current = stack.pop()
+            if isinstance(current, _NESTED_SCOPES):
+                continue
+            if isinstance(current, cst.Call) and self.is_training_call(current):
+                return True
+            stack.extend(self.model.children(current))
+        return False
+
+    def is_throttle(self, test: cst.BaseExpression) -> bool:
+        """`step % N == 0`, `i == last`, `if verbose:`, `args.log and ...`: a schedule or a
+        flag, not a condition on a tensor."""
+        if isinstance(test, cst.BooleanOperation):
+            return self.is_throttle(test.left) or self.is_throttle(test.right)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self.is_throttle(test.expression)
+        value = self.model.value(test)
+        if value.kind is Kind.TENSOR:
+            return False
+        stack = [test]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.BinaryOperation) and isinstance(current.operator, cst.Modulo):
+                return True
+            if isinstance(current, cst.Comparison) and any(
+                    isinstance(c.operator, cst.Equal) for c in current.comparisons):
+                return True
+            stack.extend(self.model.children(current))
+        if isinstance(test, (cst.Name, cst.Attribute)):
+            return True  # a flag
+        return False
+
+
+def _unwrapped(node: cst.BaseExpression, model) -> cst.BaseExpression:
+    from devicelint.names import dotted_name
+
+    while isinstance(node, cst.Call) and node.args and node.args[0].keyword is None:
+        name = model.qualname(node.func) or dotted_name(node.func) or ""
+        if name.rsplit(".", 1)[-1] in ("enumerate", "tqdm", "iter", "track", "islice", "cycle"):
+            node = node.args[0].value
+        else:
+            break
+    return node
+
+
+def _ends_with_break(body) -> bool:
+    statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else []
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, cst.Break) for s in last.body)
+    if isinstance(last, cst.Break):
+        return True
+    return False

@@ -1,0 +1,1445 @@
+"""The semantic model of one file: what each expression's value is.
+
+Built lazily: nothing is computed until a rule asks, then each scope's reaching definitions
+once, and each expression's value once (memoised by node). Rules ask; they never re-derive.
+
+    sem = self.ctx.semantic
+    value = sem.value(node)             # a Value: kind, place, shape, layout, origin
+    sem.defs(name_node)                 # the bindings that may reach this read
+    sem.loops.step_loop(node)           # the step loop that runs `node` once per step
+    sem.on_gpu_path(node)               # False when `node` runs only without a GPU
+
+Answers are facts the code shows (data flow, PyTorch's behaviour from torch_api.toml, call
+sites in the file). Identifier names are consulted only as a last resort, and a value that
+rests on a name carries `hint=True` so that a rule can say so or stay silent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from devicelint.names import dotted_name
+from devicelint.semantic.api import OpSpec, torch_api
+from devicelint.semantic.flow import COMPREHENSIONS, FUNCTIONS, Def, ScopeFlow
+from devicelint.semantic.values import (
+    BOOL, CONTIGUOUS, LAYOUT_EXPANDED, LAYOUT_NARROWED, LAYOUT_PERMUTED, NONE, NUMBER, STRING,
+    UNKNOWN, UNKNOWN_LAYOUT, Kind, Layout, Origin, Place, Value, join, join_all, tensor,
+)
+
+SCOPES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPREHENSIONS
+_MAX_DEPTH = 40
+_DEVICE_NAME = re.compile(r"(^|_)(device|dev|gpu|cuda_device|target_device)$", re.I)
+_OTHER_ACCELERATORS = ("mps", "xpu", "hpu", "npu", "xla", "meta", "mtia", "privateuseone")
+_PASS_THROUGH = {"enumerate", "iter", "list", "tuple", "sorted", "reversed", "tqdm", "tqdm.tqdm",
+                 "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm", "rich.progress.track",
+                 "tqdm.autonotebook.tqdm", "itertools.islice", "islice", "cycle", "itertools.cycle"}
+
+
+def string_value(node: cst.CSTNode) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # noqa: BLE001 - odd literals are just "unknown"
+            return None
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = string_value(node.left), string_value(node.right)
+        return left + right if left is not None and right is not None else None
+    return None
+
+
+def int_value(node: cst.CSTNode) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return None
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = int_value(node.expression)
+        return -inner if inner is not None else None
+    return None
+
+
+def device_string_place(text: str) -> Optional[Place]:
+    head = text.split(":", 1)[0].strip().lower()
+    if head == "cpu":
+        return Place.CPU
+    if head == "cuda" or head in _OTHER_ACCELERATORS:
+        return Place.DEVICE
+    return None
+
+
+def positional_args(call: cst.Call) -> list[cst.BaseExpression]:
+    out = []
+    for arg in call.args:
+        if arg.keyword is not None or arg.star:
+            break
+        out.append(arg.value)
+    return out
+
+
+def call_arg(call: cst.Call, index: int, keyword: str) -> Optional[cst.BaseExpression]:
+    """The argument at position `index` or named `keyword`, if given."""
+    positional = 0
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == keyword:
+                return arg.value
+            continue
+        if arg.star:
+            return None
+        if positional == index:
+            return arg.value
+        positional += 1
+    return None
+
+
+def keyword_arg(call: cst.Call, keyword: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    return None
+
+
+class SemanticModel:
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.api = torch_api()
+        self.reaching: dict[int, frozenset] = {}
+        self.foreign_defs: dict[str, list[Def]] = {}
+        self.class_entry_state: dict[int, dict] = {}
+        self.comprehension_entry_state: dict[int, dict] = {}
+        self.function_entry_state: dict[int, dict] = {}
+        self.attribute_defs: dict[tuple[int, str], list[tuple[cst.CSTNode, Def]]] = {}
+        self._flows: dict[int, ScopeFlow] = {}
+        self._values: dict[int, Value] = {}
+        self._depth = 0
+        self._module_classes: Optional[dict[str, cst.ClassDef]] = None
+        self._functions: Optional[dict[str, list[cst.FunctionDef]]] = None
+        self._calls_by_name: Optional[dict[str, list[cst.Call]]] = None
+        self._param_values: dict[int, Value] = {}
+        self._returns: dict[int, Value] = {}
+        self._loops = None
+
+    # -- structure ---------------------------------------------------------------------
+    def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        from devicelint.context import children
+
+        return children(node)
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self.ctx.parent(node)
+
+    def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The innermost scope (module, function, lambda, class body, comprehension) whose
+        code evaluates `node`. A function's defaults and decorators belong to the enclosing
+        scope, as does a comprehension's first iterable."""
+        child = node
+        parent = self.parent(node)
+        while parent is not None:
+            if isinstance(parent, FUNCTIONS):
+                if child is parent.body or (isinstance(parent, cst.FunctionDef) and child is parent.params) \
+                        or (isinstance(parent, cst.Lambda) and child is parent.params):
+                    if child is parent.params and self._in_defaults(node, parent):
+                        pass
+                    else:
+                        return parent
+            elif isinstance(parent, cst.ClassDef):
+                if child is parent.body:
+                    return parent
+            elif isinstance(parent, COMPREHENSIONS):
+                if child is not parent.for_in:
+                    return parent
+                # Inside the first clause: its iterable belongs outside, the rest inside.
+                if not self._within(node, parent.for_in.iter):
+                    return parent
+            child = parent
+            parent = self.parent(parent)
+        return self.ctx.module
+
+    def _within(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        current: Optional[cst.CSTNode] = node
+        while current is not None:
+            if current is container:
+                return True
+            current = self.parent(current)
+        return False
+
+    def _in_defaults(self, node: cst.CSTNode, function) -> bool:
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.default is not None and self._within(node, param.default):
+                return True
+            if param.annotation is not None and self._within(node, param.annotation):
+                return True
+        return False
+
+    def flow(self, scope: cst.CSTNode) -> ScopeFlow:
+        found = self._flows.get(id(scope))
+        if found is None:
+            if scope is not self.ctx.module:
+                self.flow(self.scope_of(scope))  # the enclosing scope first: entry states
+            found = self._flows.get(id(scope))
+            if found is None:
+                found = ScopeFlow(self, scope)
+                self._flows[id(scope)] = found
+        return found
+
+    def record_attribute_binding(self, scope: cst.CSTNode, target: cst.Attribute, template: Def) -> None:
+        """`self.x = ...` in a method: remembered per class and attribute name."""
+        owner = self._self_class(target.value, scope)
+        if owner is None:
+            return
+        d = Def(target.attr.value, template.kind, template.node, template.value, template.path, scope)
+        self.attribute_defs.setdefault((id(owner), target.attr.value), []).append((target, d))
+
+    def _self_class(self, node: cst.CSTNode, scope: cst.CSTNode) -> Optional[cst.ClassDef]:
+        """The class whose instance `node` is, when `node` is a method's first parameter."""
+        if not isinstance(node, cst.Name) or not isinstance(scope, cst.FunctionDef):
+            return None
+        params = scope.params.posonly_params or scope.params.params
+        if not params or params[0].name.value != node.value:
+            return None
+        owner = self.parent(self.parent(scope)) if self.parent(scope) is not None else None
+        if isinstance(owner, cst.ClassDef):
+            for decorator in scope.decorators:
+                if dotted_name(decorator.decorator) == "staticmethod":
+                    return None
+            return owner
+        return None
+
+    # -- names -------------------------------------------------------------------------
+    def defs(self, name: cst.Name) -> list[Def]:
+        """Bindings that may reach this read of a name, in source order; empty for names
+        bound nowhere in the file (imports are bindings too)."""
+        scope = self.scope_of(name)
+        self.flow(scope)
+        found = self.reaching.get(id(name))
+        if found is None:
+            return self._free_defs(name.value, scope)
+        return sorted(found, key=lambda d: self.ctx.order(d.node))
+
+    def _free_defs(self, name: str, scope: cst.CSTNode) -> list[Def]:
+        """A name read but not bound on any path of its own scope: a global, a closure
+        variable, or a name bound only later (e.g. in a loop of the enclosing function)."""
+        flow = self.flow(scope)
+        if name in flow.all_defs and not isinstance(scope, cst.Module):
+            return list(flow.all_defs[name])
+        current = scope
+        while current is not self.ctx.module:
+            current = self.scope_of(current)
+            if isinstance(current, cst.ClassDef):
+                continue
+            outer = self.flow(current)
+            if name in outer.globals:
+                break
+            end = outer.end_state if outer.end_state is not None else {}
+            if name in end and not isinstance(current, cst.Module):
+                return sorted(end[name], key=lambda d: self.ctx.order(d.node))
+            if name in outer.all_defs:
+                if isinstance(current, cst.Module) and name in end:
+                    return sorted(end[name], key=lambda d: self.ctx.order(d.node))
+                return list(outer.all_defs[name])
+        module = self.flow(self.ctx.module)
+        if name in module.all_defs:
+            end = module.end_state or {}
+            found = end.get(name) or frozenset(module.all_defs[name])
+            found = set(found) | set(self.foreign_defs.get(name, ()))
+            return sorted(found, key=lambda d: self.ctx.order(d.node))
+        return list(self.foreign_defs.get(name, ()))
+
+    def qualname(self, node: cst.CSTNode) -> Optional[str]:
+        """`torch.nn.Linear` for `nn.Linear` when `nn` is an import not rebound since."""
+        head = node
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if isinstance(head, cst.Name):
+            defs = self.defs(head)
+            if defs and any(d.kind != "import" for d in defs):
+                return None  # shadowed by an assignment, a parameter, a loop variable
+        return self.ctx.qualname(node)
+
+    # -- classes and functions of the file -----------------------------------------------
+    def module_classes(self) -> dict[str, cst.ClassDef]:
+        """Classes of this file that derive, through bases here, from an nn.Module class."""
+        if self._module_classes is None:
+            classes: dict[str, cst.ClassDef] = {c.name.value: c for c in self.ctx.class_defs}
+            found: dict[str, cst.ClassDef] = {}
+            changed = True
+            while changed:
+                changed = False
+                for name, node in classes.items():
+                    if name in found:
+                        continue
+                    for base in node.bases:
+                        qual = self.ctx.qualname(base.value) or ""
+                        if self.api.is_module_class(qual) or dotted_name(base.value) in found \
+                                or qual.startswith(("pytorch_lightning.", "lightning.")) and qual.endswith("Module"):
+                            found[name] = node
+                            changed = True
+                            break
+            self._module_classes = found
+        return self._module_classes
+
+    def functions(self) -> dict[str, list[cst.FunctionDef]]:
+        if self._functions is None:
+            found: dict[str, list[cst.FunctionDef]] = {}
+            for node, _scope in self.ctx._binders:
+                if isinstance(node, cst.FunctionDef):
+                    found.setdefault(node.name.value, []).append(node)
+            self._functions = found
+        return self._functions
+
+    def calls_by_name(self) -> dict[str, list[cst.Call]]:
+        """Calls in the file by the called name's last part (`f(...)`, `self.f(...)`)."""
+        if self._calls_by_name is None:
+            table: dict[str, list[cst.Call]] = {}
+            for node in self.ctx.iter_nodes(cst.Call):
+                func = node.func
+                if isinstance(func, cst.Name):
+                    table.setdefault(func.value, []).append(node)
+                elif isinstance(func, cst.Attribute):
+                    table.setdefault(func.attr.value, []).append(node)
+            self._calls_by_name = table
+        return self._calls_by_name
+
+    def function_of(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        current = self.parent(node)
+        while current is not None:
+            if isinstance(current, cst.FunctionDef):
+                return current
+            current = self.parent(current)
+        return None
+
+    def resolve_function(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        """The file's own function a call target names: `f` bound by a `def`, or
+        `self.f` for a method of the enclosing class."""
+        if isinstance(func, cst.Name):
+            defs = self.defs(func)
+            fns = [d.node for d in defs if d.kind == "def"]
+            if len(fns) == 1 and len(defs) == 1:
+                return fns[0]
+            return None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            scope = self.scope_of(func)
+            owner = self._self_class(func.value, self._function_scope(scope))
+            if owner is not None:
+                return self._method(owner, func.attr.value)
+        return None
+
+    def _function_scope(self, scope: cst.CSTNode) -> cst.CSTNode:
+        while isinstance(scope, COMPREHENSIONS + (cst.Lambda,)):
+            scope = self.scope_of(scope)
+        return scope
+
+    def _method(self, owner: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
+        body = owner.body
+        if isinstance(body, cst.IndentedBlock):
+            for statement in body.body:
+                if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+                    return statement
+        # Inherited from a base class in this file.
+        for base in owner.bases:
+            base_name = dotted_name(base.value)
+            for other in self.ctx.class_defs:
+                if other.name.value == base_name and other is not owner:
+                    found = self._method(other, name)
+                    if found is not None:
+                        return found
+        return None
+
+    # -- values ------------------------------------------------------------------------
+    def value(self, node: cst.CSTNode) -> Value:
+        key = id(node)
+        found = self._values.get(key)
+        if found is not None:
+            return found
+        if self._depth > _MAX_DEPTH:
+            return UNKNOWN
+        self._values[key] = UNKNOWN  # a cycle answers "unknown"
+        self._depth += 1
+        try:
+            result = self._value(node)
+        finally:
+            self._depth -= 1
+        self._values[key] = result
+        return result
+
+    def _value(self, node: cst.CSTNode) -> Value:
+        if isinstance(node, cst.Integer):
+            return NUMBER.with_(literal=int_value(node))
+        if isinstance(node, (cst.Float, cst.Imaginary)):
+            return NUMBER
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            return STRING.with_(literal=string_value(node))
+        if isinstance(node, cst.FormattedString):
+            return STRING
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False"):
+                return BOOL.with_(literal=node.value == "True")
+            if node.value == "None":
+                return NONE
+            return self._name_value(node)
+        if isinstance(node, cst.Attribute):
+            return self._attribute_value(node)
+        if isinstance(node, cst.Subscript):
+            return self.index(self.value(node.value), node)
+        if isinstance(node, cst.Call):
+            return self._call_value(node)
+        if isinstance(node, cst.BinaryOperation):
+            return self._binary(node)
+        if isinstance(node, cst.UnaryOperation):
+            if isinstance(node.operator, cst.Not):
+                return BOOL
+            inner = self.value(node.expression)
+            if isinstance(node.operator, cst.Minus) and inner.kind is Kind.NUMBER:
+                literal = inner.literal
+                return NUMBER.with_(literal=-literal if isinstance(literal, int) else None)
+            if inner.kind is Kind.TENSOR:
+                return inner.with_(layout=CONTIGUOUS, node=node, origin=Origin.NONE)
+            return inner if inner.kind in (Kind.NUMBER, Kind.ARRAY) else UNKNOWN
+        if isinstance(node, cst.Comparison):
+            if any(isinstance(c.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)) for c in node.comparisons):
+                return BOOL
+            sides = [self.value(node.left)] + [self.value(c.comparator) for c in node.comparisons]
+            for side in sides:
+                if side.kind is Kind.TENSOR:
+                    return tensor(side.place, side.shape, CONTIGUOUS, node=node)
+            for side in sides:
+                if side.kind is Kind.ARRAY:
+                    return Value(Kind.ARRAY, Place.CPU)
+            if all(s.kind in (Kind.NUMBER, Kind.BOOL, Kind.STRING) for s in sides):
+                return BOOL
+            return UNKNOWN
+        if isinstance(node, cst.BooleanOperation):
+            return join(self.value(node.left), self.value(node.right))
+        if isinstance(node, cst.IfExp):
+            body_ok = self.branch_possible(node, node.body)
+            else_ok = self.branch_possible(node, node.orelse)
+            if body_ok and not else_ok:
+                return self.value(node.body)
+            if else_ok and not body_ok:
+                return self.value(node.orelse)
+            return join(self.value(node.body), self.value(node.orelse))
+        if isinstance(node, (cst.Tuple, cst.List)):
+            return self._sequence(node)
+        if isinstance(node, cst.Set):
+            return Value(Kind.SEQUENCE, element=join_all(self.value(e.value) for e in node.elements))
+        if isinstance(node, cst.Dict):
+            values = [self.value(e.value) for e in node.elements if isinstance(e, cst.DictElement)]
+            return Value(Kind.MAPPING, element=join_all(values) if values else UNKNOWN, node=node)
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            element = self.value(node.elt)
+            walked = self.value(node.for_in.iter)
+            return Value(Kind.SEQUENCE, element=element, node=node,
+                         place=Place.CPU if self._host_rows(walked) else Place.UNKNOWN)
+        if isinstance(node, cst.DictComp):
+            return Value(Kind.MAPPING, element=self.value(node.value), node=node)
+        if isinstance(node, cst.NamedExpr):
+            return self.value(node.value)
+        if isinstance(node, cst.Lambda):
+            return Value(Kind.CALLABLE, node=node)
+        if isinstance(node, cst.Await):
+            return UNKNOWN
+        return UNKNOWN
+
+    def _sequence(self, node) -> Value:
+        items = []
+        for element in node.elements:
+            if isinstance(element, cst.StarredElement):
+                inner = self.value(element.value)
+                return Value(Kind.SEQUENCE, element=inner.element or UNKNOWN, node=node)
+            items.append(self.value(element.value))
+        element = join_all(items) if items else UNKNOWN
+        numeric_rows = items and all(
+            v.kind in (Kind.NUMBER, Kind.BOOL) or (v.kind is Kind.SEQUENCE and v.place is Place.CPU)
+            for v in items)
+        return Value(Kind.SEQUENCE, place=Place.CPU if numeric_rows else Place.UNKNOWN,
+                     element=element, items=tuple(items), node=node)
+
+    @staticmethod
+    def _host_rows(value: Value) -> bool:
+        return value.kind in (Kind.ARRAY, Kind.DATASET) or (
+            value.kind is Kind.TENSOR and value.place is Place.CPU) or (
+            value.kind is Kind.SEQUENCE and value.place is Place.CPU)
+
+    # names
+    def _name_value(self, node: cst.Name) -> Value:
+        defs = self.defs(node)
+        if not defs:
+            return self._builtin_or_import(node)
+        return join_all(self.def_value(d) for d in defs)
+
+    def _builtin_or_import(self, node: cst.CSTNode) -> Value:
+        qual = self.ctx.qualname(node)
+        if qual is not None:
+            return self._qualified_value(qual)
+        return UNKNOWN
+
+    def _qualified_value(self, qual: str) -> Value:
+        if qual in self.api.dtypes:
+            return Value(Kind.DTYPE)
+        if self.api.is_module_class(qual):
+            return Value(Kind.MODULE_CLASS, cls=qual)
+        if qual in ("math.pi", "math.e", "math.inf", "numpy.pi", "numpy.e"):
+            return NUMBER
+        return UNKNOWN
+
+    def def_value(self, d: Def) -> Value:
+        key = ("def", id(d))
+        found = self._values.get(key)  # type: ignore[call-overload]
+        if found is not None:
+            return found
+        self._values[key] = UNKNOWN  # type: ignore[index]
+        self._depth += 1
+        try:
+            result = self._def_value(d) if self._depth <= _MAX_DEPTH else UNKNOWN
+        finally:
+            self._depth -= 1
+        self._values[key] = result  # type: ignore[index]
+        return result
+
+    def _def_value(self, d: Def) -> Value:
+        kind = d.kind
+        if kind in ("assign", "annassign", "walrus"):
+            if d.value is None:
+                return self.annotation_value(getattr(d.node, "annotation", None))
+            value = self._unpacked(d.value, d.path)
+            if kind == "annassign" and value.kind is Kind.UNKNOWN:
+                return self.annotation_value(d.node.annotation)
+            return value
+        if kind == "augassign":
+            prior = join_all(self.def_value(p) for p in d.prior) if d.prior else UNKNOWN
+            return self._arith(prior, self.value(d.value), d.node.operator, d.node)
+        if kind in ("for", "comp"):
+            return self.part(self.iteration_element(d.value), d.path, d.value)
+        if kind == "with":
+            return self.part(self.value(d.value), d.path)
+        if kind == "param":
+            return self.param_value(d.node)
+        if kind == "import":
+            return self._import_value(d)
+        if kind == "def":
+            return Value(Kind.CALLABLE, node=d.node)
+        if kind == "class":
+            if d.name in self.module_classes():
+                return Value(Kind.MODULE_CLASS, cls=d.name, node=d.node)
+            return Value(Kind.CALLABLE, node=d.node)
+        if kind == "effect":
+            prior = join_all(self.def_value(p) for p in d.prior)
+            if prior.kind is Kind.MODULE:
+                return self._module_method(prior, d.value)
+            return prior
+        return UNKNOWN
+
+    def _import_value(self, d: Def) -> Value:
+        node = d.node
+        if isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                while isinstance(bound, cst.Attribute):
+                    bound = bound.value
+                if isinstance(bound, cst.Name) and bound.value == d.name:
+                    qual = self.ctx.imports.aliases.get(d.name)
+                    if qual:
+                        return self._qualified_value(qual)
+        return UNKNOWN
+
+    def _unpacked(self, value_node: cst.BaseExpression, path: tuple[int, ...]) -> Value:
+        node = value_node
+        rest = list(path)
+        while rest and isinstance(node, (cst.Tuple, cst.List)) and rest[0] >= 0 \
+                and not any(isinstance(e, cst.StarredElement) for e in node.elements) \
+                and rest[0] < len(node.elements):
+            node = node.elements[rest.pop(0)].value
+        return self.part(self.value(node), tuple(rest))
+
+    def part(self, value: Value, path: tuple[int, ...], iterable: Optional[cst.CSTNode] = None) -> Value:
+        """The part of `value` an unpacking target at `path` receives."""
+        for index in path:
+            if value.items is not None and 0 <= index < len(value.items):
+                value = value.items[index]
+            elif value.kind in (Kind.SEQUENCE, Kind.MAPPING) and value.element is not None:
+                value = value.element if index >= 0 else value
+            elif value.kind is Kind.TENSOR:
+                value = self._row(value)
+            elif value.origin is not Origin.NONE:
+                # One field of a batch or sample: still that batch/sample's data.
+                inner = value.element if value.element is not None else UNKNOWN
+                value = inner if inner.kind is not Kind.UNKNOWN else Value(place=value.place, origin=value.origin)
+            else:
+                return UNKNOWN
+        return value
+
+    def annotation_value(self, annotation) -> Value:
+        if annotation is None:
+            return UNKNOWN
+        node = annotation.annotation if isinstance(annotation, cst.Annotation) else annotation
+        if isinstance(node, cst.Subscript):
+            head = self.ctx.qualname(node.value) or dotted_name(node.value) or ""
+            if head.rsplit(".", 1)[-1] in ("Optional",) and node.slice:
+                inner = node.slice[0].slice
+                if isinstance(inner, cst.Index):
+                    return self.annotation_value(inner.value)
+            if head.rsplit(".", 1)[-1] in ("List", "list", "Sequence", "Tuple", "tuple", "Iterable"):
+                return Value(Kind.SEQUENCE)
+            return UNKNOWN
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+            left, right = self.annotation_value(node.left), self.annotation_value(node.right)
+            return right if left.kind is Kind.NONE else left if right.kind is Kind.NONE else join(left, right)
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            text = string_value(node) or ""
+            try:
+                return self.annotation_value(cst.parse_expression(text))
+            except Exception:  # noqa: BLE001 - an odd string annotation says nothing
+                return UNKNOWN
+        if isinstance(node, cst.Name) and node.value == "None":
+            return NONE
+        qual = self.ctx.qualname(node) or dotted_name(node) or ""
+        last = qual.rsplit(".", 1)[-1]
+        if qual in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor") or last == "Tensor":
+            return Value(Kind.TENSOR)
+        if qual in ("torch.nn.Module",) or self.api.is_module_class(qual) or last in self.module_classes():
+            return Value(Kind.MODULE, cls=qual or last)
+        if self.api.is_loader(qual) or last == "DataLoader":
+            return Value(Kind.LOADER, element=Value(place=Place.CPU, origin=Origin.BATCH))
+        if qual.startswith("torch.optim.") and last == "Optimizer":
+            return Value(Kind.OPTIMIZER)
+        if qual in ("numpy.ndarray",) or last == "ndarray":
+            return Value(Kind.ARRAY, Place.CPU)
+        if qual == "torch.device":
+            return Value(Kind.DEVICE)
+        if qual == "torch.dtype":
+            return Value(Kind.DTYPE)
+        if last in ("int", "float", "complex"):
+            return NUMBER
+        if last == "bool":
+            return BOOL
+        if last == "str":
+            return STRING
+        return UNKNOWN
+
+    # parameters: annotation, then what every call site in the file agrees on
+    def param_value(self, param: cst.Param) -> Value:
+        key = id(param)
+        found = self._param_values.get(key)
+        if found is not None:
+            return found
+        self._param_values[key] = UNKNOWN
+        result = self._param_value(param)
+        self._param_values[key] = result
+        return result
+
+    def _param_value(self, param: cst.Param) -> Value:
+        annotated = self.annotation_value(param.annotation)
+        function = self._function_of_param(param)
+        from_calls = self._call_site_value(function, param) if function is not None else None
+        if from_calls is not None and from_calls.kind is not Kind.UNKNOWN:
+            if annotated.kind is Kind.UNKNOWN or annotated.kind is from_calls.kind:
+                return from_calls
+        if annotated.kind is not Kind.UNKNOWN:
+            return annotated
+        if from_calls is not None:
+            return from_calls
+        if _DEVICE_NAME.search(param.name.value):
+            return Value(Kind.DEVICE, Place.DEVICE, hint=True)
+        return UNKNOWN
+
+    def _function_of_param(self, param: cst.Param) -> Optional[cst.CSTNode]:
+        current = self.parent(param)
+        while current is not None and not isinstance(current, FUNCTIONS):
+            current = self.parent(current)
+        return current
+
+    def _call_site_value(self, function, param: cst.Param) -> Optional[Value]:
+        """The value every call of `function` in this file passes for `param` (None when
+        there is no call site or one cannot be matched)."""
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        params = function.params
+        positional = [*params.posonly_params, *params.params]
+        is_method = isinstance(self.parent(self.parent(function)), cst.ClassDef)
+        if is_method and positional and positional[0] is param:
+            return None  # `self`
+        name = function.name.value
+        calls = [c for c in self.calls_by_name().get(name, ())
+                 if self.resolve_function(c.func) is function]
+        if not calls:
+            return None
+        index = positional.index(param) if param in positional else None
+        if is_method and index is not None:
+            index -= 1
+        values = []
+        for call in calls:
+            arg = None
+            if any(a.star for a in call.args):
+                return None
+            if index is not None:
+                arg = call_arg(call, index, param.name.value)
+            else:
+                arg = keyword_arg(call, param.name.value)
+            if arg is None:
+                if param.default is None:
+                    return None
+                values.append(self.value(param.default))
+            else:
+                values.append(self.value(arg))
+        return join_all(values)
+
+    # attributes
+    def _attribute_value(self, node: cst.Attribute) -> Value:
+        attr = node.attr.value
+        qual = self.qualname(node)
+        if qual is not None:
+            known = self._qualified_value(qual)
+            if known.kind is not Kind.UNKNOWN:
+                return known
+        base = self.value(node.value)
+        if base.kind is Kind.TENSOR:
+            if attr in ("T", "mT", "mH", "H"):
+                return self._transposed(base, node, label=f".{attr}")
+            if attr in ("data", "grad", "real", "imag"):
+                return base.with_(node=node, origin=base.origin if attr == "data" else Origin.NONE)
+            if attr == "shape":
+                return Value(Kind.SIZE, Place.CPU, items=tuple(NUMBER.with_(literal=s if isinstance(s, int) else None)
+                                                              for s in base.shape) if base.shape else None,
+                             element=NUMBER)
+            if attr == "device":
+                return Value(Kind.DEVICE, base.place)
+            if attr == "dtype":
+                return Value(Kind.DTYPE)
+            if attr in ("ndim", "is_cuda", "requires_grad", "is_leaf"):
+                return NUMBER
+        if base.kind is Kind.MODULE:
+            if attr in ("weight", "bias"):
+                return tensor(base.place, node=node)
+            if attr == "training":
+                return BOOL
+        if base.kind is Kind.ARRAY:
+            if attr == "T":
+                return base
+            if attr in ("shape", "ndim", "size", "dtype"):
+                return NUMBER if attr != "shape" else Value(Kind.SIZE, Place.CPU, element=NUMBER)
+        # `self.x` inside a method: every value the class assigns to `self.x`.
+        scope = self._function_scope(self.scope_of(node))
+        owner = self._self_class(node.value, scope)
+        if owner is not None:
+            return self.self_attribute(owner, attr)
+        return UNKNOWN
+
+    def self_attribute(self, owner: cst.ClassDef, attr: str) -> Value:
+        self._ensure_class_flows(owner)
+        entries = self.attribute_defs.get((id(owner), attr))
+        if not entries:
+            for base in owner.bases:
+                base_name = dotted_name(base.value)
+                for other in self.ctx.class_defs:
+                    if other.name.value == base_name and other is not owner:
+                        inherited = self.self_attribute(other, attr)
+                        if inherited.kind is not Kind.UNKNOWN:
+                            return inherited
+            method = self._method(owner, attr)
+            if method is not None:
+                return Value(Kind.CALLABLE, node=method)
+            return UNKNOWN
+        values = [self.def_value(d) for _target, d in entries]
+        value = join_all(values)
+        if value.kind is Kind.MODULE and owner.name.value in self.module_classes():
+            # A submodule moves with its parent module: its place is the parent's.
+            value = value.with_(place=Place.UNKNOWN)
+        return value
+
+    def _ensure_class_flows(self, owner: cst.ClassDef) -> None:
+        body = owner.body
+        if isinstance(body, cst.IndentedBlock):
+            for statement in body.body:
+                if isinstance(statement, cst.FunctionDef):
+                    self.flow(statement)
+
+    # subscripts and iteration
+    def index(self, base: Value, node: cst.Subscript) -> Value:
+        elements = node.slice
+        if base.kind is Kind.TENSOR or base.kind is Kind.ARRAY:
+            return self._tensor_index(base, elements, node)
+        if base.kind is Kind.SIZE:
+            if base.items is not None and len(elements) == 1 and isinstance(elements[0].slice, cst.Index):
+                i = int_value(elements[0].slice.value)
+                if i is not None and -len(base.items) <= i < len(base.items):
+                    return base.items[i]
+            return NUMBER
+        if base.kind in (Kind.SEQUENCE, Kind.MAPPING):
+            if len(elements) == 1 and isinstance(elements[0].slice, cst.Index):
+                i = int_value(elements[0].slice.value)
+                if base.items is not None and i is not None and -len(base.items) <= i < len(base.items):
+                    return base.items[i]
+                element = base.element or UNKNOWN
+                if base.kind is Kind.SEQUENCE and base.place is Place.CPU and element.kind is not Kind.SEQUENCE:
+                    return element.with_(origin=Origin.ROW) if element.kind is not Kind.UNKNOWN else \
+                        Value(place=Place.CPU, origin=Origin.ROW)
+                return element
+            return base  # a slice of a list is a list
+        if base.kind is Kind.DATASET:
+            return base.element or Value(place=Place.CPU, origin=Origin.ROW)
+        if base.origin in (Origin.BATCH, Origin.ROW):
+            inner = base.element if base.element is not None else UNKNOWN
+            return inner if inner.kind is not Kind.UNKNOWN else Value(place=base.place, origin=base.origin)
+        return UNKNOWN
+
+    def _tensor_index(self, base: Value, elements, node) -> Value:
+        rank = base.rank
+        dropped = 0
+        added = 0
+        stepped = False
+        unknown = False
+        whole_slices = 0
+        for element in elements:
+            inner = element.slice
+            if isinstance(inner, cst.Slice):
+                whole_slices += 1
+                if inner.step is not None and int_value(inner.step) != 1:
+                    stepped = True
+                continue
+            value = inner.value
+            if isinstance(value, cst.Name) and value.value == "None":
+                added += 1
+                continue
+            if isinstance(value, cst.Ellipsis):
+                unknown = True
+                continue
+            v = self.value(value)
+            if v.kind in (Kind.NUMBER, Kind.BOOL) or isinstance(value, cst.Integer):
+                dropped += 1
+            else:
+                unknown = True  # advanced indexing
+        shape = None
+        if rank is not None and not unknown:
+            new_rank = rank - dropped + added
+            if new_rank >= 0:
+                if dropped == 0 and added == 0 and base.shape is not None and not stepped:
+                    shape = tuple(None for _ in base.shape)
+                else:
+                    shape = (None,) * new_rank
+        layout = Layout(LAYOUT_NARROWED, label="a step slice", source=node) if stepped else (
+            UNKNOWN_LAYOUT if not base.layout.contiguous else (
+                CONTIGUOUS if (whole_slices == 0 and not unknown) else UNKNOWN_LAYOUT))
+        if stepped is False and base.layout.state in (LAYOUT_PERMUTED, LAYOUT_EXPANDED, LAYOUT_NARROWED):
+            layout = base.layout
+        origin = Origin.ROW if (dropped and not unknown and whole_slices == 0 and added == 0) else base.origin
+        if base.origin is Origin.BATCH:
+            origin = Origin.BATCH
+        return base.with_(shape=shape, layout=layout, origin=origin, node=node)
+
+    def _row(self, value: Value) -> Value:
+        shape = value.shape[1:] if value.shape else None
+        layout = CONTIGUOUS if value.layout.contiguous else UNKNOWN_LAYOUT
+        return value.with_(shape=shape, layout=layout, origin=Origin.ROW if value.origin is not Origin.BATCH else Origin.BATCH)
+
+    def iteration_element(self, iterable: cst.BaseExpression) -> Value:
+        """What one iteration over `iterable` binds (before unpacking)."""
+        if isinstance(iterable, cst.Call):
+            name = self.qualname(iterable.func) or dotted_name(iterable.func) or ""
+            args = positional_args(iterable)
+            if name in ("range",):
+                return NUMBER
+            if name == "enumerate" and args:
+                return Value(Kind.SEQUENCE, items=(NUMBER, self.iteration_element(args[0])))
+            if name == "zip" and args:
+                return Value(Kind.SEQUENCE, items=tuple(self.iteration_element(a) for a in args))
+            if name in _PASS_THROUGH and args:
+                return self.iteration_element(args[0])
+            if isinstance(iterable.func, cst.Attribute):
+                method = iterable.func.attr.value
+                receiver = self.value(iterable.func.value)
+                if method == "items" and receiver.kind is Kind.MAPPING:
+                    return Value(Kind.SEQUENCE, items=(STRING, receiver.element or UNKNOWN))
+                if method == "values" and receiver.kind is Kind.MAPPING:
+                    return receiver.element or UNKNOWN
+                if method in ("parameters", "buffers") and receiver.kind is Kind.MODULE:
+                    return tensor(receiver.place)
+                if method in ("named_parameters", "named_buffers") and receiver.kind is Kind.MODULE:
+                    return Value(Kind.SEQUENCE, items=(STRING, tensor(receiver.place)))
+                if method in ("children", "modules") and receiver.kind is Kind.MODULE:
+                    return Value(Kind.MODULE, place=receiver.place)
+        return self.element(self.value(iterable))
+
+    def element(self, value: Value) -> Value:
+        """One element of an iteration over a value."""
+        if value.kind is Kind.TENSOR or value.kind is Kind.ARRAY:
+            return self._row(value)
+        if value.kind is Kind.LOADER:
+            inner = value.element or Value(place=Place.CPU, origin=Origin.BATCH)
+            return inner
+        if value.kind is Kind.DATASET:
+            return value.element or Value(place=Place.CPU, origin=Origin.ROW)
+        if value.kind is Kind.SEQUENCE:
+            element = value.element or UNKNOWN
+            if value.place is Place.CPU and element.kind is not Kind.SEQUENCE:
+                # A list of host samples: each element is one row.
+                if element.kind is Kind.UNKNOWN:
+                    return Value(place=Place.CPU, origin=Origin.ROW)
+                return element.with_(origin=Origin.ROW)
+            return element
+        if value.kind is Kind.MAPPING:
+            return STRING
+        if value.kind is Kind.NUMBER:
+            return UNKNOWN
+        if value.origin in (Origin.BATCH, Origin.ROW):
+            return value.element or Value(place=value.place, origin=value.origin)
+        return UNKNOWN
+
+    # arithmetic
+    def _binary(self, node: cst.BinaryOperation) -> Value:
+        left, right = self.value(node.left), self.value(node.right)
+        if isinstance(node.operator, cst.MatrixMultiply):
+            return self._matmul([left, right], node)
+        return self._arith(left, right, node.operator, node)
+
+    def _arith(self, left: Value, right: Value, operator, node) -> Value:
+        tensors = [v for v in (left, right) if v.kind is Kind.TENSOR]
+        if tensors:
+            places = {t.place for t in tensors}
+            others = [v for v in (left, right) if v.kind is not Kind.TENSOR]
+            if any(o.kind not in (Kind.NUMBER, Kind.BOOL, Kind.TENSOR) for o in others):
+                return UNKNOWN if any(o.kind is Kind.UNKNOWN for o in others) and not (
+                    places == {Place.DEVICE}) else tensor(Place.DEVICE if Place.DEVICE in places else Place.UNKNOWN, node=node)
+            place = Place.DEVICE if Place.DEVICE in places else (places.pop() if len(places) == 1 else Place.UNKNOWN)
+            ranks = [t.rank for t in tensors]
+            shape = None
+            if all(r is not None for r in ranks):
+                widest = max(tensors, key=lambda t: t.rank)
+                shape = tuple(None for _ in widest.shape) if len(tensors) > 1 else widest.shape
+            # Elementwise results follow their input's stride order (TensorIterator).
+            layouts = {t.layout for t in tensors}
+            if all(t.layout.contiguous for t in tensors):
+                layout = CONTIGUOUS
+            elif len(tensors) == 1 and tensors[0].layout.state == LAYOUT_PERMUTED:
+                layout = tensors[0].layout
+            elif len(tensors) == 1 and tensors[0].layout.state in (LAYOUT_EXPANDED, LAYOUT_NARROWED):
+                layout = CONTIGUOUS
+            else:
+                layout = layouts.pop() if len(layouts) == 1 and tensors[0].layout.state == LAYOUT_PERMUTED else UNKNOWN_LAYOUT
+            return tensor(place, shape, layout, node=node)
+        if left.kind is Kind.ARRAY or right.kind is Kind.ARRAY:
+            return Value(Kind.ARRAY, Place.CPU)
+        if left.kind in (Kind.NUMBER, Kind.BOOL) and right.kind in (Kind.NUMBER, Kind.BOOL):
+            if isinstance(left.literal, int) and isinstance(right.literal, int) and not isinstance(left.literal, bool):
+                if isinstance(operator, cst.Multiply):
+                    return NUMBER.with_(literal=left.literal * right.literal)
+                if isinstance(operator, cst.Add):
+                    return NUMBER.with_(literal=left.literal + right.literal)
+            return NUMBER
+        if left.kind is Kind.STRING and isinstance(operator, (cst.Add, cst.Modulo)):
+            return STRING
+        if left.kind is Kind.SEQUENCE and right.kind is Kind.SEQUENCE and isinstance(operator, cst.Add):
+            return join(left.with_(items=None), right.with_(items=None))
+        return UNKNOWN
+
+    def _matmul(self, operands: list[Value], node) -> Value:
+        if not any(v.kind is Kind.TENSOR for v in operands):
+            if any(v.kind is Kind.ARRAY for v in operands):
+                return Value(Kind.ARRAY, Place.CPU)
+            return UNKNOWN
+        places = {v.place for v in operands if v.kind is Kind.TENSOR}
+        place = Place.DEVICE if Place.DEVICE in places else (places.pop() if len(places) == 1 else Place.UNKNOWN)
+        ranks = [v.rank for v in operands]
+        shape = None
+        if len(operands) == 2 and all(r is not None for r in ranks):
+            a, b = operands
+            if a.rank >= 2 and b.rank >= 2:
+                shape = (None,) * max(a.rank, b.rank)
+            elif a.rank == 1 and b.rank == 1:
+                shape = ()
+            else:
+                shape = (None,) * (max(a.rank, b.rank) - 1)
+        return tensor(place, shape, CONTIGUOUS, node=node)
+
+    # calls
+    def _call_value(self, node: cst.Call) -> Value:
+        func = node.func
+        qual = self.qualname(func)
+        if qual is not None:
+            found = self._qualified_call(node, qual)
+            if found is not None:
+                return found
+        if isinstance(func, cst.Attribute):
+            receiver = self.value(func.value)
+            found = self._method_call(receiver, node)
+            if found is not None:
+                return found
+        if isinstance(func, cst.Name):
+            found = self._builtin_call(func.value, node)
+            if found is not None:
+                return found
+        callee = self.value(func)
+        if callee.kind is Kind.MODULE:
+            return self.module_output(callee, node)
+        if callee.kind is Kind.MODULE_CLASS:
+            return Value(Kind.MODULE, Place.CPU, cls=callee.cls, node=node)
+        if callee.kind is Kind.CALLABLE and isinstance(callee.node, cst.FunctionDef):
+            return self.returned_value(callee.node)
+        function = self.resolve_function(func)
+        if function is not None:
+            return self.returned_value(function)
+        if isinstance(func, cst.Name) and func.value in self.module_classes():
+            return Value(Kind.MODULE, Place.CPU, cls=func.value, node=node)
+        return UNKNOWN
+
+    def module_output(self, module: Value, call: cst.Call) -> Value:
+        """What calling a module returns: a tensor on the module's device, or on its inputs'
+        device when the module holds no state (activations, unweighted losses)."""
+        inputs = [self.value(a.value) for a in call.args if not a.star]
+        input_place = Place.UNKNOWN
+        for v in inputs:
+            if v.kind is Kind.TENSOR and v.place is not Place.UNKNOWN:
+                input_place = v.place
+                break
+        stateless = module.cls in self.api.stateless_modules if module.cls else False
+        place = input_place if stateless or module.place is Place.UNKNOWN else module.place
+        shape = None
+        layout = UNKNOWN_LAYOUT
+        if module.cls in self.api.shape_preserving_modules and inputs and inputs[0].kind is Kind.TENSOR:
+            shape, layout = inputs[0].shape, inputs[0].layout
+        return tensor(place, shape, layout, node=call)
+
+    def returned_value(self, function: cst.FunctionDef) -> Value:
+        key = id(function)
+        found = self._returns.get(key)
+        if found is not None:
+            return found
+        self._returns[key] = UNKNOWN
+        flow = self.flow(function)
+        if flow.yields:
+            result = UNKNOWN
+        else:
+            values = [self.value(r.value) if r.value is not None else NONE for r in flow.returns]
+            result = join_all(values) if values else NONE
+        self._returns[key] = result
+        return result
+
+    def device_place(self, node: Optional[cst.BaseExpression]) -> tuple[Optional[Place], bool]:
+        """Where a `.to(...)`/`device=` argument sends data: (place, hint); place None for a
+        dtype-only or unknown target."""
+        if node is None:
+            return None, False
+        text = string_value(node)
+        if text is not None:
+            return device_string_place(text), False
+        if isinstance(node, cst.FormattedString):
+            head = "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+            return (device_string_place(head) if head else None), False
+        if isinstance(node, cst.Integer):
+            return Place.DEVICE, False  # a CUDA device index
+        value = self.value(node)
+        if value.kind is Kind.DEVICE:
+            return (value.place if value.place is not Place.UNKNOWN else Place.DEVICE), value.hint
+        if value.kind is Kind.STRING and isinstance(value.literal, str):
+            return device_string_place(value.literal), False
+        if value.kind is Kind.TENSOR:
+            return (value.place if value.place is not Place.UNKNOWN else None), value.hint
+        if value.kind is Kind.DTYPE:
+            return None, False
+        if value.kind is Kind.NUMBER and isinstance(value.literal, int):
+            return Place.DEVICE, False
+        if value.kind is Kind.UNKNOWN:
+            name = dotted_name(node)
+            if name is not None and _DEVICE_NAME.search(name.rsplit(".", 1)[-1]):
+                return Place.DEVICE, True
+        return None, False
+
+    def is_dtype(self, node: cst.BaseExpression) -> bool:
+        return self.value(node).kind is Kind.DTYPE
+
+    def _qualified_call(self, node: cst.Call, qual: str) -> Optional[Value]:
+        api = self.api
+        if qual == "torch.device":
+            first = call_arg(node, 0, "type")
+            place, _ = self.device_place(first) if first is not None else (None, False)
+            if place is None and first is not None:
+                v = self.value(first)
+                if v.kind is Kind.STRING and v.literal is None:
+                    place = Place.DEVICE
+            return Value(Kind.DEVICE, place or Place.DEVICE, node=node)
+        if qual in ("torch.cuda.current_device",):
+            return NUMBER
+        if qual in ("torch.cuda.is_available", "torch.backends.mps.is_available"):
+            return BOOL
+        if api.is_loader(qual):
+            pin = call_arg(node, 7, "pin_memory")
+            pinned: Optional[bool]
+            if pin is None:
+                pinned = None if any(a.star for a in node.args) else False
+            else:
+                v = self.value(pin)
+                pinned = v.literal if isinstance(v.literal, bool) else None
+            return Value(Kind.LOADER, Place.CPU, pinned=pinned, node=node,
+                         element=Value(place=Place.CPU, origin=Origin.BATCH, pinned=pinned,
+                                       element=tensor(Place.CPU, origin=Origin.BATCH, pinned=pinned)))
+        if api.is_module_class(qual):
+            if qual in ("torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
+                        "torch.nn.parallel.DataParallel"):
+                inner = call_arg(node, 0, "module")
+                inner_value = self.value(inner) if inner is not None else UNKNOWN
+                return Value(Kind.MODULE, inner_value.place, cls=qual, node=node)
+            if qual in ("torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"):
+                return Value(Kind.MODULE, Place.CPU, cls=qual, node=node)
+            return Value(Kind.MODULE, Place.CPU, cls=qual, node=node)
+        if qual.startswith(api.module_factory_prefixes) and qual.rsplit(".", 1)[-1][:1].islower() \
+                or qual.startswith("torchvision.models.") and qual.rsplit(".", 1)[-1][:1].isupper():
+            return Value(Kind.MODULE, Place.CPU, cls=qual, node=node)
+        if qual in ("torch.compile", "torch.jit.script", "torch.jit.trace"):
+            inner = call_arg(node, 0, "model")
+            return self.value(inner) if inner is not None else UNKNOWN
+        if api.is_dataset_class(qual):
+            return Value(Kind.DATASET, Place.CPU, node=node)
+        if api.is_scheduler_class(qual):
+            return Value(Kind.SCHEDULER, node=node)
+        if api.is_optimizer_class(qual):
+            return Value(Kind.OPTIMIZER, node=node)
+        if qual in api.scalers:
+            return Value(Kind.SCALER, node=node)
+        if qual in api.events:
+            return Value(Kind.EVENT, node=node)
+        if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            inner = call_arg(node, 0, "data")
+            return self.value(inner) if inner is not None else tensor(Place.CPU)
+        spec = api.function(qual)
+        if spec is not None:
+            return self._apply(spec, None, node, qual)
+        if qual.startswith("numpy."):
+            return Value(Kind.ARRAY, Place.CPU, node=node)
+        if qual.startswith("time.") or qual.startswith("math."):
+            return NUMBER
+        return None
+
+    def _builtin_call(self, name: str, node: cst.Call) -> Optional[Value]:
+        if self.defs(node.func):  # a local function shadows the builtin
+            return None
+        args = positional_args(node)
+        if name in ("len", "int", "float", "round", "abs", "sum", "min", "max", "ord", "hash"):
+            if name in ("sum", "min", "max", "abs") and args:
+                inner = self.value(args[0])
+                if inner.kind is Kind.TENSOR:
+                    return tensor(inner.place, node=node)
+                if name == "sum" and inner.kind is Kind.SEQUENCE and inner.element is not None \
+                        and inner.element.kind is Kind.TENSOR:
+                    return inner.element.with_(origin=Origin.NONE)
+            return NUMBER
+        if name in ("str", "repr", "format"):
+            return STRING
+        if name in ("bool", "isinstance", "callable", "hasattr"):
+            return BOOL
+        if name in ("list", "tuple", "sorted", "reversed", "set") and args:
+            inner = self.value(args[0])
+            if inner.kind is Kind.SEQUENCE:
+                return inner
+            element = self.iteration_element(args[0])
+            host = self._host_rows(inner)
+            return Value(Kind.SEQUENCE, place=Place.CPU if host else Place.UNKNOWN,
+                         element=element, node=node)
+        if name in ("list", "tuple", "dict", "set") and not args:
+            return Value(Kind.MAPPING if name == "dict" else Kind.SEQUENCE, node=node)
+        if name in ("iter",) and args:
+            return self.value(args[0])
+        if name == "next" and args:
+            return self.element(self.value(args[0]))
+        if name == "range":
+            return Value(Kind.SEQUENCE, element=NUMBER)
+        if name in ("enumerate", "zip"):
+            return Value(Kind.SEQUENCE, element=self.iteration_element(node))
+        if name == "print":
+            return NONE
+        return None
+
+    def _method_call(self, receiver: Value, node: cst.Call) -> Optional[Value]:
+        method = node.func.attr.value  # type: ignore[union-attr]
+        if receiver.kind is Kind.MODULE:
+            return self._module_method(receiver, node)
+        if receiver.kind is Kind.MODULE_CLASS:
+            return None
+        if method in ("to", "cuda", "cpu") and receiver.kind in (Kind.TENSOR, Kind.UNKNOWN, Kind.ARRAY):
+            return self._moved(receiver, node)
+        if receiver.kind is Kind.TENSOR:
+            spec = self.api.method(method)
+            if spec is not None:
+                return self._apply(spec, receiver, node, method)
+            return None
+        if receiver.kind is Kind.ARRAY:
+            if method in ("tolist", "item"):
+                return NUMBER if method == "item" else Value(Kind.SEQUENCE, Place.CPU, element=NUMBER)
+            if method in ("astype", "copy", "reshape", "transpose", "squeeze", "flatten", "mean", "sum"):
+                return Value(Kind.ARRAY, Place.CPU, node=node)
+            return None
+        if receiver.kind is Kind.OPTIMIZER or receiver.kind is Kind.SCALER:
+            if method == "scale" and receiver.kind is Kind.SCALER:
+                args = positional_args(node)
+                return self.value(args[0]) if args else UNKNOWN
+            return NONE if method in ("step", "zero_grad", "update") else None
+        if receiver.kind is Kind.STRING:
+            return STRING if method not in ("split",) else Value(Kind.SEQUENCE, element=STRING)
+        if receiver.kind is Kind.SEQUENCE and method in ("pop",):
+            return receiver.element or UNKNOWN
+        if receiver.kind is Kind.MAPPING and method in ("get", "pop"):
+            return receiver.element or UNKNOWN
+        if receiver.kind is Kind.EVENT and method == "elapsed_time":
+            return NUMBER
+        if receiver.origin in (Origin.BATCH, Origin.ROW) and receiver.kind is Kind.UNKNOWN:
+            if method in ("float", "long", "int", "half", "double", "bool", "squeeze", "unsqueeze",
+                          "view", "reshape", "permute", "transpose", "clone", "detach", "contiguous"):
+                return tensor(receiver.place, origin=receiver.origin, node=node)
+        return None
+
+    def _module_method(self, module: Value, node: cst.Call) -> Value:
+        method = node.func.attr.value  # type: ignore[union-attr]
+        if method in ("to", "cuda", "cpu"):
+            moved = self._moved(tensor(module.place), node)
+            return module.with_(place=moved.place, node=node)
+        if method in self.api.self_returning_module_methods:
+            return module
+        if method in ("parameters", "buffers"):
+            return Value(Kind.SEQUENCE, element=tensor(module.place))
+        if method in ("state_dict",):
+            return Value(Kind.MAPPING, element=tensor(module.place))
+        if method == "forward":
+            return self.module_output(module, node)
+        return UNKNOWN
+
+    def _moved(self, receiver: Value, node: cst.Call) -> Value:
+        method = node.func.attr.value  # type: ignore[union-attr]
+        if method == "cuda":
+            return self._to_place(receiver, Place.DEVICE, node, False)
+        if method == "cpu":
+            return self._to_place(receiver, Place.CPU, node, False)
+        target = keyword_arg(node, "device")
+        if target is None:
+            target = call_arg(node, 0, "\0")
+        if target is None:
+            return receiver.with_(node=node) if receiver.kind is not Kind.UNKNOWN else tensor(receiver.place, node=node)
+        place, hint = self.device_place(target)
+        if place is None:
+            if self.value(target).kind is Kind.DTYPE:
+                base = receiver if receiver.kind is not Kind.UNKNOWN else tensor(receiver.place)
+                return base.with_(node=node)
+            return tensor(Place.UNKNOWN, node=node) if receiver.kind is not Kind.MODULE else receiver
+        return self._to_place(receiver, place, node, hint)
+
+    @staticmethod
+    def _to_place(receiver: Value, place: Place, node, hint: bool) -> Value:
+        kind = Kind.TENSOR if receiver.kind in (Kind.UNKNOWN, Kind.ARRAY) else receiver.kind
+        return receiver.with_(kind=kind, place=place, node=node, hint=receiver.hint or hint,
+                              origin=Origin.NONE, pinned=None)
+
+    def _tensor_inputs(self, node: cst.Call, receiver: Optional[Value]) -> list[Value]:
+        values = [receiver] if receiver is not None else []
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value not in ("input", "other", "tensors"):
+                continue
+            v = self.value(arg.value)
+            if v.kind is Kind.SEQUENCE and v.element is not None:
+                values.append(v.element)
+            else:
+                values.append(v)
+        return values
+
+    def _apply(self, spec: OpSpec, receiver: Optional[Value], node: cst.Call, name: str) -> Value:
+        """The result of a PyTorch op, from its row in torch_api.toml."""
+        from devicelint.semantic import shapes
+
+        if spec.result in ("number",):
+            return NUMBER.with_(node=node)
+        if spec.result == "host-list":
+            return Value(Kind.SEQUENCE, Place.CPU, element=NUMBER, node=node)
+        if spec.result == "array":
+            base = receiver or UNKNOWN
+            return Value(Kind.ARRAY, Place.CPU, shape=base.shape, node=node)
+        if spec.result == "none":
+            return NONE
+        inputs = self._tensor_inputs(node, receiver)
+        first = next((v for v in inputs if v.kind is Kind.TENSOR), None)
+        if first is None and inputs and inputs[0].kind is Kind.ARRAY:
+            first = Value(Kind.TENSOR, Place.CPU, shape=inputs[0].shape)
+        if spec.place == "cpu":
+            place = Place.CPU
+        elif spec.place == "device":
+            place = Place.DEVICE
+        elif spec.place == "factory":
+            place = Place.CPU
+            device = keyword_arg(node, "device")
+            if device is not None:
+                place = self.device_place(device)[0] or Place.UNKNOWN
+            elif name in ("torch.as_tensor",) and first is not None:
+                place = first.place
+            elif name in ("torch.tensor", "torch.as_tensor", "torch.from_numpy"):
+                data = call_arg(node, 0, "data")
+                dv = self.value(data) if data is not None else UNKNOWN
+                if dv.kind is Kind.TENSOR and dv.place is Place.DEVICE:
+                    place = Place.DEVICE
+        else:  # input
+            device = keyword_arg(node, "device")
+            if device is not None:
+                place = self.device_place(device)[0] or Place.UNKNOWN
+            else:
+                tensor_places = {v.place for v in inputs if v.kind is Kind.TENSOR}
+                if Place.DEVICE in tensor_places:
+                    place = Place.DEVICE
+                elif tensor_places == {Place.CPU} or (not tensor_places and any(v.kind is Kind.ARRAY for v in inputs)):
+                    place = Place.CPU
+                else:
+                    place = Place.UNKNOWN
+        if spec.result == "tensors":
+            part = shapes.apply_rank(spec, first, node, self) if first is not None else None
+            element = tensor(place, part, Layout(LAYOUT_NARROWED, label=f".{name}", source=node)
+                             if name not in ("unbind",) else UNKNOWN_LAYOUT, node=node)
+            return Value(Kind.SEQUENCE, place, element=element, node=node,
+                         origin=first.origin if first is not None else Origin.NONE)
+        shape = shapes.apply_rank(spec, first, node, self)
+        layout, shape = shapes.apply_layout(spec, first, node, self, name, shape)
+        origin = first.origin if first is not None and spec.rank in ("same", "view-args", "unsqueeze",
+                                                                     "squeeze", "flatten") else Origin.NONE
+        pinned = True if name == "pin_memory" else None
+        return tensor(place, shape, layout, origin=origin, node=node, pinned=pinned,
+                      hint=bool(first and first.hint))
+
+    def _transposed(self, base: Value, node, label: str) -> Value:
+        from devicelint.semantic import shapes
+
+        return shapes.transposed(base, node, label)
+
+    # -- guards ------------------------------------------------------------------------
+    def gpu_truth(self, node: cst.BaseExpression) -> Optional[bool]:
+        """The value of a condition when the program runs with a GPU: True/False, or None
+        when the code does not say (`torch.cuda.is_available()`, `not use_cuda`,
+        `device.type == "cpu"`, a name bound to one of those)."""
+        return self._gpu_truth(node, 0)
+
+    def _gpu_truth(self, node: cst.BaseExpression, depth: int) -> Optional[bool]:
+        if depth > 6:
+            return None
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            inner = self._gpu_truth(node.expression, depth + 1)
+            return None if inner is None else not inner
+        if isinstance(node, cst.Call):
+            qual = self.qualname(node.func)
+            if qual in ("torch.cuda.is_available",):
+                return True
+            return None
+        if isinstance(node, cst.BooleanOperation):
+            left = self._gpu_truth(node.left, depth + 1)
+            right = self._gpu_truth(node.right, depth + 1)
+            if isinstance(node.operator, cst.And):
+                if left is False or right is False:
+                    return False
+                return True if left is True and right is True else None
+            if left is True or right is True:
+                return True
+            return False if left is False and right is False else None
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            comparison = node.comparisons[0]
+            sides = (node.left, comparison.comparator)
+            text = next((string_value(s) for s in sides if string_value(s) is not None), None)
+            other = next((s for s in sides if string_value(s) is None), None)
+            if text is not None and other is not None:
+                place = self._denoted_place(other)
+                if place is not None and device_string_place(text) is not None:
+                    same = place is device_string_place(text)
+                    if isinstance(comparison.operator, cst.Equal):
+                        return same
+                    if isinstance(comparison.operator, cst.NotEqual):
+                        return not same
+            return None
+        if isinstance(node, cst.Name):
+            defs = self.defs(node)
+            if defs:
+                truths = set()
+                for d in defs:
+                    if d.kind in ("assign", "annassign") and d.value is not None and not d.path:
+                        truths.add(self._gpu_truth(d.value, depth + 1))
+                    else:
+                        truths.add(None)
+                return truths.pop() if len(truths) == 1 else None
+        return None
+
+    def _denoted_place(self, node: cst.BaseExpression) -> Optional[Place]:
+        """For `device.type` / `str(device)` / `device`: the place the device denotes when a
+        GPU is present."""
+        if isinstance(node, cst.Attribute) and node.attr.value == "type":
+            node = node.value
+        elif isinstance(node, cst.Call) and dotted_name(node.func) == "str" and node.args:
+            node = node.args[0].value
+        value = self.value(node)
+        if value.kind is Kind.DEVICE or (value.kind is Kind.STRING and value.literal is None):
+            # `torch.device("cuda" if torch.cuda.is_available() else "cpu")`: cuda with a GPU.
+            return self._device_with_gpu(node)
+        return None
+
+    def _device_with_gpu(self, node: cst.BaseExpression) -> Optional[Place]:
+        if isinstance(node, cst.Name):
+            places = set()
+            for d in self.defs(node):
+                if d.kind in ("assign", "annassign") and d.value is not None and not d.path:
+                    places.add(self._device_with_gpu(d.value))
+                else:
+                    places.add(None)
+            return places.pop() if len(places) == 1 else None
+        if isinstance(node, cst.Call) and self.qualname(node.func) == "torch.device":
+            first = call_arg(node, 0, "type")
+            return self._device_with_gpu(first) if first is not None else None
+        if isinstance(node, cst.IfExp):
+            truth = self.gpu_truth(node.test)
+            if truth is True:
+                return self._device_with_gpu(node.body)
+            if truth is False:
+                return self._device_with_gpu(node.orelse)
+            return None
+        text = string_value(node)
+        if text is not None:
+            return device_string_place(text)
+        return None
+
+    def branch_possible(self, owner: cst.CSTNode, branch: cst.CSTNode) -> bool:
+        """False for an arm of an if/else or conditional expression that runs only without
+        a GPU; True otherwise (the code does not say)."""
+        if isinstance(owner, cst.IfExp):
+            truth = self.gpu_truth(owner.test)
+            if truth is None:
+                return True
+            return truth if branch is owner.body else not truth
+        if isinstance(owner, cst.If):
+            truth = self.gpu_truth(owner.test)
+            if truth is None:
+                return True
+            return truth if branch is owner.body else not truth
+        return True
+
+    def on_gpu_path(self, node: cst.CSTNode) -> bool:
+        """False when `node` sits in a branch that runs only without a GPU."""
+        child = node
+        parent = self.parent(node)
+        while parent is not None:
+            if isinstance(parent, cst.IfExp) and child in (parent.body, parent.orelse):
+                if not self.branch_possible(parent, child):
+                    return False
+            elif isinstance(parent, cst.If) and child is parent.body:
+                if not self.branch_possible(parent, child):
+                    return False
+            elif isinstance(parent, cst.Else):
+                owner = self.parent(parent)
+                if isinstance(owner, cst.If) and owner.orelse is parent and not self.branch_possible(owner, parent):
+                    return False
+            elif isinstance(parent, cst.If) and child is parent.orelse and isinstance(child, cst.If):
+                if self.gpu_truth(parent.test) is True:
+                    return False
+            child = parent
+            parent = self.parent(parent)
+        return True
+
+    # -- loops -------------------------------------------------------------------------
+    @property
+    def loops(self):
+        if self._loops is None:
+            from devicelint.semantic.loops import LoopModel
+
+            self._loops = LoopModel(self)
+        return self._loops
