@@ -276,18 +276,40 @@ def context(repo: str, path: str, line: str, around: int) -> str:
     return "\n".join(f"      {'>' if i == n else ' '}{i:5d} {lines[i - 1]}" for i in range(lo, hi + 1))
 
 
+def line_span(line: str) -> tuple[str, int, int] | None:
+    """("", a, b) for "a" or "a-b"; ("cN:", a, b) for a notebook cell line; None if malformed."""
+    prefix, _, rest = line.rpartition(":")
+    prefix = prefix + ":" if prefix else ""
+    first, _, last = rest.partition("-")
+    if not first.isdigit() or (last and not last.isdigit()):
+        return None
+    return prefix, int(first), int(last or first)
+
+
 def score(repos: list[Repo], labels: list[Label], devicelint: str, save: Path | None,
-          show_unjudged: bool, show_missed: bool, around: int) -> int:
+          show_unjudged: bool, show_missed: bool, around: int, by_repo: bool) -> int:
     ensure(repos)
     names = {r.name for r in repos}
     labels = [l for l in labels if l.repo in names]
-    # A label matches a finding at the same repo, path and line with one of its codes.
-    index: dict[tuple[str, str, str, str], Label] = {}
+    # A label matches a finding of one of its codes in the same file on its line, or inside
+    # its line range: a range ("261-265") is one statement spread over several lines, judged
+    # as one case however many findings devicelint makes in it.
+    spans: dict[tuple[str, str, str], list[tuple[str, int, int, Label]]] = collections.defaultdict(list)
     for label in labels:
+        span = line_span(label.line)
+        if span is None:
+            sys.exit(f"bad line {label.line!r} in the label for {label.repo} {label.path}")
         for code in label.codes:
-            index[(label.repo, label.path, label.line, code)] = label
-    # The unit is one (repo, path, line, code): several findings of one rule on one line
-    # (`print(a.item(), b.item())`) are one judged case.
+            spans[(label.repo, label.path, code)].append((*span, label))
+
+    def label_for(key: tuple[str, str, str, str]) -> Label | None:
+        repo, path, line, code = key
+        span = line_span(line)
+        for prefix, first, last, label in spans.get((repo, path, code), ()):
+            if span is not None and span[0] == prefix and first <= span[1] <= last:
+                return label
+        return None
+
     found: dict[tuple[str, str, str, str], dict] = {}
     raw = 0
     for repo in repos:
@@ -295,19 +317,24 @@ def score(repos: list[Repo], labels: list[Label], devicelint: str, save: Path | 
             raw += 1
             found.setdefault(finding_key(repo, finding), finding)
 
+    # One count per judged case (label), under the code devicelint reported it with.
     rows: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    matched: set[Label] = set()
+    per_repo: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    matched: dict[Label, str] = {}
     unjudged = []
     for key, finding in sorted(found.items()):
-        label = index.get(key)
-        code = key[3]
+        label = label_for(key)
         if label is None:
-            rows[code]["unjudged"] += 1
+            rows[key[3]]["unjudged"] += 1
+            per_repo[key[0]]["unjudged"] += 1
             unjudged.append((key, finding))
-            continue
-        matched.add(label)
+        else:
+            matched.setdefault(label, key[3])
+    for label, code in matched.items():
         # TP and MISS labels mark real bugs: found now, they count as true positives.
-        rows[code]["FP" if label.verdict == "FP" else "TP"] += 1
+        verdict = "FP" if label.verdict == "FP" else "TP"
+        rows[code][verdict] += 1
+        per_repo[label.repo][verdict] += 1
         if label.verdict == "MISS":
             rows[code]["caught"] += 1
     missed = []
@@ -318,6 +345,7 @@ def score(repos: list[Repo], labels: list[Label], devicelint: str, save: Path | 
             rows[label.rule]["silenced"] += 1
             continue
         rows[label.rule]["missed"] += 1
+        per_repo[label.repo]["missed"] += 1
         if label.verdict == "TP":
             rows[label.rule]["lost"] += 1
         missed.append(label)
@@ -342,6 +370,16 @@ def score(repos: list[Repo], labels: list[Label], devicelint: str, save: Path | 
     print(f"\n{raw} findings ({len(found)} distinct repo/path/line/code) on {len(repos)} repos; {len(labels)} labels "
           f"({sum(l.verdict == 'TP' for l in labels)} TP, {sum(l.verdict == 'FP' for l in labels)} FP, "
           f"{sum(l.verdict == 'MISS' for l in labels)} MISS)")
+    if by_repo:
+        print("\nrepo\tTP\tFP\tmissed\tunjudged")
+        for repo in repos:
+            r = per_repo[repo.name]
+            print(f"{repo.name}\t{r['TP']}\t{r['FP']}\t{r['missed']}\t{r['unjudged']}")
+    tags = collections.Counter(
+        label.reason[1:label.reason.index("]")] if label.reason.startswith("[") and "]" in label.reason
+        else "same-function" for label in missed)
+    if tags:
+        print("\nmissed by class: " + ", ".join(f"{tag} {n}" for tag, n in tags.most_common()))
     if show_unjudged and unjudged:
         print(f"\nUnjudged findings ({len(unjudged)}): no label at this repo/path/line/code")
         for (repo, path, line, code), finding in unjudged:
@@ -371,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unjudged", action="store_true", help="list findings that have no label")
     parser.add_argument("--missed", action="store_true", help="list labelled bugs that were not found")
     parser.add_argument("--context", type=int, default=0, help="source lines around unjudged findings")
+    parser.add_argument("--by-repo", action="store_true", help="also print TP/FP/missed per repo")
     args = parser.parse_args(argv)
     if args.repo:
         unknown = [n for n in args.repo if n not in BY_NAME]
@@ -383,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
         list_corpus(repos)
         return 0
     labels = read_labels(args.labels) if args.labels.exists() else []
-    return score(repos, labels, args.devicelint, args.save_json, args.unjudged, args.missed, args.context)
+    return score(repos, labels, args.devicelint, args.save_json, args.unjudged, args.missed, args.context,
+                 args.by_repo)
 
 
 if __name__ == "__main__":
