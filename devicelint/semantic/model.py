@@ -231,7 +231,7 @@ class SemanticModel:
         current = scope
         while current is not self.ctx.module:
             current = self.scope_of(current)
-            if isinstance(current, cst.ClassDef):
+            if isinstance(current, cst.ClassDef) or current is self.ctx.module:
                 continue
             outer = self.flow(current)
             if name in outer.globals:
@@ -244,12 +244,24 @@ class SemanticModel:
                     return sorted(end[name], key=lambda d: self.ctx.order(d.node))
                 return list(outer.all_defs[name])
         module = self.flow(self.ctx.module)
+        self._run_global_writers()
         if name in module.all_defs:
             end = module.end_state or {}
             found = end.get(name) or frozenset(module.all_defs[name])
             found = set(found) | set(self.foreign_defs.get(name, ()))
             return sorted(found, key=lambda d: self.ctx.order(d.node))
         return list(self.foreign_defs.get(name, ()))
+
+    def _run_global_writers(self) -> None:
+        """Functions that bind module names through `global` add to what the module's
+        names may hold: analyse them before answering for a module name."""
+        if getattr(self, "_globals_done", False):
+            return
+        self._globals_done = True
+        for statement in self.ctx.iter_nodes(cst.Global):
+            function = self.function_of(statement)
+            if function is not None:
+                self.flow(function)
 
     def qualname(self, node: cst.CSTNode) -> Optional[str]:
         """`torch.nn.Linear` for `nn.Linear` when `nn` is an import not rebound since."""
@@ -1161,6 +1173,9 @@ class SemanticModel:
             return None
         if method in ("to", "cuda", "cpu") and receiver.kind in (Kind.TENSOR, Kind.UNKNOWN, Kind.ARRAY):
             return self._moved(receiver, node)
+        if receiver.kind is Kind.UNKNOWN and receiver.origin is Origin.NONE \
+                and method in self.api.tensor_only_methods:
+            receiver = tensor(Place.UNKNOWN, layout=CONTIGUOUS if method in ("view", "contiguous") else UNKNOWN_LAYOUT)
         if receiver.kind is Kind.TENSOR:
             spec = self.api.method(method)
             if spec is not None:

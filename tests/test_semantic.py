@@ -1,0 +1,267 @@
+"""The semantic model: bindings and reaching definitions, values, guards, shapes.
+
+The view-stride rule is checked against torch itself on random shapes and permutations."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import textwrap
+
+import libcst as cst
+import pytest
+
+from devicelint import safe_parse
+from devicelint.context import FileContext
+from devicelint.semantic import Kind, Origin, Place
+from devicelint.semantic.shapes import FAILS, OK, contiguous_strides, view_outcome, view_strides
+
+
+def model_of(source: str):
+    source = textwrap.dedent(source)
+    ctx = FileContext("t.py", source, safe_parse.parse_module(source))
+    ctx.walk({}, {})
+    return ctx, ctx.semantic
+
+
+def value_at(source: str, marker: str):
+    """The value of the expression assigned on the line ending with `# <marker>`, or the
+    call on that line."""
+    ctx, sem = model_of(source)
+    for node in ctx.iter_nodes(cst.SimpleStatementLine):
+        text = ctx.code(node)
+        if text.rstrip().endswith(f"# {marker}"):
+            small = node.body[0]
+            expr = small.value if isinstance(small, (cst.Assign, cst.Expr, cst.Return)) else None
+            assert expr is not None
+            return sem.value(expr)
+    raise AssertionError(f"no line marked {marker}")
+
+
+def test_if_else_arms_join():
+    source = """
+    import torch
+    def f(flag, device):
+        if flag:
+            x = torch.zeros(3).to(device)
+        else:
+            x = torch.ones(3).cuda()
+        y = x  # here
+    """
+    assert value_at(source, "here").place is Place.DEVICE
+    mixed = source.replace("torch.ones(3).cuda()", "torch.ones(3)")
+    assert value_at(mixed, "here").place is Place.UNKNOWN
+
+
+def test_loop_carried_binding_reaches_the_top_of_the_body():
+    source = """
+    import torch
+    def f(device):
+        x = torch.zeros(3)
+        for _ in range(3):
+            y = x  # here
+            x = x.to(device)
+    """
+    assert value_at(source, "here").place is Place.UNKNOWN  # CPU on the first pass, GPU later
+
+
+def test_return_ends_a_path():
+    source = """
+    import torch
+    def f(device, flag):
+        x = torch.zeros(3)
+        if flag:
+            x = x.to(device)
+        else:
+            return None
+        y = x  # here
+    """
+    assert value_at(source, "here").place is Place.DEVICE
+
+
+def test_comprehension_is_its_own_scope():
+    source = """
+    import torch
+    x = torch.zeros(3).cuda()
+    rows = [x for x in range(3)]
+    y = x  # here
+    """
+    assert value_at(source, "here").place is Place.DEVICE
+
+
+def test_global_statement_binds_in_the_module():
+    source = """
+    import torch
+    model = None
+    def setup(device):
+        global model
+        model = torch.nn.Linear(2, 2).to(device)
+    def use():
+        return model  # here
+    """
+    value = value_at(source, "here")
+    assert value.kind is Kind.MODULE and value.place is Place.DEVICE
+
+
+def test_shadowed_import_is_not_torch():
+    source = """
+    import torch
+    def f(torch):
+        y = torch.zeros(3)  # here
+    """
+    assert value_at(source, "here").kind is Kind.UNKNOWN
+
+
+def test_module_moved_in_place_by_a_statement():
+    source = """
+    import torch.nn as nn
+    net = nn.Linear(4, 2)
+    net.to("cuda")
+    out = net  # here
+    """
+    value = value_at(source, "here")
+    assert value.kind is Kind.MODULE and value.place is Place.DEVICE
+
+
+def test_parameter_takes_what_every_call_site_passes():
+    source = """
+    import torch
+    from torch.utils.data import DataLoader
+    def evaluate(m, loader, dev):
+        for batch in loader:
+            b = batch  # here
+        return m
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2)).to("cuda")
+    evaluate(net, DataLoader([1, 2]), "cuda")
+    """
+    assert value_at(source, "here").origin is Origin.BATCH
+
+
+def test_annotations_are_facts():
+    source = """
+    import torch
+    from typing import Optional
+    def f(m: Optional[torch.nn.Module], t: "torch.Tensor"):
+        a = m  # here
+        b = t  # there
+    """
+    assert value_at(source, "here").kind is Kind.MODULE
+    assert value_at(source, "there").kind is Kind.TENSOR
+
+
+def test_rows_of_host_data_and_batches_of_a_loader():
+    source = """
+    import numpy as np
+    import torch
+    from torch.utils.data import DataLoader
+    data = np.zeros((8, 3))
+    for i, row in enumerate(data):
+        r = row  # row
+    for j in range(len(data)):
+        s = torch.from_numpy(data)[j]  # indexed
+    for x, y in DataLoader(data):
+        z = x  # batch
+    """
+    assert value_at(source, "row").origin is Origin.ROW
+    assert value_at(source, "indexed").origin is Origin.ROW
+    assert value_at(source, "batch").origin is Origin.BATCH
+
+
+def test_cpu_only_branches_are_off_the_gpu_path():
+    source = """
+    import torch
+    use_cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if use_cuda else "cpu")
+    x = torch.zeros(3)
+    if not use_cuda:
+        a = x.numpy()  # cpu-only
+    if device.type == "cpu":
+        b = x.numpy()  # cpu-type
+    c = x.numpy()  # always
+    """
+    ctx, sem = model_of(source)
+    found = {}
+    for node in ctx.iter_nodes(cst.SimpleStatementLine):
+        text = ctx.code(node).strip()
+        if "#" in text:
+            found[text.rsplit("# ", 1)[1]] = sem.on_gpu_path(node)
+    assert found == {"cpu-only": False, "cpu-type": False, "always": True}
+
+
+def test_dtype_only_to_keeps_the_place():
+    source = """
+    import torch
+    x = torch.zeros(3).to(torch.float16)  # here
+    """
+    assert value_at(source, "here").place is Place.CPU
+
+
+def test_rank_through_matmul_scalar_softmax():
+    source = """
+    import torch
+    import torch.nn.functional as F
+    def f(q, k, v, B, T, H, D):
+        q = q.view(B, T, H, D).transpose(1, 2)
+        k = k.view(B, T, H, D).transpose(1, 2)
+        att = F.softmax((q @ k.transpose(-2, -1)) * 0.125, dim=-1)
+        y = att @ v.view(B, T, H, D).transpose(1, 2)
+        z = y.transpose(1, 2)  # here
+    """
+    value = value_at(source, "here")
+    assert value.rank == 4 and value.layout.state == "permuted"
+    assert view_outcome(value, ("B", "T", "C")) == FAILS
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_view_stride_rule_agrees_with_torch(seed):
+    torch = pytest.importorskip("torch")  # in the dev extra; CI has it
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(150):
+        rank = rng.randint(1, 4)
+        shape = tuple(rng.choice((1, 2, 3, 4)) for _ in range(rank))
+        perm = list(range(rank))
+        rng.shuffle(perm)
+        base = torch.zeros(shape)
+        x = base.permute(*perm)
+        strides = tuple(contiguous_strides(shape)[k] for k in perm)
+        assert strides == x.stride()
+        numel = x.numel()
+        divisors = [d for d in range(1, numel + 1) if numel % d == 0]
+        for _ in range(4):
+            first = rng.choice(divisors)
+            new = (first, numel // first) if rng.random() < 0.6 else (numel,)
+            try:
+                x.view(new)
+                works = True
+            except RuntimeError:
+                works = False
+            ours = view_strides(tuple(x.shape), strides, new)
+            assert (ours is not None) == works, (shape, perm, new)
+            if works:
+                assert ours == x.view(new).stride()
+            checked += 1
+    assert checked == 600
+
+
+def test_view_outcome_on_literal_seed_example():
+    ctx, sem = model_of("""
+    import torch
+    t = torch.arange(12).reshape(3, 4).transpose(0, 1)
+    """)
+    node = next(ctx.iter_nodes(cst.Assign)).value
+    value = sem.value(node)
+    assert value.shape == (4, 3)
+    assert view_outcome(value, (6, 2)) == FAILS
+    assert view_outcome(value, (4, 3)) == OK
+
+
+def test_api_table_has_no_duplicates_and_loads():
+    from devicelint.semantic.api import torch_api
+
+    table = torch_api()
+    assert table.method("item").syncs and table.method("view").rank == "view-args"
+    assert table.function("torch.cat").place == "input"
+    for spec in itertools.chain(table.methods.values(), table.functions.values()):
+        assert spec.result in {"tensor", "number", "bool", "array", "host-list", "device",
+                               "dtype", "size", "tensors", "same", "none"}
