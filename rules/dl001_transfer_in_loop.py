@@ -17,10 +17,10 @@ from devicelint.analysis import (
     method_name,
     to_call_device,
 )
+from devicelint.builders import reindent
 from devicelint.context import COMPREHENSIONS, FileContext, children
 from devicelint.names import dotted_name
 from devicelint.rule import Rule
-from devicelint.rules.dl014_deprecated_cuda_amp import reindent
 
 # ---------------------------------------------------------------------------------------
 # Where a value lives: a small, function-local data-flow classifier shared by DL001/DL004.

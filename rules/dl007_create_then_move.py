@@ -13,8 +13,8 @@ from devicelint.analysis import (
     method_name,
     to_call_device,
 )
+from devicelint.builders import reindent
 from devicelint.rule import Rule
-from devicelint.rules.dl014_deprecated_cuda_amp import reindent
 
 # Factories that fill a new tensor themselves (so `device=` makes the fill happen there).
 DETERMINISTIC = {
