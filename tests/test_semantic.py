@@ -265,3 +265,80 @@ def test_api_table_has_no_duplicates_and_loads():
     for spec in itertools.chain(table.methods.values(), table.functions.values()):
         assert spec.result in {"tensor", "number", "bool", "array", "host-list", "device",
                                "dtype", "size", "tensors", "same", "none"}
+
+
+def test_a_list_built_of_host_samples_holds_rows():
+    source = """
+    import torch
+    import torch.nn as nn
+    images = [torch.randn(8) for _ in range(6)]
+    for img in images:
+        a = img  # sample
+    heads = [nn.Linear(4, 2) for _ in range(3)]
+    for head in heads:
+        b = head  # module
+    moved = [torch.randn(8).to("cuda") for _ in range(3)]
+    for m in moved:
+        c = m  # moved
+    """
+    assert value_at(source, "sample").origin is Origin.ROW
+    assert value_at(source, "sample").place is Place.CPU
+    assert value_at(source, "module").origin is Origin.NONE
+    assert value_at(source, "moved").origin is Origin.NONE
+
+
+def test_nested_host_lists_yield_rows_and_tuples_of_fields_do_not():
+    source = """
+    import torch
+    samples = [[1, 2, 3], [4, 5, 6]]
+    for s in samples:
+        a = s  # row
+    for k in range(2):
+        b = samples[k]  # indexed
+    pairs = [(torch.zeros(2), torch.ones(2))]
+    for p in pairs:
+        c = p  # fields
+    """
+    assert value_at(source, "row").origin is Origin.ROW
+    assert value_at(source, "indexed").origin is Origin.ROW
+    assert value_at(source, "fields").origin is Origin.NONE
+
+
+def test_pieces_of_a_split_are_chunks_not_rows():
+    source = """
+    import torch
+    big = torch.randn(1000, 8)
+    for chunk in big.split(256):
+        a = chunk  # chunk
+    for part in torch.chunk(big, 4):
+        b = part  # part
+    for r in big.unbind(0):
+        c = r  # row
+    for chunk in big.split(256):
+        d = chunk[0]  # row of a chunk
+    """
+    assert value_at(source, "chunk").origin is Origin.CHUNK
+    assert value_at(source, "part").origin is Origin.CHUNK
+    assert value_at(source, "row").origin is Origin.ROW
+    assert value_at(source, "row of a chunk").origin is Origin.ROW
+
+
+def test_instances_of_the_files_dataset_classes_are_datasets():
+    source = """
+    import torch
+    from torch.utils.data import Dataset
+    class Points(Dataset):
+        def __getitem__(self, i):
+            return torch.zeros(4)
+    class MorePoints(Points):
+        pass
+    class Plain:
+        pass
+    ds = MorePoints()
+    x = ds  # dataset
+    y = ds[3]  # sample
+    z = Plain()  # plain
+    """
+    assert value_at(source, "dataset").kind is Kind.DATASET
+    assert value_at(source, "sample").origin is Origin.ROW
+    assert value_at(source, "plain").kind is Kind.UNKNOWN

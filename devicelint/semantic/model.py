@@ -118,6 +118,7 @@ class SemanticModel:
         self._values: dict[int, Value] = {}
         self._depth = 0
         self._module_classes: Optional[dict[str, cst.ClassDef]] = None
+        self._dataset_classes: Optional[dict[str, cst.ClassDef]] = None
         self._functions: Optional[dict[str, list[cst.FunctionDef]]] = None
         self._calls_by_name: Optional[dict[str, list[cst.Call]]] = None
         self._param_values: dict[int, Value] = {}
@@ -296,6 +297,27 @@ class SemanticModel:
             self._module_classes = found
         return self._module_classes
 
+    def dataset_classes(self) -> dict[str, cst.ClassDef]:
+        """Classes of this file that derive, through bases here, from a torch dataset class
+        (`torch.utils.data.Dataset`, `IterableDataset`, ...): their instances yield samples."""
+        if self._dataset_classes is None:
+            classes: dict[str, cst.ClassDef] = {c.name.value: c for c in self.ctx.class_defs}
+            found: dict[str, cst.ClassDef] = {}
+            changed = True
+            while changed:
+                changed = False
+                for name, node in classes.items():
+                    if name in found:
+                        continue
+                    for base in node.bases:
+                        qual = self.ctx.qualname(base.value) or ""
+                        if self.api.is_dataset_class(qual) or dotted_name(base.value) in found:
+                            found[name] = node
+                            changed = True
+                            break
+            self._dataset_classes = found
+        return self._dataset_classes
+
     def functions(self) -> dict[str, list[cst.FunctionDef]]:
         if self._functions is None:
             found: dict[str, list[cst.FunctionDef]] = {}
@@ -446,8 +468,9 @@ class SemanticModel:
         if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
             element = self.value(node.elt)
             walked = self.value(node.for_in.iter)
+            host = self._host_rows(walked) or self._host_sample(element)
             return Value(Kind.SEQUENCE, element=element, node=node,
-                         place=Place.CPU if self._host_rows(walked) else Place.UNKNOWN)
+                         place=Place.CPU if host else Place.UNKNOWN)
         if isinstance(node, cst.DictComp):
             return Value(Kind.MAPPING, element=self.value(node.value), node=node)
         if isinstance(node, cst.NamedExpr):
@@ -471,6 +494,13 @@ class SemanticModel:
             for v in items)
         return Value(Kind.SEQUENCE, place=Place.CPU if numeric_rows else Place.UNKNOWN,
                      element=element, items=tuple(items), node=node)
+
+    @staticmethod
+    def _host_sample(value: Value) -> bool:
+        """One sample of host data: a CPU tensor, an array, a number, a host list. A list
+        built of such samples (`[torch.randn(8) for _ in range(n)]`) is a list of samples."""
+        return value.kind in (Kind.ARRAY, Kind.NUMBER, Kind.BOOL) or (
+            value.kind in (Kind.TENSOR, Kind.SEQUENCE) and value.place is Place.CPU)
 
     @staticmethod
     def _host_rows(value: Value) -> bool:
@@ -788,9 +818,8 @@ class SemanticModel:
                 if base.items is not None and i is not None and -len(base.items) <= i < len(base.items):
                     return base.items[i]
                 element = base.element or UNKNOWN
-                if base.kind is Kind.SEQUENCE and base.place is Place.CPU and element.kind is not Kind.SEQUENCE:
-                    return element.with_(origin=Origin.ROW) if element.kind is not Kind.UNKNOWN else \
-                        Value(place=Place.CPU, origin=Origin.ROW)
+                if base.kind is Kind.SEQUENCE and base.place is Place.CPU:
+                    return self._sample(element)
                 return element
             return base  # a slice of a list is a list
         if base.kind is Kind.DATASET:
@@ -888,11 +917,8 @@ class SemanticModel:
             return value.element or Value(place=Place.CPU, origin=Origin.ROW)
         if value.kind is Kind.SEQUENCE:
             element = value.element or UNKNOWN
-            if value.place is Place.CPU and element.kind is not Kind.SEQUENCE:
-                # A list of host samples: each element is one row.
-                if element.kind is Kind.UNKNOWN:
-                    return Value(place=Place.CPU, origin=Origin.ROW)
-                return element.with_(origin=Origin.ROW)
+            if value.place is Place.CPU:
+                return self._sample(element)
             return element
         if value.kind is Kind.MAPPING:
             return STRING
@@ -901,6 +927,18 @@ class SemanticModel:
         if value.origin in (Origin.BATCH, Origin.ROW):
             return value.element or Value(place=value.place, origin=value.origin)
         return UNKNOWN
+
+    @staticmethod
+    def _sample(element: Value) -> Value:
+        """One element of a host list of samples: a row, unless it says what it is (a
+        loader batch, a piece of a split), or it is a list of unknown place."""
+        if element.origin is not Origin.NONE:
+            return element
+        if element.kind is Kind.UNKNOWN:
+            return Value(place=Place.CPU, origin=Origin.ROW)
+        if element.kind is Kind.SEQUENCE and element.place is not Place.CPU:
+            return element  # a tuple of fields, not a row of numbers
+        return element.with_(origin=Origin.ROW)
 
     # arithmetic
     def _binary(self, node: cst.BinaryOperation) -> Value:
@@ -992,6 +1030,9 @@ class SemanticModel:
             return Value(Kind.MODULE, Place.CPU, cls=callee.cls, node=node)
         if callee.kind is Kind.CALLABLE and isinstance(callee.node, cst.FunctionDef):
             return self.returned_value(callee.node)
+        if callee.kind is Kind.CALLABLE and isinstance(callee.node, cst.ClassDef) \
+                and self.dataset_classes().get(callee.node.name.value) is callee.node:
+            return Value(Kind.DATASET, Place.CPU, cls=callee.node.name.value, node=node)
         function = self.resolve_function(func)
         if function is not None:
             return self.returned_value(function)
@@ -1305,8 +1346,10 @@ class SemanticModel:
                     place = Place.UNKNOWN
         if spec.result == "tensors":
             part = shapes.apply_rank(spec, first, node, self) if first is not None else None
+            unbind = name.rsplit(".", 1)[-1] == "unbind"
             element = tensor(place, part, Layout(LAYOUT_NARROWED, label=f".{name}", source=node)
-                             if name not in ("unbind",) else UNKNOWN_LAYOUT, node=node)
+                             if not unbind else UNKNOWN_LAYOUT, node=node,
+                             origin=Origin.NONE if unbind else Origin.CHUNK)
             return Value(Kind.SEQUENCE, place, element=element, node=node,
                          origin=first.origin if first is not None else Origin.NONE)
         shape = shapes.apply_rank(spec, first, node, self)

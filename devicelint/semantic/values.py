@@ -48,6 +48,7 @@ class Origin(enum.Enum):
     NONE = "none"
     ROW = "row"                  # one row/sample of a host collection (tensor, array, list, dataset)
     BATCH = "batch"              # one element of a DataLoader: a whole batch
+    CHUNK = "chunk"              # one piece of a split/chunk: several rows at once
 
 
 LAYOUT_CONTIGUOUS = "contiguous"
