@@ -70,7 +70,7 @@ class LoopModel:
                 if self.is_training_call(node):
                     facts.trains = True
                     facts.train_nodes.append(node)
-                elif self.is_module_call(node):
+                elif self.is_module_call(node) and not self._calls_own_element(node, loop):
                     facts.calls_module = True
             child_gated = gated or isinstance(node, (cst.If, cst.Try, cst.With)) and isinstance(node, cst.If)
             for child in model.children(node):
@@ -91,6 +91,16 @@ class LoopModel:
             receiver = self.model.value(func.value)
             return receiver.kind in (Kind.OPTIMIZER, Kind.SCALER)
         return False
+
+    def _calls_own_element(self, call: cst.Call, loop) -> bool:
+        """`for layer in self.layers: x = layer(x)`: calling what the loop walks is a walk
+        over modules (layers, ensemble members), not one step per iteration."""
+        head = call.func
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name):
+            return False
+        return any(d.kind == "for" and d.node is loop for d in self.model.defs(head))
 
     def is_module_call(self, call: cst.Call) -> bool:
         value = self.model.value(call.func)

@@ -8,6 +8,8 @@ once, and each expression's value once (memoised by node). Rules ask; they never
     sem.defs(name_node)                 # the bindings that may reach this read
     sem.loops.step_loop(node)           # the step loop that runs `node` once per step
     sem.on_gpu_path(node)               # False when `node` runs only without a GPU
+    sem.syncs.reads(node)               # host reads at `node`; sem.syncs.call_reads(call):
+                                        # those a call of the file's own function makes
 
 Answers are facts the code shows (data flow, PyTorch's behaviour from torch_api.toml, call
 sites in the file). Identifier names are consulted only as a last resort, and a value that
@@ -124,6 +126,7 @@ class SemanticModel:
         self._param_values: dict[int, Value] = {}
         self._returns: dict[int, Value] = {}
         self._loops = None
+        self._syncs = None
 
     # -- structure ---------------------------------------------------------------------
     def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -760,6 +763,12 @@ class SemanticModel:
                 return tensor(base.place, node=node)
             if attr == "training":
                 return BOOL
+            owner = self.module_classes().get(base.cls) if base.cls else None
+            if owner is not None:
+                # `model.fc1` of this file's module class: a submodule moves with its parent.
+                sub = self.self_attribute(owner, attr)
+                if sub.kind is Kind.MODULE:
+                    return sub.with_(place=base.place, node=node)
         if base.kind is Kind.ARRAY:
             if attr == "T":
                 return base
@@ -1050,6 +1059,10 @@ class SemanticModel:
                 input_place = v.place
                 break
         stateless = module.cls in self.api.stateless_modules if module.cls else False
+        if module.cls in self.api.weighted_losses and isinstance(module.node, cst.Call) \
+                and self.qualname(module.node.func) == module.cls and not any(
+                    a.keyword is None or a.keyword.value in ("weight", "pos_weight") for a in module.node.args):
+            stateless = True  # `nn.CrossEntropyLoss()` without a class weight holds no tensor
         place = input_place if stateless or module.place is Place.UNKNOWN else module.place
         shape = None
         layout = UNKNOWN_LAYOUT
@@ -1501,3 +1514,12 @@ class SemanticModel:
 
             self._loops = LoopModel(self)
         return self._loops
+
+    @property
+    def syncs(self):
+        """Host reads and function summaries (devicelint.semantic.syncs)."""
+        if self._syncs is None:
+            from devicelint.semantic.syncs import SyncModel
+
+            self._syncs = SyncModel(self)
+        return self._syncs

@@ -1,0 +1,359 @@
+"""Host reads: where the host waits for the GPU, and which of the file's functions do it.
+
+    syncs = sem.syncs
+    syncs.reads(node)            # the host reads `node` performs (whatever the values' places)
+    syncs.on_device(expr)        # the value is on the device, shown by the code (no name hint)
+    syncs.summary(function)      # host reads of calling `function`, with the parameters they read
+    syncs.call_reads(call)       # the summary reads a call of the file's own function makes
+                                 # with this call's arguments (those that read device data)
+    syncs.callee(call)           # (function, {parameter: [argument, ...]}) for a call of the file's
+                                 # own function, method (`self.f`, `obj.f` on an instance of a class
+                                 # of the file) or class
+
+A host read is an operation that makes the host wait for the queued GPU work when its operand
+lives on the device: a method whose result lives on the host (`syncs` and `place = "cpu"` in
+torch_api.toml: `.item()`, `.tolist()`, `.numpy()`, `.cpu()`), `.to("cpu")` without
+`non_blocking=True`, `float/int/bool(t)`, `print(t)`, formatting `t` in an f-string, the truth
+value of `t` (`if t > 0:`, `while t:`, `x if t else y`, `assert t`), and the whole-device waits
+(`torch.cuda.synchronize()`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from devicelint.names import dotted_name
+from devicelint.semantic.values import Kind, Place
+
+CONVERSIONS = ("float", "int", "bool")
+_HOST_KINDS = (Kind.NUMBER, Kind.BOOL, Kind.STRING, Kind.SIZE, Kind.DTYPE, Kind.DEVICE, Kind.NONE,
+               Kind.ARRAY, Kind.MODULE_CLASS, Kind.CALLABLE)
+_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_MAX_SUMMARY_DEPTH = 6
+
+
+@dataclass(frozen=True)
+class HostRead:
+    node: cst.CSTNode                  # where the host waits (a call, a test operand, an f-string part)
+    what: str                          # "`.item()`", "`float(tensor)`", ...
+    operand: Optional[cst.CSTNode]     # the value read; None for a whole-device wait
+
+
+@dataclass(frozen=True)
+class SummaryRead:
+    """A host read that calling a function performs."""
+
+    node: cst.CSTNode                  # the read in the function's body (or the call that reads)
+    what: str
+    params: frozenset                  # names of the function's parameters the operand comes from
+    device: bool                       # the operand is on the device whatever the arguments
+
+
+class SyncModel:
+    def __init__(self, model) -> None:
+        self.model = model
+        self.api = model.api
+        self._summaries: dict[int, Optional[tuple[SummaryRead, ...]]] = {}
+        self._deps: dict[tuple[int, int], frozenset] = {}
+        self._depth = 0
+
+    # -- single reads ------------------------------------------------------------------
+    def reads(self, node: cst.CSTNode) -> list[HostRead]:
+        """The host reads `node` itself performs, operands' places not yet judged: for a
+        call, the call; for an `if`/`while`/`assert`/conditional expression, its test's
+        operands; for an f-string part, its expression."""
+        model = self.model
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute):
+                method = func.attr.value
+                receiver = func.value
+                if method == "to":
+                    if self._to_host(node):
+                        return [HostRead(node, "`.to(\"cpu\")`", receiver)]
+                    return []
+                spec = self.api.method(method)
+                if spec is not None and spec.syncs and spec.place == "cpu" \
+                        and model.value(receiver).kind is not Kind.MODULE:
+                    return [HostRead(node, f"`.{method}()`", receiver)]
+                if method == "synchronize" and self.is_synchronize(node):
+                    return [HostRead(node, f"`{model.qualname(func)}()`", None)]
+                return []
+            if isinstance(func, cst.Name) and not model.defs(func):
+                if func.value in CONVERSIONS and len(node.args) == 1 and not node.args[0].star:
+                    return [HostRead(node, f"`{func.value}(tensor)`", node.args[0].value)]
+                if func.value == "print":
+                    return [HostRead(node, "`print(tensor)`", a.value)
+                            for a in node.args if a.keyword is None and not a.star]
+            return []
+        if isinstance(node, cst.FormattedStringExpression):
+            return [HostRead(node.expression, "formatting a tensor in an f-string", node.expression)]
+        if isinstance(node, (cst.If, cst.While, cst.IfExp, cst.Assert)):
+            test = node.test
+            return [HostRead(o, "`if`/`while` on a tensor's value", o) for o in operands(test)]
+        return []
+
+    def _to_host(self, call: cst.Call) -> bool:
+        from devicelint.semantic.model import call_arg, keyword_arg
+
+        target = keyword_arg(call, "device")
+        if target is None:
+            target = call_arg(call, 0, "\0")
+        if target is None:
+            return False
+        place, _hint = self.model.device_place(target)
+        if place is not Place.CPU:
+            return False
+        blocking = keyword_arg(call, "non_blocking")
+        return blocking is None or self.model.value(blocking).literal is not True
+
+    def is_synchronize(self, call: cst.Call) -> bool:
+        qual = self.model.qualname(call.func)
+        spec = self.api.function(qual) if qual else None
+        return spec is not None and spec.syncs and spec.result == "none"
+
+    def on_device(self, node: Optional[cst.CSTNode]) -> bool:
+        """The value of `node` lives on the device, as the code shows it (not by a name)."""
+        if node is None:
+            return True
+        value = self.model.value(node)
+        return value.place is Place.DEVICE and value.kind in (Kind.TENSOR, Kind.UNKNOWN) and not value.hint
+
+    # -- calls of the file's own functions ----------------------------------------------
+    def callee(self, call: cst.Call) -> Optional[tuple[cst.FunctionDef, dict[str, list]]]:
+        model = self.model
+        func = call.func
+        function: Optional[cst.FunctionDef] = None
+        bound_self = False
+        value = model.value(func)
+        if value.kind is Kind.CALLABLE and isinstance(value.node, cst.FunctionDef):
+            function = value.node
+            bound_self = isinstance(func, cst.Attribute) and self._is_method(function)
+        if function is None:
+            function = model.resolve_function(func)
+            bound_self = function is not None and isinstance(func, cst.Attribute)
+        if function is None and isinstance(func, cst.Attribute):
+            owner = self._instance_class(func.value)
+            if owner is not None:
+                function = model._method(owner, func.attr.value)
+                bound_self = function is not None
+        if function is None:
+            return None
+        if bound_self and not self._is_method(function):
+            return None
+        return function, self._bind(function, call, bound_self)
+
+    def _is_method(self, function: cst.FunctionDef) -> bool:
+        parent = self.model.parent(function)
+        owner = self.model.parent(parent) if parent is not None else None
+        if not isinstance(owner, cst.ClassDef):
+            return False
+        return not any(dotted_name(d.decorator) in ("staticmethod", "classmethod") for d in function.decorators)
+
+    def _instance_class(self, node: cst.BaseExpression) -> Optional[cst.ClassDef]:
+        """The class of this file that every binding of `node` instantiates (`m = Meter()`)."""
+        if not isinstance(node, cst.Name):
+            return None
+        defs = self.model.defs(node)
+        owners = set()
+        found = None
+        for d in defs:
+            if d.kind not in ("assign", "annassign") or d.path or not isinstance(d.value, cst.Call):
+                return None
+            head = d.value.func
+            if not isinstance(head, cst.Name):
+                return None
+            classes = [c.node for c in self.model.defs(head) if c.kind == "class"]
+            if len(classes) != 1 or len(self.model.defs(head)) != 1:
+                return None
+            owners.add(id(classes[0]))
+            found = classes[0]
+        return found if len(owners) == 1 else None
+
+    @staticmethod
+    def _bind(function: cst.FunctionDef, call: cst.Call, bound_self: bool) -> dict[str, list]:
+        params = function.params
+        positional = [*params.posonly_params, *params.params]
+        if bound_self and positional:
+            positional = positional[1:]
+        star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
+        names = {p.name.value for p in (*positional, *params.kwonly_params)}
+        bound: dict[str, list] = {}
+        index = 0
+        for arg in call.args:
+            if arg.star:
+                continue
+            if arg.keyword is not None:
+                if arg.keyword.value in names:
+                    bound.setdefault(arg.keyword.value, []).append(arg.value)
+                continue
+            if index < len(positional):
+                bound.setdefault(positional[index].name.value, []).append(arg.value)
+            elif star is not None:
+                bound.setdefault(star, []).append(arg.value)
+            index += 1
+        return bound
+
+    def call_reads(self, call: cst.Call) -> list[SummaryRead]:
+        """The host reads of device data a call of the file's own function makes with these
+        arguments."""
+        found = self.callee(call)
+        if found is None:
+            return []
+        function, bound = found
+        reads = self.summary(function)
+        out = []
+        for read in reads or ():
+            if read.device or any(self.on_device(arg) for name in read.params for arg in bound.get(name, ())):
+                out.append(read)
+        return out
+
+    # -- summaries -----------------------------------------------------------------------
+    def summary(self, function: cst.FunctionDef) -> Optional[tuple[SummaryRead, ...]]:
+        """Host reads that calling `function` performs once per call (reads inside a step
+        loop of its own, under a throttle or in a CPU-only branch are left out: they are
+        judged where they are). None while the summary is being computed (recursion)."""
+        key = id(function)
+        if key in self._summaries:
+            return self._summaries[key]
+        self._summaries[key] = None
+        result: tuple[SummaryRead, ...] = ()
+        if self._depth < _MAX_SUMMARY_DEPTH:
+            self._depth += 1
+            try:
+                result = tuple(self._summarise(function))
+            finally:
+                self._depth -= 1
+        self._summaries[key] = result
+        return result
+
+    def _summarise(self, function: cst.FunctionDef):
+        model = self.model
+        if model.flow(function).yields:
+            return  # calling a generator runs none of its body
+        for node in self._body_nodes(function):
+            if not self._runs_per_call(node, function):
+                continue
+            if isinstance(node, cst.Call):
+                callee = self.callee(node)
+                if callee is not None and callee[0] is not function:
+                    inner_function, bound = callee
+                    for inner in self.summary(inner_function) or ():
+                        params: set = set()
+                        device = inner.device
+                        for name in inner.params:
+                            for arg in bound.get(name, ()):
+                                device = device or self.on_device(arg)
+                                params |= self.param_deps(arg, function)
+                        if device or params:
+                            what = f"`{_callee_name(node)}()` (its {inner.what})"
+                            yield SummaryRead(node, what, frozenset(params), device)
+                            break
+            for read in self.reads(node):
+                if read.operand is None:
+                    yield SummaryRead(read.node, read.what, frozenset(), True)
+                    continue
+                value = model.value(read.operand)
+                if value.kind in _HOST_KINDS or value.place is Place.CPU:
+                    continue
+                params = self.param_deps(read.operand, function)
+                device = self.on_device(read.operand)
+                if device or params:
+                    yield SummaryRead(read.node, read.what, params, device)
+
+    def _body_nodes(self, function: cst.FunctionDef):
+        model = self.model
+        stack = list(reversed(model.children(function.body)))
+        while stack:
+            node = stack.pop()
+            if isinstance(node, _NESTED):
+                continue
+            yield node
+            stack.extend(reversed(model.children(node)))
+
+    def _runs_per_call(self, node: cst.CSTNode, function: cst.FunctionDef) -> bool:
+        model = self.model
+        if not model.on_gpu_path(node) or model.loops.step_loop(node) is not None:
+            return False
+        child = node
+        parent = model.parent(node)
+        while parent is not None and parent is not function:
+            if isinstance(parent, cst.If) and child is not parent.test and model.loops.is_throttle(parent.test):
+                return False
+            if isinstance(parent, cst.Else):
+                owner = model.parent(parent)
+                if isinstance(owner, cst.If) and model.loops.is_throttle(owner.test):
+                    return False
+            if isinstance(parent, cst.ExceptHandler):
+                return False
+            child = parent
+            parent = model.parent(parent)
+        return True
+
+    def param_deps(self, node: cst.CSTNode, function: cst.FunctionDef) -> frozenset:
+        """Names of `function`'s parameters whose data may flow into the value of `node`
+        (through assignments, loops, calls and arithmetic; not through values the model knows
+        live on the host, nor through attributes of `self`)."""
+        key = (id(node), id(function))
+        found = self._deps.get(key)
+        if found is not None:
+            return found
+        self._deps[key] = frozenset()  # a cycle adds nothing
+        result = frozenset(self._param_deps(node, function))
+        self._deps[key] = result
+        return result
+
+    def _param_deps(self, node: cst.CSTNode, function: cst.FunctionDef) -> set:
+        model = self.model
+        if isinstance(node, cst.BaseExpression) and not isinstance(node, cst.Name):
+            value = model.value(node)
+            if value.kind in _HOST_KINDS or value.place is Place.CPU:
+                return set()
+        if isinstance(node, cst.Name):
+            out: set = set()
+            for d in model.defs(node):
+                if d.kind == "param":
+                    if d.scope is function:
+                        out.add(d.name)
+                elif d.kind in ("assign", "annassign", "walrus", "for", "comp", "with", "augassign"):
+                    if d.value is not None:
+                        out |= self.param_deps(d.value, function)
+                    for prior in d.prior:
+                        if prior.value is not None:
+                            out |= self.param_deps(prior.value, function)
+            return out
+        if isinstance(node, cst.Attribute):
+            if isinstance(node.value, cst.Name) and self._is_self(node.value, function):
+                return set()
+            return self.param_deps(node.value, function)
+        if isinstance(node, _NESTED):
+            return set()
+        out = set()
+        for child in model.children(node):
+            out |= self.param_deps(child, function)
+        return out
+
+    def _is_self(self, name: cst.Name, function: cst.FunctionDef) -> bool:
+        if not self._is_method(function):
+            return False
+        params = [*function.params.posonly_params, *function.params.params]
+        return bool(params) and params[0].name.value == name.value
+
+
+def operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The parts of a condition whose truth value Python takes (`a and not b` -> a, b)."""
+    if isinstance(test, cst.BooleanOperation):
+        return operands(test.left) + operands(test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return operands(test.expression)
+    return [test]
+
+
+def _callee_name(call: cst.Call) -> str:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return dotted_name(func) or func.attr.value
+    return dotted_name(func) or "helper"

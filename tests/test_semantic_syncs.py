@@ -1,0 +1,167 @@
+"""The semantic model's host-read facts (devicelint/semantic/syncs.py) and the small value and
+loop facts DL004/DL011/DL012 rest on: weighted losses without a weight follow their inputs,
+`model.sub` of a moved module is on the device, a loop over modules is not a step loop."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from devicelint.context import FileContext
+from devicelint.semantic import Kind, Place
+
+
+HEAD = """\
+import torch
+import torch.nn as nn
+device = torch.device("cuda")
+"""
+
+
+def semantic(body: str):
+    source = HEAD + textwrap.dedent(body)
+    ctx = FileContext("t.py", source, cst.parse_module(source))
+    ctx.walk({}, {})
+    return ctx, ctx.semantic
+
+
+def find(ctx, node_type, text: str):
+    for node in ctx.iter_nodes(node_type):
+        if ctx.code(node) == text:
+            return node
+    raise AssertionError(f"no {node_type.__name__} {text!r}")
+
+
+def test_unweighted_loss_follows_its_inputs():
+    ctx, sem = semantic("""
+        criterion = nn.CrossEntropyLoss()
+        weighted = nn.CrossEntropyLoss(weight=torch.ones(3))
+        out = torch.randn(4, 3, device=device)
+        y = torch.zeros(4, dtype=torch.long, device=device)
+        a = criterion(out, y)
+        b = weighted(out, y)
+    """)
+    a = find(ctx, cst.Call, "criterion(out, y)")
+    b = find(ctx, cst.Call, "weighted(out, y)")
+    assert sem.value(a).place is Place.DEVICE
+    assert sem.value(b).place is Place.CPU  # the weight stays on the CPU: not the inputs' place
+
+
+def test_submodule_of_a_moved_module_is_on_the_device():
+    ctx, sem = semantic("""
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = nn.Linear(4, 4)
+
+        model = Net().to(device)
+        cpu_model = Net()
+        g = model.fc1.weight
+        h = cpu_model.fc1.weight
+    """)
+    assert sem.value(find(ctx, cst.Attribute, "model.fc1.weight")).place is Place.DEVICE
+    assert sem.value(find(ctx, cst.Attribute, "cpu_model.fc1.weight")).place is Place.CPU
+
+
+def test_a_loop_calling_its_own_elements_is_not_a_step_loop():
+    ctx, sem = semantic("""
+        layers = [nn.Linear(4, 4).to(device) for _ in range(3)]
+        model = nn.Linear(4, 4).to(device)
+        x = torch.randn(2, 4, device=device)
+        for layer in layers:
+            x = layer(x)
+        for _ in range(3):
+            x = model(x)
+    """)
+    loops = list(ctx.iter_nodes(cst.For))
+    assert sem.loops.role(loops[0]) == "other"
+    assert sem.loops.role(loops[1]) == "step"
+
+
+def test_reads_name_the_host_reads_of_a_node():
+    ctx, sem = semantic("""
+        t = torch.ones(2, device=device)
+        a = t.item()
+        b = t.to("cpu")
+        c = t.to("cpu", non_blocking=True)
+        d = float(t)
+        print(t, 1)
+        torch.cuda.synchronize()
+        if t > 0 and t.any():
+            pass
+    """)
+    syncs = sem.syncs
+    assert [r.what for r in syncs.reads(find(ctx, cst.Call, "t.item()"))] == ["`.item()`"]
+    assert [r.what for r in syncs.reads(find(ctx, cst.Call, 't.to("cpu")'))] == ['`.to("cpu")`']
+    assert syncs.reads(find(ctx, cst.Call, 't.to("cpu", non_blocking=True)')) == []
+    assert [r.what for r in syncs.reads(find(ctx, cst.Call, "float(t)"))] == ["`float(tensor)`"]
+    printed = syncs.reads(find(ctx, cst.Call, "print(t, 1)"))
+    assert [syncs.on_device(r.operand) for r in printed] == [True, False]
+    waits = syncs.reads(find(ctx, cst.Call, "torch.cuda.synchronize()"))
+    assert [(r.what, r.operand) for r in waits] == [("`torch.cuda.synchronize()`", None)]
+    test = next(ctx.iter_nodes(cst.If))
+    assert [ctx.code(r.operand) for r in syncs.reads(test)] == ["t > 0", "t.any()"]
+    assert all(syncs.on_device(r.operand) for r in syncs.reads(test))
+
+
+def test_function_summary_says_which_argument_a_helper_reads():
+    ctx, sem = semantic("""
+        def accuracy(out, y, scale):
+            n = out.shape[0]
+            correct = (out.argmax(1) == y).sum()
+            return correct.item() / n * scale
+
+        def log(value, verbose=False):
+            if verbose:
+                print(value.item())
+
+        class Meter:
+            def __init__(self, n):
+                self.data = [0.0] * n
+
+            def add(self, *args):
+                self.data = [a + float(b) for a, b in zip(self.data, args)]
+
+        def outer(out, y):
+            return accuracy(out, y, 1.0)
+
+        out = torch.randn(4, 3, device=device)
+        y = torch.zeros(4, dtype=torch.long)
+        meter = Meter(2)
+        accuracy(out, y, 2.0)
+        accuracy(out.cpu(), y, 2.0)
+        log(out)
+        meter.add(out.sum(), 3)
+        meter.add(1, 2)
+        outer(out, y)
+    """)
+    syncs = sem.syncs
+    [read] = syncs.summary(sem.functions()["accuracy"][0])
+    assert (read.what, read.params, read.device) == ("`.item()`", frozenset({"out", "y"}), False)
+    assert syncs.summary(sem.functions()["log"][0]) == ()  # under a flag: not every call
+    [add] = syncs.summary(sem.functions()["add"][0])
+    assert add.params == frozenset({"args"})
+    calls = [c for c in ctx.iter_nodes(cst.Call) if ctx.module.code_for_node(c).startswith(
+        ("accuracy(", "meter.add(", "outer("))]
+    assert [len(syncs.call_reads(c)) for c in calls] == [1, 1, 0, 1, 0, 1]  # the first in outer()
+    [through] = syncs.summary(sem.functions()["outer"][0])
+    assert through.what == "`accuracy()` (its `.item()`)" and through.params == frozenset({"out", "y"})
+
+
+def test_summary_of_a_generator_is_empty_and_recursion_ends():
+    ctx, sem = semantic("""
+        def batches(x):
+            for row in x:
+                yield row.item()
+
+        def down(x, n):
+            if n:
+                return down(x, n - 1)
+            return x.item()
+    """)
+    syncs = sem.syncs
+    assert syncs.summary(sem.functions()["batches"][0]) == ()
+    reads = {r.what: r.params for r in syncs.summary(sem.functions()["down"][0])}
+    # `if n:` reads `n` on the host too: only a call passing a device tensor for `n` syncs there.
+    assert reads == {"`.item()`": frozenset({"x"}), "`if`/`while` on a tensor's value": frozenset({"n"})}
