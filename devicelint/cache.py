@@ -1,65 +1,275 @@
-"""Result cache: one file per (devicelint version, enabled rules, settings), mapping each
-file's content hash to its findings. Unchanged files cost a read and a hash."""
+"""Result cache: per (devicelint version and rules, enabled codes, settings) one JSON file in
+the project's cache directory, mapping each file's key (its content hash and its path relative
+to the project root) to its findings. Unchanged files cost a read and a hash.
+
+The cache is data, never code (no pickle): a file that is truncated, mutated, planted or from
+another version is dropped, never fatal; every entry is checked field by field before it is
+served. It is written only inside the project root, through no symbolic link (see
+`devicelint.datafile`), and pruned by age and size.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import pickle
-import tempfile
+import re
+import sys
+import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
+
+from devicelint.datafile import SafeDir, UnsafePath, decode, encode
 
 CACHE_DIR_NAME = ".devicelint_cache"
+FORMAT = "devicelint-results-1"  # bump when the layout of an entry changes
+MAX_AGE_DAYS = 30  # an entry (or another settings' cache file) unused this long is dropped
+MAX_BYTES = 64 * 1024 * 1024  # one cache file; beyond it the least recently used entries go
+MAX_READ = 2 * MAX_BYTES
+GITIGNORE = b"# Created by devicelint\n*\n"
+CACHEDIR_TAG = b"Signature: 8a477f597d28d172789f06886806bc55\n# devicelint cache (https://bford.info/cachedir/)\n"
+
+_KEY_RE = re.compile(r"^[0-9a-f]{32}$")
+_CODE_RE = re.compile(r"^[A-Z]+[0-9]+$")
+_STALE_NAME = re.compile(r"^(results-[0-9a-f]+\.(json|pickle)|\.tmp-[0-9]+-[0-9a-f]+)$")
+_INT_MAX = 1 << 31
 
 
 def content_key(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def entry_key(data: bytes, relative: str) -> str:
+    """What a file's result depends on besides the settings: its bytes, and its path relative
+    to the project root (DL010 exempts tests/, a notebook is linted as one by its suffix)."""
+    suffix = os.path.splitext(relative)[1]
+    hasher = hashlib.blake2b(digest_size=16)
+    parts = (content_key(data), relative, suffix)
+    for part in (text.encode("utf-8", "surrogateescape") for text in parts):
+        hasher.update(len(part).to_bytes(8, "little"))
+        hasher.update(part)
+    return hasher.hexdigest()
+
+
+def _today() -> int:
+    return int(time.time() // 86400)
+
+
 class Cache:
-    def __init__(self, directory: Path, fingerprint: str) -> None:
-        self.directory = directory
-        self.file = directory / f"results-{fingerprint}.pickle"
-        self.entries: dict[str, list[dict]] = {}
-        self.used: set[str] = set()
+    """Open with `Cache(root, directory, fingerprint)`; `problem` says why it is off, if it is."""
+
+    def __init__(self, root: Path, directory: Path, fingerprint: str) -> None:
+        self.fingerprint = fingerprint
+        self.file = f"results-{fingerprint}.json"
+        self.entries: dict[str, list[Any]] = {}  # key -> [day last used, findings]
         self.dirty = False
+        self.problem: Optional[str] = None
+        self.today = _today()
+        self._loaded_stat: Optional[tuple[int, int]] = None
+        self.root = str(Path(root).resolve())
+        self.parts = _parts_inside(self.root, str(directory))
+        if self.parts is None:
+            self.problem = f"cache directory {directory} is not inside the project root {self.root}"
+            return
         try:
-            with open(self.file, "rb") as handle:
-                loaded = pickle.load(handle)
-            if isinstance(loaded, dict):
-                self.entries = loaded
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError, ImportError):
-            self.entries = {}
+            folder = SafeDir.inside(self.root, self.parts, create=False)
+        except UnsafePath as error:
+            self.problem = f"cache directory refused: {error}"
+            return
+        except OSError:
+            return
+        if folder is None:
+            return
+        with folder:
+            self._read(folder)
+
+    @property
+    def enabled(self) -> bool:
+        return self.parts is not None and self.problem is None
+
+    def _read(self, folder: SafeDir) -> None:
+        info = folder.stat(self.file)
+        if info is not None:
+            self._loaded_stat = (info.st_mtime_ns, info.st_size)
+        self.entries = self._entries_of(folder.read(self.file, MAX_READ))
+
+    def _entries_of(self, data: Optional[bytes]) -> dict[str, list[Any]]:
+        payload = decode(FORMAT, data)
+        if not isinstance(payload, dict) or payload.get("fingerprint") != self.fingerprint:
+            return {}
+        raw = payload.get("entries")
+        if not isinstance(raw, dict):
+            return {}
+        entries = {}
+        for key, value in raw.items():
+            # The shell is checked here; the findings when an entry is served (`get`).
+            if (
+                _KEY_RE.match(key)
+                and isinstance(value, list) and len(value) == 2
+                and type(value[0]) is int and 0 <= value[0] <= self.today + 1
+                and isinstance(value[1], list)
+            ):
+                entries[key] = value
+        return entries
 
     def get(self, key: str) -> Optional[list[dict]]:
-        found = self.entries.get(key)
-        if found is not None:
-            self.used.add(key)
-        return found
+        entry = self.entries.get(key)
+        if entry is None:
+            return None
+        findings = [unpack(row) for row in entry[1]]
+        if None in findings:
+            del self.entries[key]  # a foreign or garbled entry: relint, and forget it
+            self.dirty = True
+            return None
+        if entry[0] != self.today:
+            entry[0] = self.today
+            self.dirty = True
+        return findings
 
     def put(self, key: str, findings: list[dict]) -> None:
-        self.entries[key] = findings
-        self.used.add(key)
+        rows = [pack(f) for f in findings]
+        if None in rows:
+            return
+        self.entries[key] = [self.today, rows]
         self.dirty = True
 
     def save(self) -> None:
-        """Write atomically, keeping only entries of files seen in this run (the cache
-        does not grow without bound as files change)."""
-        if not self.dirty and len(self.used) == len(self.entries):
+        """Write atomically (entries unused for MAX_AGE_DAYS dropped, the file kept under
+        MAX_BYTES); an unusable directory only means the next run is not cached."""
+        if not self.enabled:
             return
-        kept = {k: v for k, v in self.entries.items() if k in self.used}
+        oldest = self.today - MAX_AGE_DAYS
+        expired = [k for k, v in self.entries.items() if v[0] < oldest]
+        if not self.dirty and not expired:
+            return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            ignore = self.directory / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Created by devicelint\n*\n")
-                (self.directory / "CACHEDIR.TAG").write_text(
-                    "Signature: 8a477f597d28d172789f06886806bc55\n# devicelint cache\n"
-                )
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(kept, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.file)
-        except OSError:
-            pass  # a read-only checkout still lints; it just is not cached
+            folder = SafeDir.inside(self.root, self.parts, create=True)
+        except (UnsafePath, OSError):
+            return
+        if folder is None:
+            return
+        with folder:
+            try:
+                self._write(folder, oldest)
+            except OSError:
+                pass  # a read-only checkout or a full disk still lints; it just is not cached
+
+    def _write(self, folder: SafeDir, oldest: int) -> None:
+        folder.create(".gitignore", GITIGNORE)  # never over an existing file or link
+        folder.create("CACHEDIR.TAG", CACHEDIR_TAG)
+        info = folder.stat(self.file)
+        if info is not None and (info.st_mtime_ns, info.st_size) != self._loaded_stat:
+            # Another run wrote meanwhile: keep its entries too.
+            for key, value in self._entries_of(folder.read(self.file, MAX_READ)).items():
+                self.entries.setdefault(key, value)
+        kept = {k: v for k, v in self.entries.items() if v[0] >= oldest}
+        data = encode(FORMAT, {"fingerprint": self.fingerprint, "entries": kept})
+        if len(data) > MAX_BYTES:
+            data = encode(FORMAT, {"fingerprint": self.fingerprint, "entries": _newest(kept, MAX_BYTES)})
+        folder.replace(self.file, data)
+        _prune_others(folder, self.file, oldest)
+
+
+def _newest(entries: dict[str, list[Any]], budget: int) -> dict[str, list[Any]]:
+    """The most recently used entries that fit in about `budget` bytes of JSON."""
+    import json
+
+    kept: dict[str, list[Any]] = {}
+    total = 1024
+    for key, value in sorted(entries.items(), key=lambda item: -item[1][0]):
+        total += len(key) + len(json.dumps(value, separators=(",", ":"))) + 8
+        if total > budget:
+            break
+        kept[key] = value
+    return kept
+
+
+def _prune_others(folder: SafeDir, current: str, oldest: int) -> None:
+    """Cache files of other settings or versions unused for MAX_AGE_DAYS, caches of the old
+    pickle format (never read) and temporary files left by a killed run. Regular files only."""
+    import stat
+
+    cutoff = oldest * 86400
+    for name in folder.names():
+        if name == current or not _STALE_NAME.match(name):
+            continue
+        info = folder.stat(name)
+        if info is None or not stat.S_ISREG(info.st_mode):
+            continue
+        if name.endswith(".pickle") or info.st_mtime < cutoff or (
+                name.startswith(".tmp-") and info.st_mtime < time.time() - 86400):
+            folder.unlink(name)
+
+
+def _parts_inside(root: str, directory: str) -> Optional[tuple[str, ...]]:
+    """The components of `directory` below `root` (lexically, after normalising), or None if
+    it is the root itself or outside it (`cache-dir = "../x"`, an absolute path elsewhere)."""
+    directory = os.path.normpath(os.path.join(root, directory))
+    try:
+        relative = os.path.relpath(directory, root)
+    except ValueError:  # another drive
+        return None
+    parts = tuple(Path(relative).parts)
+    if not parts or relative == os.curdir or parts[0] == os.pardir or os.path.isabs(relative):
+        return None
+    return parts
+
+
+# A finding is stored as one JSON array (smaller and faster to parse and check than an
+# object per finding): the fields of `Finding.to_dict` without `path`, in this order.
+_FIELDS = ("code", "name", "line", "column", "end_line", "end_column", "message", "severity")
+_FIX_FIELDS = ("line", "column", "end_line", "end_column", "content", "safe", "description")
+
+
+def pack(finding: dict) -> Optional[list]:
+    """The row for `finding` (a `Finding.to_dict()` without `path`), or None if it holds
+    something a lint result never does (then the file is not cached)."""
+    if not set(finding) <= {*_FIELDS, "fix", "cell", "cell_line"}:
+        return None
+    fix = finding.get("fix")
+    row = [finding.get(name) for name in _FIELDS]
+    row.append([fix.get(name) for name in _FIX_FIELDS] if isinstance(fix, dict) else None)
+    row.append(finding.get("cell"))
+    row.append(finding.get("cell_line"))
+    return row if unpack(row) is not None else None
+
+
+def unpack(row: Any) -> Optional[dict]:
+    """The finding dict of a stored row, or None unless every field has its type."""
+    if type(row) is not list or len(row) != 11:
+        return None
+    code, name, line, column, end_line, end_column, message, severity, fix, cell, cell_line = row
+    if (
+        type(code) is not str or type(name) is not str or type(message) is not str or type(severity) is not str
+        or type(line) is not int or type(column) is not int
+        or type(end_line) is not int or type(end_column) is not int
+        or not (0 <= line < _INT_MAX and 0 <= column < _INT_MAX and 0 <= end_line < _INT_MAX
+                and 0 <= end_column < _INT_MAX)
+        or _CODE_RE.match(code) is None
+    ):
+        return None
+    finding = {"code": code, "name": name, "line": line, "column": column, "end_line": end_line,
+               "end_column": end_column, "message": message, "severity": severity}
+    if fix is not None:
+        if type(fix) is not list or len(fix) != 7:
+            return None
+        f_line, f_column, f_end_line, f_end_column, content, safe, description = fix
+        if not (_count(f_line) and _count(f_column) and _count(f_end_line) and _count(f_end_column)
+                and type(content) is str and type(safe) is bool and type(description) is str):
+            return None
+        finding["fix"] = dict(zip(_FIX_FIELDS, fix))
+    if cell is not None:
+        if not (_count(cell) and (cell_line is None or _count(cell_line))):
+            return None
+        finding["cell"] = cell
+        finding["cell_line"] = cell_line
+    elif cell_line is not None:
+        return None
+    return finding
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and 0 <= value < _INT_MAX  # bool is not an int here
+
+
+def warn(problem: str) -> None:
+    print(f"devicelint: warning: not caching results: {problem}", file=sys.stderr)

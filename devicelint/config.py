@@ -58,67 +58,148 @@ class Settings:
 
 
 def find_pyproject(start: Path) -> Optional[Path]:
-    """The nearest pyproject.toml with a [tool.devicelint] table, walking up from `start`."""
+    """The nearest pyproject.toml with a `tool.devicelint` table (however the TOML spells it:
+    `[tool.devicelint]`, `[tool]` + `devicelint.x = ...`, an inline table), walking up from
+    `start`. A pyproject.toml that does not parse is skipped unless it mentions devicelint
+    (then it is returned, and loading it reports the error)."""
     start = start.resolve()
     directory = start if start.is_dir() else start.parent
     for candidate in (directory, *directory.parents):
         path = candidate / "pyproject.toml"
-        if path.is_file():
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            if "[tool.devicelint" in text:
+        if not path.is_file():
+            continue
+        try:
+            raw = _read_bytes(path)
+        except ConfigError:
+            continue
+        try:
+            tool = _parse(raw, path).get("tool")
+        except ConfigError:
+            if b"devicelint" in raw:
                 return path
+            continue
+        if isinstance(tool, dict) and "devicelint" in tool:
+            return path
+        if not isinstance(tool, (dict, type(None))) and b"devicelint" in raw:
+            return path  # `tool = 5` next to a devicelint setting: say what is wrong
     return None
 
 
-def _string_list(value: Any, key: str, path: Path) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: `{key}` must be a list of strings")
-    return list(value)
+MAX_CONFIG_BYTES = 10_000_000
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: cannot read: larger than {MAX_CONFIG_BYTES:,} bytes")
+    return data
+
+
+def _parse(raw: bytes, path: Path) -> dict[str, Any]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 (byte 0x{raw[error.start]:02x} at line {line})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+
+
+def _table(document: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The devicelint table of a pyproject.toml (`tool.devicelint`), or of another file
+    given with --config (its top level, or its `tool.devicelint` if it has one)."""
+    if path.name != "pyproject.toml" and "tool" not in document:
+        return document
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: `tool` must be a table, not {_kind(tool)}")
+    table = tool.get("devicelint", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: `tool.devicelint` must be a table, not {_kind(table)}")
+    if path.name != "pyproject.toml":
+        others = set(document) - {"tool"}
+        if others:
+            raise ConfigError(f"{path}: `{sorted(others)[0]}`: put settings either at the top level "
+                              "or under [tool.devicelint], not both")
+    return table
+
+
+def _kind(value: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+             list: "an array", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _string_list(value: Any, key: str, path: Path, what: str = "strings") -> list[str]:
+    """A list of non-empty strings (a single string is accepted as a list of one)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise ConfigError(f"{path}: `{key}` must be a list of {what}, not {_kind(value)}")
+    for item in items:
+        if not isinstance(item, str):
+            raise ConfigError(f"{path}: `{key}` must be a list of {what}; found {_kind(item)}")
+        if not item.strip():
+            raise ConfigError(f"{path}: `{key}` must be a list of {what}; found an empty string")
+    return list(items)
 
 
 def load_settings(config: Optional[Path], start: Path) -> Settings:
     """Settings from `config` (or the nearest pyproject.toml above `start`)."""
     path = config or find_pyproject(start)
     if path is None:
-        return Settings(root=os.getcwd())
-    try:
-        with open(path, "rb") as handle:
-            document = tomllib.load(handle)
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    table = document.get("tool", {}).get("devicelint", {}) if path.name == "pyproject.toml" else document
-    if "tool" in table and path.name != "pyproject.toml":  # a devicelint.toml may nest it too
-        table = table.get("tool", {}).get("devicelint", table)
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [tool.devicelint] must be a table")
+        return Settings(root=os.path.realpath(os.getcwd()))
+    table = _table(_parse(_read_bytes(path), path), path)
     unknown = set(table) - KNOWN_KEYS
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) in [tool.devicelint]: {', '.join(sorted(unknown))}")
-    settings = Settings(root=str(path.parent.resolve()), config_path=str(path))
+    root = os.path.realpath(path.parent)
+    settings = Settings(root=root, config_path=str(path))
     if "select" in table:
-        settings.select = _string_list(table["select"], "select", path)
-    for key in ("ignore", "extend-select", "exclude", "extend-exclude"):
+        settings.select = _string_list(table["select"], "select", path, "rule codes")
+    for key in ("ignore", "extend-select"):
         if key in table:
-            setattr(settings, key.replace("-", "_"), _string_list(table[key], key, path))
+            setattr(settings, key.replace("-", "_"), _string_list(table[key], key, path, "rule codes"))
+    for key in ("exclude", "extend-exclude"):
+        if key in table:
+            setattr(settings, key.replace("-", "_"), _string_list(table[key], key, path, "patterns"))
     if "per-file-ignores" in table:
         raw = table["per-file-ignores"]
         if not isinstance(raw, dict):
-            raise ConfigError(f"{path}: `per-file-ignores` must be a table of pattern = [codes]")
-        settings.per_file_ignores = {k: _string_list(v, k, path) for k, v in raw.items()}
-    for key, kind in (("respect-gitignore", bool), ("force-exclude", bool), ("max-file-size", int)):
+            raise ConfigError(f"{path}: `per-file-ignores` must be a table of pattern = [codes], not {_kind(raw)}")
+        ignores = {}
+        for pattern, codes in raw.items():
+            if not pattern.strip():
+                raise ConfigError(f"{path}: `per-file-ignores` has an empty pattern")
+            ignores[pattern] = _string_list(codes, f"per-file-ignores.{pattern}", path, "rule codes")
+        settings.per_file_ignores = ignores
+    for key in ("respect-gitignore", "force-exclude"):
         if key in table:
-            if not isinstance(table[key], kind):
-                raise ConfigError(f"{path}: `{key}` must be a {kind.__name__}")
+            if type(table[key]) is not bool:
+                raise ConfigError(f"{path}: `{key}` must be true or false, not {_kind(table[key])}")
             setattr(settings, key.replace("-", "_"), table[key])
+    if "max-file-size" in table:
+        value = table["max-file-size"]
+        if type(value) is not int or value <= 0:  # bool is an int subclass: `true` is not a size
+            raise ConfigError(f"{path}: `max-file-size` must be a positive integer (bytes), not {value!r}"
+                              if type(value) is int else
+                              f"{path}: `max-file-size` must be a positive integer (bytes), not {_kind(value)}")
+        settings.max_file_size = value
     if "cache-dir" in table:
-        settings.cache_dir = str((path.parent / str(table["cache-dir"])).resolve())
+        value = table["cache-dir"]
+        if not isinstance(value, str) or not value.strip() or "\0" in value:
+            raise ConfigError(f"{path}: `cache-dir` must be a non-empty string (a directory), not "
+                              f"{_kind(value) if not isinstance(value, str) else repr(value)}")
+        # Kept as written (normalised, not resolved): the cache refuses a directory that is a
+        # symbolic link or lies outside the project root.
+        settings.cache_dir = os.path.normpath(os.path.join(root, os.path.expanduser(value)))
     return settings
 
 
@@ -127,6 +208,8 @@ def expand_codes(patterns: list[str], known: list[str], origin: str) -> set[str]
     selected: set[str] = set()
     for pattern in patterns:
         pattern = pattern.strip().upper()
+        if not pattern:  # "" would be a prefix of every code: select everything
+            raise ConfigError(f"{origin}: empty rule code")
         if pattern == "ALL":
             selected.update(known)
             continue

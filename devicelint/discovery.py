@@ -20,6 +20,65 @@ class Candidate:
     path: str  # the path to open
     display: str  # the path to report (as given, or relative to the working directory)
     explicit: bool  # named on the command line
+    # The path relative to the project root, "/"-separated, whatever the working directory
+    # and however the project was reached (a symlinked path): what excludes, per-file-ignores
+    # and path-dependent rules (DL010's test exemption) see, and part of the cache key.
+    # Starts with "../" for a file outside the project.
+    relative: str = ""
+
+
+class ProjectPaths:
+    """Paths relative to the (resolved) project root. A path given through a symbolic link
+    to the project (`/tmp` -> `/private/tmp`, a linked workspace) is mapped by resolving its
+    directory once; a link inside the project keeps its own place, like git."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        self._prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
+        self._real_dirs: dict[str, str] = {}
+
+    def _inside(self, absolute: str) -> Optional[str]:
+        if absolute == self.root:
+            return ""
+        if absolute.startswith(self._prefix):
+            relative = absolute[len(self._prefix):]
+            return relative.replace(os.sep, "/") if os.sep != "/" else relative
+        return None
+
+    def real_dir(self, directory: str) -> str:
+        found = self._real_dirs.get(directory)
+        if found is None:
+            found = self._real_dirs[directory] = os.path.realpath(directory)
+        return found
+
+    def relative(self, path: "str | os.PathLike[str]") -> Optional[str]:
+        """The path relative to the root, or None if it is outside."""
+        absolute = os.path.abspath(path)
+        found = self._inside(absolute)
+        if found is not None:
+            return found
+        parent, name = os.path.split(absolute)
+        if not name:
+            return self._inside(self.real_dir(absolute))
+        return self._inside(os.path.join(self.real_dir(parent), name))
+
+    def canonical(self, path: "str | os.PathLike[str]") -> Path:
+        """The absolute path in the root's spelling when inside the project, else abspath."""
+        relative = self.relative(path)
+        if relative is None:
+            return Path(os.path.abspath(path))
+        return Path(self.root, relative) if relative else Path(self.root)
+
+    def key(self, path: "str | os.PathLike[str]") -> str:
+        """`relative`, or for a file outside the project its path from the root (`../x.py`)."""
+        relative = self.relative(path)
+        if relative is not None:
+            return relative
+        parent, name = os.path.split(os.path.abspath(path))
+        try:
+            return Path(os.path.relpath(os.path.join(self.real_dir(parent), name), self.root)).as_posix()
+        except ValueError:  # another drive on Windows
+            return Path(os.path.abspath(path)).as_posix()
 
 
 @dataclass
@@ -34,8 +93,9 @@ class Excluder:
     the project root (`tests/data`, `src/*/generated`). Walking prunes excluded directories,
     so a directory named on the command line is linted even if its name is excluded."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.root = Path(settings.root).resolve()
+    def __init__(self, settings: Settings, paths: Optional[ProjectPaths] = None) -> None:
+        self.paths = paths or ProjectPaths(settings.root)
+        self.root = Path(self.paths.root)
         patterns = [p.rstrip("/") for p in list(settings.exclude) + list(settings.extend_exclude) if p]
         self.name_patterns = [p for p in patterns if "/" not in p]
         self.path_patterns = [p.lstrip("./") if p.startswith("./") else p for p in patterns if "/" in p]
@@ -46,10 +106,7 @@ class Excluder:
         self.floor: Optional[Path] = None
 
     def _relative(self, path: Path) -> Optional[str]:
-        try:
-            return Path(os.path.abspath(path)).relative_to(self.root).as_posix()
-        except ValueError:
-            return None
+        return self.paths.relative(path)
 
     def matches(self, path: Path) -> bool:
         name = path.name
@@ -65,7 +122,7 @@ class Excluder:
 
     def excluded_with_parents(self, path: Path) -> bool:
         """For --force-exclude: the path or any directory above it (up to the root)."""
-        path = Path(os.path.abspath(path))
+        path = self.paths.canonical(path)
         if self.excluded(path, path.is_dir()):
             return True
         for parent in path.parents:
@@ -91,7 +148,7 @@ class Excluder:
 
     def _gitignored(self, path: Path, is_dir: bool) -> bool:
         """Check every .gitignore from the path's directory up to the project root."""
-        path = Path(os.path.abspath(path))
+        path = self.paths.canonical(path)
         directory = path.parent
         while True:
             spec = self._gitignore(directory)
@@ -117,6 +174,7 @@ def discover(paths: list[str], settings: Settings, force_exclude: bool = False
              ) -> tuple[list[Candidate], list[Problem]]:
     """Files to lint (sorted, unique) and problems with the given paths."""
     excluder = Excluder(settings)
+    project = excluder.paths
     found: dict[str, Candidate] = {}
     problems: list[Problem] = []
     for given in paths:
@@ -127,17 +185,19 @@ def discover(paths: list[str], settings: Settings, force_exclude: bool = False
         if path.is_dir():
             if force_exclude and given not in (".", "./") and excluder.excluded_with_parents(path):
                 continue
-            top = Path(os.path.abspath(path))
+            top = project.canonical(path)
             excluder.floor = top if excluder.respect_gitignore and excluder._gitignored(top, True) else None
             for candidate in _walk(path, excluder, problems):
-                found.setdefault(os.path.abspath(candidate.path), candidate)
+                candidate.relative = project.key(candidate.path)
+                found.setdefault(str(project.canonical(candidate.path)), candidate)
             excluder.floor = None
         elif path.is_symlink() and not path.exists():
             problems.append(Problem(given, "Broken symbolic link (or a link loop)"))
         else:
             if force_exclude and excluder.excluded_with_parents(path):
                 continue
-            found.setdefault(os.path.abspath(path), Candidate(str(path), _display(path, given), True))
+            found.setdefault(str(project.canonical(path)),
+                             Candidate(str(path), _display(path, given), True, project.key(path)))
     return sorted(found.values(), key=lambda c: c.display), problems
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
-import json
 import os
 import pkgutil
 import re
@@ -192,9 +191,39 @@ def _signature() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
-def _catalog_file(signature: str) -> Optional[Path]:
+CATALOG_FORMAT = "devicelint-rules-1"
+
+
+def _catalog_dir() -> tuple[str, str]:
+    """($XDG_CACHE_HOME or ~/.cache, "devicelint"): the base is the user's, links and all;
+    devicelint's own folder below it is never a link (see `datafile.SafeDir`)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "devicelint" / f"rules-{signature}.json"
+    return os.path.abspath(base), "devicelint"
+
+
+def _catalog_from(payload: object) -> Optional[dict[str, RuleMeta]]:
+    """The catalogue in `payload`, or None unless every field of every rule has its type
+    (a foreign or garbled file is rebuilt from the rules, never trusted)."""
+    if not isinstance(payload, dict) or not payload:
+        return None
+    catalog = {}
+    for code, meta in payload.items():
+        if not isinstance(meta, dict) or set(meta) != _META_TYPES.keys():
+            return None
+        if any(type(meta[name]) is not kind for name, kind in _META_TYPES.items()):
+            return None
+        if meta["code"] != code or not CODE_RE.match(code) or not all(type(t) is str for t in meta["tokens"]):
+            return None
+        catalog[code] = RuleMeta(**{**meta, "tokens": tuple(meta["tokens"])})
+    if not {"DL900", "DL901", "DL902"} <= catalog.keys():  # the engine's own diagnostics
+        return None
+    return catalog
+
+
+_META_TYPES = {
+    "code": str, "name": str, "summary": str, "severity": str, "default_enabled": bool,
+    "tokens": list, "fixable": bool, "has_handlers": bool,
+}
 
 
 def signature() -> str:
@@ -237,20 +266,27 @@ def rule_catalog() -> dict[str, RuleMeta]:
         return _metadata(_registry)
     if _catalog is not None:
         return _catalog
-    path = _catalog_file(signature())
+    from devicelint.datafile import SafeDir, UnsafePath, decode, encode
+
+    base, folder_name = _catalog_dir()
+    name = f"rules-{signature()}.json"
     try:
-        with open(path, encoding="utf-8") as handle:
-            raw = json.load(handle)
-        _catalog = {code: RuleMeta(**{**meta, "tokens": tuple(meta["tokens"])}) for code, meta in raw.items()}
-        return _catalog
-    except (OSError, ValueError, TypeError, KeyError):
-        pass
+        folder = SafeDir.inside(base, (folder_name,), create=False)
+    except (UnsafePath, OSError):
+        folder = None
+    if folder is not None:
+        with folder:
+            found = _catalog_from(decode(CATALOG_FORMAT, folder.read(name, 10_000_000)))
+        if found is not None:
+            _catalog = found
+            return _catalog
     _catalog = _metadata(all_rules())
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({c: asdict(m) for c, m in _catalog.items()}), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
+        os.makedirs(base, exist_ok=True)
+        folder = SafeDir.inside(base, (folder_name,), create=True)
+        if folder is not None:
+            with folder:
+                folder.replace(name, encode(CATALOG_FORMAT, {c: asdict(m) for c, m in _catalog.items()}))
+    except (UnsafePath, OSError):
         pass  # no writable cache directory: the next run imports the rules again
     return _catalog

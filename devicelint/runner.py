@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from devicelint import __version__
-from devicelint.cache import CACHE_DIR_NAME, Cache, content_key
+from devicelint.cache import CACHE_DIR_NAME, Cache, entry_key
+from devicelint.cache import warn as cache_warning
 from devicelint.config import Settings, enabled_codes, expand_codes, load_settings
-from devicelint.discovery import Candidate, discover
+from devicelint.discovery import Candidate, ProjectPaths, discover
 from devicelint.finding import Finding
 from devicelint.rule import rule_catalog, signature
 from devicelint.source import UNREADABLE, decode_source, needs_parse, python_syntax_error
@@ -122,21 +123,37 @@ def _read(candidate: Candidate, max_size: int) -> tuple[Optional[bytes], Optiona
         return None, _diagnostic(UNREADABLE, candidate.display, f"Cannot read file: {reason}")
 
 
+class PathIgnores:
+    """`per-file-ignores`, matched against paths relative to the project root (resolved, so
+    neither the working directory nor a symlinked path to the project changes the result)."""
+
+    def __init__(self, settings: Settings, project: Optional[ProjectPaths] = None) -> None:
+        known = list(rule_catalog())
+        self.project = project or ProjectPaths(settings.root)
+        self.rules = [(pattern, expand_codes(codes, known, "per-file-ignores"))
+                      for pattern, codes in settings.per_file_ignores.items()]
+
+    def ignored(self, finding: Finding, relative: Optional[str] = None) -> bool:
+        if not self.rules:
+            return False
+        if relative is None:
+            relative = self.project.relative(finding.path)
+        if relative is None:
+            relative = Path(finding.path).as_posix()
+        name = relative.rsplit("/", 1)[-1]
+        for pattern, codes in self.rules:
+            if finding.code in codes and (
+                fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(name, pattern)
+                or relative.startswith(pattern.rstrip("/") + "/")
+            ):
+                return True
+        return False
+
+
 def _ignored_by_path(finding: Finding, settings: Settings) -> bool:
     if not settings.per_file_ignores:
         return False
-    root = Path(settings.root)
-    try:
-        relative = Path(os.path.abspath(finding.path)).relative_to(root).as_posix()
-    except ValueError:
-        relative = Path(finding.path).as_posix()
-    known = list(rule_catalog())
-    for pattern, codes in settings.per_file_ignores.items():
-        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(Path(relative).name, pattern) \
-                or relative.startswith(pattern.rstrip("/") + "/"):
-            if finding.code in expand_codes(codes, known, "per-file-ignores"):
-                return True
-    return False
+    return PathIgnores(settings).ignored(finding)
 
 
 def lint_paths(
@@ -152,36 +169,52 @@ def lint_paths(
     codes = enabled_codes(settings, rule_catalog())
     candidates, problems = discover(list(paths), settings, bool(settings.force_exclude))
     findings = [_diagnostic(UNREADABLE, p.display, p.message) for p in problems]
-    cache = None
-    if use_cache:
-        directory = Path(settings.cache_dir) if settings.cache_dir else Path(settings.root) / CACHE_DIR_NAME
-        cache = Cache(directory, settings.fingerprint(codes, f"{__version__}+{signature()}"))
+    project = ProjectPaths(settings.root)
+    cache = _open_cache(settings, project, codes) if use_cache else None
     jobs_to_run = []
     keys = []
     cached = 0
+    relative_of: dict[str, Optional[str]] = {}
     for candidate in candidates:
+        inside = not candidate.relative.startswith("../")
+        relative_of[candidate.display] = candidate.relative if inside else None
         data, problem = _read(candidate, settings.max_file_size)
         if problem is not None:
             findings.append(problem)
             continue
-        key = content_key(data)
+        key = entry_key(data, candidate.relative) if cache is not None else ""
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
             cached += 1
             findings.extend(Finding.from_dict({**f, "path": candidate.display}) for f in hit)
             continue
-        jobs_to_run.append((candidate.path, candidate.display, data, tuple(codes)))
-        keys.append(key)
-    for key, job, result in zip(keys, jobs_to_run, _run_jobs(jobs_to_run, jobs)):
+        # Rules see the path relative to the project root (DL010 exempts tests/ by path);
+        # findings are reported under the path as the user wrote it.
+        jobs_to_run.append((candidate.path, candidate.relative or candidate.display, data, tuple(codes)))
+        keys.append((key, candidate.display))
+    for (key, display), result in zip(keys, _run_jobs(jobs_to_run, jobs)):
         if cache is not None:
             cache.put(key, [{k: v for k, v in f.items() if k != "path"} for f in result])
-        findings.extend(Finding.from_dict(f) for f in result)
+        findings.extend(Finding.from_dict({**f, "path": display}) for f in result)
     if cache is not None:
         cache.save()
+    path_ignores = PathIgnores(settings, project)
     findings = [f for f in findings if f.code in codes]
-    findings = [f for f in findings if not _ignored_by_path(f, settings)]
+    findings = [f for f in findings if not path_ignores.ignored(f, relative_of.get(f.path))]
     findings.sort(key=Finding.sort_key)
     return LintRun(findings, len(candidates), cached, codes, settings)
+
+
+def _open_cache(settings: Settings, project: ProjectPaths, codes: list[str]) -> Optional[Cache]:
+    """The project's cache, or None when its directory is refused (a symbolic link, outside
+    the project root): linting goes on uncached, with a warning."""
+    root = project.root
+    directory = settings.cache_dir or os.path.join(root, CACHE_DIR_NAME)
+    cache = Cache(Path(root), Path(directory), settings.fingerprint(codes, f"{__version__}+{signature()}"))
+    if cache.problem is not None:
+        cache_warning(cache.problem)
+        return None
+    return cache
 
 
 def available_cpus() -> int:
