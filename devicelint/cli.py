@@ -24,6 +24,9 @@ def _patterns(values: tuple[str, ...]) -> Optional[list[str]]:
     return _codes(values) if values else None
 
 
+LAZY_COMMANDS = ("confirm", "server")
+
+
 class DefaultGroup(click.Group):
     """A group whose first argument, if not a subcommand, goes to `check`:
     `devicelint src/` is `devicelint check src/`."""
@@ -33,8 +36,8 @@ class DefaultGroup(click.Group):
             return super().parse_args(ctx, args)
         if args and args[0] == "--version":
             return super().parse_args(ctx, args)
-        # `confirm` is loaded lazily (get_command), so it is not in self.commands.
-        if not args or args[0] not in {*self.commands, "confirm"}:
+        # `confirm` and `server` are loaded lazily (get_command), so not in self.commands.
+        if not args or args[0] not in {*self.commands, *LAZY_COMMANDS}:
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
@@ -43,10 +46,14 @@ class DefaultGroup(click.Group):
             from devicelint.runtime.command import confirm
 
             return confirm
+        if name == "server":
+            from devicelint.integrations.command import server
+
+            return server
         return super().get_command(ctx, name)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), "confirm"})
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
 
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -51,8 +51,13 @@ def rules_for(source: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
     return [r for r in rules if not r.tokens or any(t in source for t in r.tokens)]
 
 
-def _syntax_error(path: str, error: Exception) -> Finding:
+def _syntax_error(path: str, error: Exception, source: Optional[str] = None) -> Finding:
     if isinstance(error, cst.ParserSyntaxError):
+        # CPython's parser says where and what far better than libcst's (which reports an
+        # unclosed bracket at the end of the file): prefer it when it fails too.
+        precise = _python_syntax_error(path, source) if source is not None else []
+        if precise:
+            return precise[0]
         first = str(error).strip().splitlines()[0] if str(error).strip() else "invalid syntax"
         message = f"Cannot parse: {error.message}" if error.message else f"Cannot parse: {first}"
         return _diagnostic(SYNTAX_ERROR, path, message, error.raw_line, error.raw_column + 1)
@@ -79,7 +84,7 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
     try:
         module = safe_parse.parse_module(source)  # libcst's, guarded against stack overflow
     except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
-        return FileResult(path, [_syntax_error(path, error)])
+        return FileResult(path, [_syntax_error(path, error, source)])
     ctx = FileContext(path, source, module)
     visitors: dict[str, list] = {}
     leavers: dict[str, list] = {}

@@ -337,7 +337,7 @@ def _without_broken_cells(display: str, notebook: Notebook, rules, options):
             safe_parse.parse_module(text)  # plain libcst can SIGSEGV on deep nesting
             parts.append(text)
         except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
-            finding = _syntax_error(display, error)
+            finding = _syntax_error(display, error, text)
             finding.line += cell.start - 1
             finding.end_line += cell.start - 1
             errors.append(finding)

@@ -1,0 +1,357 @@
+"""Change -> diagnostics latency of `devicelint server` on a ~1,000-line training script.
+
+Spawns the server the way an editor does (a subprocess speaking LSP over stdio; the client is
+tests/lsp_client.py), opens a generated training script (model classes, a training loop,
+helpers; with a few real findings), then sends N edits one at a time (`didChange`, full text,
+like a keystroke in the training loop) and times each from the moment the edit is written to
+the server's stdin to the moment the `publishDiagnostics` for that version is read back.
+
+That latency includes the server's debounce (the quiet period it waits for after a change
+before linting, 150 ms by default): the report states it separately, and what remains is the
+lint plus the protocol round trip. The server is pinned to two cores (`taskset -c 0,1`) when
+taskset exists.
+
+    python bench/lsp_latency.py                 # 30 edits, default debounce
+    python bench/lsp_latency.py --edits 50 --debounce-ms 100 --lines 1000 --json
+    python bench/lsp_latency.py --write-script /tmp/train.py   # just write the script
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from lsp_client import LspClient  # noqa: E402 - tests/lsp_client.py, shared with tests/test_server.py
+
+HEADER = '''\
+"""Train an image/sequence model zoo on synthetic data (generated for bench/lsp_latency.py)."""
+import argparse
+import math
+import os
+import random
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+
+@dataclass
+class Config:
+    batch_size: int = 64
+    epochs: int = 3
+    lr: float = 3e-4
+    weight_decay: float = 0.01
+    hidden: int = 256
+    heads: int = 8
+    layers: int = 4
+    dropout: float = 0.1
+    seq_len: int = 128
+    num_classes: int = 10
+    seed: int = 0
+    log_every: int = 50
+    checkpoint_dir: str = "checkpoints"
+
+
+def set_seed(seed):
+    random.seed(seed)
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+
+
+class AverageMeter:
+    def __init__(self):
+        self.total = 0.0
+        self.count = 0
+
+    def update(self, value, n=1):
+        self.total += value * n
+        self.count += n
+
+    @property
+    def average(self):
+        return self.total / max(self.count, 1)
+
+'''
+
+MODEL = '''
+class ConvBlock{n}(nn.Module):
+    def __init__(self, in_channels, out_channels, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(out_channels)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(out_channels)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or in_channels != out_channels:
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(out_channels),
+            )
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + self.shortcut(x))
+
+
+class Attention{n}(nn.Module):
+    def __init__(self, dim, heads, dropout):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, mask=None):
+        b, t, c = x.shape
+        qkv = self.qkv(x).reshape(b, t, 3, self.heads, c // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        scores = (q @ k.transpose(-2, -1)) * self.scale
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = self.drop(scores.softmax(dim=-1))
+        out = (weights @ v).transpose(1, 2).reshape(b, t, c)
+        return self.proj(out)
+
+
+class TransformerBlock{n}(nn.Module):
+    def __init__(self, dim, heads, dropout):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = Attention{n}(dim, heads, dropout)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(
+            nn.Linear(dim, dim * 4),
+            nn.GELU(),
+            nn.Dropout(dropout),
+            nn.Linear(dim * 4, dim),
+        )
+
+    def forward(self, x, mask=None):
+        x = x + self.attn(self.norm1(x), mask)
+        return x + self.mlp(self.norm2(x))
+
+
+class Classifier{n}(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.embed = nn.Embedding(1000, cfg.hidden)
+        self.position = nn.Parameter(torch.zeros(1, cfg.seq_len, cfg.hidden))
+        self.blocks = nn.ModuleList(
+            TransformerBlock{n}(cfg.hidden, cfg.heads, cfg.dropout) for _ in range(cfg.layers)
+        )
+        self.norm = nn.LayerNorm(cfg.hidden)
+        self.head = nn.Linear(cfg.hidden, cfg.num_classes)
+
+    def forward(self, tokens):
+        x = self.embed(tokens) + self.position[:, : tokens.shape[1]]
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x).mean(dim=1))
+
+'''
+
+FOOTER = '''
+class SyntheticDataset(Dataset):
+    def __init__(self, size, seq_len, num_classes):
+        self.tokens = torch.randint(0, 1000, (size, seq_len))
+        self.labels = torch.randint(0, num_classes, (size,))
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, index):
+        return self.tokens[index], self.labels[index]
+
+
+def accuracy(logits, labels):
+    return (logits.argmax(dim=-1) == labels).float().mean()
+
+
+def save_checkpoint(model, optimizer, epoch, directory):
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"epoch{epoch}.pt")
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}, path)
+    return path
+
+
+def cosine_schedule(optimizer, warmup, total):
+    def factor(step):
+        if step < warmup:
+            return step / max(warmup, 1)
+        progress = (step - warmup) / max(total - warmup, 1)
+        return 0.5 * (1 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def train_one_epoch(model, loader, optimizer, scheduler, device, cfg, epoch):
+    model.train()
+    losses = AverageMeter()
+    started = time.time()
+    for step, (tokens, labels) in enumerate(loader):
+        tokens, labels = tokens.to(device), labels.to(device)
+        logits = model(tokens)
+        loss = F.cross_entropy(logits, labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        losses.update(loss.item(), tokens.shape[0])
+        if step % cfg.log_every == 0:
+            print(f"epoch {epoch} step {step} loss {losses.average:.4f} {time.time() - started:.1f}s")
+    return losses.average
+
+
+@torch.no_grad()
+def evaluate(model, loader, device):
+    model.eval()
+    correct = AverageMeter()
+    for tokens, labels in loader:
+        tokens, labels = tokens.to(device), labels.to(device)
+        correct.update(accuracy(model(tokens), labels).item(), tokens.shape[0])
+    return correct.average
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=Config.epochs)
+    parser.add_argument("--batch-size", type=int, default=Config.batch_size)
+    args = parser.parse_args()
+    cfg = Config(epochs=args.epochs, batch_size=args.batch_size)
+    set_seed(cfg.seed)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Classifier0(cfg)
+    if torch.cuda.device_count() > 1:
+        model = nn.DataParallel(model)
+    model = model.to(device)
+    train = DataLoader(SyntheticDataset(4096, cfg.seq_len, cfg.num_classes), batch_size=cfg.batch_size,
+                       shuffle=True, num_workers=2)
+    valid = DataLoader(SyntheticDataset(512, cfg.seq_len, cfg.num_classes), batch_size=cfg.batch_size)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    scheduler = cosine_schedule(optimizer, 100, cfg.epochs * len(train))
+    for epoch in range(cfg.epochs):
+        loss = train_one_epoch(model, train, optimizer, scheduler, device, cfg, epoch)
+        score = evaluate(model, valid, device)
+        print(f"epoch {epoch}: loss {loss:.4f} accuracy {score:.3f}")
+        save_checkpoint(model, optimizer, epoch, cfg.checkpoint_dir)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def training_script(lines: int = 1000) -> str:
+    """A realistic training script of about `lines` lines: as many model families as fit."""
+    parts = [HEADER]
+    n = 0
+    while len("".join(parts + [MODEL.format(n=n), FOOTER]).splitlines()) <= lines:
+        parts.append(MODEL.format(n=n))
+        n += 1
+    parts.append(FOOTER)
+    return "".join(parts)
+
+
+def _edit(text: str, i: int) -> str:
+    """The i-th keystroke-like edit: a changed constant inside the training loop."""
+    return text.replace("torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)",
+                        f"torch.nn.utils.clip_grad_norm_(model.parameters(), {1 + i % 7}.{i % 10})")
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def run(edits: int, debounce_ms: int, lines: int, pin: bool) -> dict:
+    text = training_script(lines)
+    command = [sys.executable, "-m", "devicelint", "server", "--debounce-ms", str(debounce_ms)]
+    pinned = pin and shutil.which("taskset") is not None
+    if pinned:
+        command = ["taskset", "-c", "0,1", *command]
+    with tempfile.TemporaryDirectory() as workspace:
+        client = LspClient(command, workspace, stderr=sys.stderr)
+        try:
+            client.initialize(Path(workspace).as_uri(), timeout=120)
+            uri = (Path(workspace) / "train.py").as_uri()
+            sent = client.notify("textDocument/didOpen", {"textDocument": {
+                "uri": uri, "languageId": "python", "version": 1, "text": text}})
+            received, first = client.diagnostics_timed(uri, 1, timeout=120)
+            open_ms = (received - sent) * 1000
+            latencies = []
+            for i in range(edits):
+                version = i + 2
+                sent = client.notify("textDocument/didChange", {
+                    "textDocument": {"uri": uri, "version": version},
+                    "contentChanges": [{"text": _edit(text, i)}]})
+                received, _ = client.diagnostics_timed(uri, version, timeout=120)
+                latencies.append((received - sent) * 1000)
+            exit_code = client.stop()
+        finally:
+            client.kill()
+    return {
+        "lines": len(text.splitlines()),
+        "findings": sorted(d["code"] for d in first),
+        "edits": edits,
+        "pinned_to_cores": "0,1" if pinned else None,
+        "debounce_ms": debounce_ms,
+        "open_to_diagnostics_ms": round(open_ms, 1),
+        "change_to_diagnostics_ms": {
+            "median": round(statistics.median(latencies), 1),
+            "p90": round(_percentile(latencies, 90), 1),
+            "min": round(min(latencies), 1),
+            "max": round(max(latencies), 1),
+        },
+        "without_debounce_ms": {
+            "median": round(statistics.median(latencies) - debounce_ms, 1),
+            "p90": round(_percentile(latencies, 90) - debounce_ms, 1),
+        },
+        "server_exit_code": exit_code,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--edits", type=int, default=30)
+    parser.add_argument("--debounce-ms", type=int, default=150)
+    parser.add_argument("--lines", type=int, default=1000)
+    parser.add_argument("--no-pin", action="store_true", help="Do not pin the server with taskset.")
+    parser.add_argument("--json", action="store_true", help="Print the result as JSON.")
+    parser.add_argument("--write-script", metavar="PATH", help="Write the generated script and exit.")
+    args = parser.parse_args()
+    if args.write_script:
+        Path(args.write_script).write_text(training_script(args.lines), encoding="utf-8")
+        return
+    result = run(args.edits, args.debounce_ms, args.lines, not args.no_pin)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    latency, net = result["change_to_diagnostics_ms"], result["without_debounce_ms"]
+    print(f"{result['lines']} lines, findings {', '.join(result['findings']) or 'none'}; "
+          f"{result['edits']} edits; pinned to cores {result['pinned_to_cores'] or '(not pinned)'}")
+    print(f"open -> diagnostics: {result['open_to_diagnostics_ms']:.0f} ms (first lint, no debounce)")
+    print(f"change -> diagnostics: median {latency['median']:.0f} ms, p90 {latency['p90']:.0f} ms "
+          f"(min {latency['min']:.0f}, max {latency['max']:.0f}), including the "
+          f"{result['debounce_ms']} ms debounce")
+    print(f"without the debounce: median {net['median']:.0f} ms, p90 {net['p90']:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

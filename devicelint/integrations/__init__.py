@@ -1,0 +1,1 @@
+"""Integrations that sit on top of the linter: the language server (`devicelint server`)."""
