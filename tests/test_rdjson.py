@@ -31,11 +31,11 @@ def merge(y):
     note = "héllo 😀"; return y.permute(0, 2, 1, 3).view(B, T, -1)
 
 
-def merge_may_fail(y, b, t):
-    s = "ü"; return y.transpose(1, 2).view(b, t, H * D)
-
+device = torch.device("cuda")
+s = "ü"; noise = torch.randn(B, T).to(device)
 
 model = nn.DataParallel(nn.Linear(4, 4))
+merged = merge(torch.randn(B, H, T, D))
 """
 
 
@@ -80,7 +80,7 @@ def test_rdjson_validates_and_positions_are_utf8_bytes(tmp_path: Path) -> None:
     assert not errors, errors
     assert document["source"] == {"name": "devicelint", "url": "https://github.com/devicelint/devicelint"}
     by_line = {d["location"]["range"]["start"]["line"]: d for d in document["diagnostics"]}
-    assert sorted(by_line) == [8, 12, 15]
+    assert sorted(by_line) == [8, 12, 14]
     lines = SOURCE.splitlines()
 
     safe = by_line[8]
@@ -104,13 +104,18 @@ def test_rdjson_validates_and_positions_are_utf8_bytes(tmp_path: Path) -> None:
     assert "unsafe" not in safe["message"]
 
     unsafe = by_line[12]
-    assert unsafe["code"]["value"] == "DL003"
-    assert len(unsafe["suggestions"]) == 1 and unsafe["suggestions"][0]["text"] == "reshape"
+    assert unsafe["code"]["value"] == "DL007"
+    start = _byte_column(lines[11], "torch.randn")
+    end = start + len("torch.randn(B, T).to(device)")
+    assert unsafe["suggestions"] == [{
+        "range": {"start": {"line": 12, "column": start}, "end": {"line": 12, "column": end}},
+        "text": "torch.randn(B, T, device=device)",
+    }]
     assert "unsafe fix" in unsafe["message"]
 
-    no_fix = by_line[15]
+    no_fix = by_line[14]
     assert no_fix["code"]["value"] == "DL005" and "suggestions" not in no_fix
-    assert no_fix["location"]["range"] == {"start": {"line": 15, "column": 9}, "end": {"line": 15, "column": 41}}
+    assert no_fix["location"]["range"] == {"start": {"line": 14, "column": 9}, "end": {"line": 14, "column": 41}}
 
 
 def test_suggestions_apply_to_what_fix_writes(tmp_path: Path) -> None:
@@ -122,7 +127,7 @@ def test_suggestions_apply_to_what_fix_writes(tmp_path: Path) -> None:
     assert len(safe) == 1
     suggested = _apply(original, safe[0]["suggestions"][0])
     fixed = run_cli(["--no-cache", "--fix", "pkg"], project)
-    assert fixed.exit_code == 1  # DL005 and the unsafe DL003 remain
+    assert fixed.exit_code == 1  # DL005 and the unsafe DL007 remain
     assert (project / "pkg" / "train.py").read_bytes() == suggested
     assert suggested != original
 
