@@ -171,12 +171,17 @@ def fix_text(
     accept: Callable[[Fix], bool],
     keep: Callable[[Finding], bool] = lambda finding: True,
     max_rounds: int = MAX_ROUNDS,
+    lint_path: Optional[str] = None,
 ) -> TextFix:
     """Apply the fixes that `accept` allows until none is left (see the module docstring).
-    `keep` filters findings as the run does (enabled codes, per-file ignores)."""
+    `keep` filters findings as the run does (enabled codes, per-file ignores). Rules see
+    `lint_path` (the path relative to the project root, as in the run) if given."""
 
     def lint(source: str) -> list[Finding]:
-        return [f for f in lint_source(path, source, rules).findings if keep(f)]
+        found = lint_source(lint_path or path, source, rules).findings
+        for finding in found:
+            finding.path = path
+        return [f for f in found if keep(f)]
 
     result = TextFix(text)
     newline = _first_newline(text)
@@ -383,6 +388,7 @@ def apply_fixes(
     `diff_only`, nothing is written and `diff` holds what would change."""
     from devicelint.config import Settings, enabled_codes
     from devicelint.rule import all_rules
+    from devicelint.discovery import ProjectPaths
     from devicelint.runner import _ignored_by_path
 
     settings = settings if settings is not None else Settings()
@@ -398,11 +404,12 @@ def apply_fixes(
 
     outcome = FixOutcome()
     diffs = []
+    project = ProjectPaths(settings.root)
     for path, group in _by_path(findings).items():
         if not any(f.fix is not None and accept(f.fix) for f in group):
             outcome.remaining.extend(group)
             continue
-        result = _fix_file(path, rules, accept, keep, diff_only, max_rounds, outcome)
+        result = _fix_file(path, rules, accept, keep, diff_only, max_rounds, outcome, project.key(path))
         if result is None:
             outcome.remaining.extend(group)
             continue
@@ -419,7 +426,7 @@ def apply_fixes(
     return outcome
 
 
-def _fix_file(path, rules, accept, keep, diff_only, max_rounds, outcome):
+def _fix_file(path, rules, accept, keep, diff_only, max_rounds, outcome, lint_path=None):
     """(document, TextFix) when the file changes (and was written unless `diff_only`),
     else None."""
     try:
@@ -427,7 +434,7 @@ def _fix_file(path, rules, accept, keep, diff_only, max_rounds, outcome):
     except (OSError, ValueError) as error:
         outcome.messages.append(f"{path}: not fixed: {error}")
         return None
-    fixed = fix_text(path, document.text, rules, accept, keep, max_rounds)
+    fixed = fix_text(path, document.text, rules, accept, keep, max_rounds, lint_path)
     if document.annotate is not None:
         document.annotate(fixed.findings)
     outcome.messages.extend(fixed.messages)

@@ -406,3 +406,39 @@ def test_cli_warns_and_lints_when_the_cache_dir_is_a_link(tmp_path: Path) -> Non
     assert result.exit_code == 1 and "DL005" in result.stdout
     assert "not caching results" in result.stderr and str(project / ".devicelint_cache") in result.stderr
     assert list(target.iterdir()) == []
+
+
+def test_fix_judges_dl010_by_the_project_path_too(tmp_path: Path) -> None:
+    """`--fix` re-lints the fixed text: with the same path the run used, not the one as typed."""
+    project = tmp_path / "tests" / "project"  # a project that itself lives under "tests"
+    write(project / "pyproject.toml", '[tool.devicelint]\nextend-select = ["DL010"]\n')
+    code = "import torch\n\n\ndef f(t):\n    x = torch.zeros(2).cuda()\n    return t.to('cuda:1')\n"
+    write(project / "tests" / "y.py", code)
+    write(project / "src" / "x.py", code)
+    in_tests = run_cli(["--no-cache", "--fix", "y.py"], project / "tests")
+    assert in_tests.exit_code == 0 and "DL010" not in in_tests.output, in_tests.output
+    in_src = run_cli(["--no-cache", "--fix", "tests/project/src/x.py"], tmp_path)
+    assert in_src.exit_code == 1 and "DL010" in in_src.output, in_src.output
+    assert "device=" in (project / "tests" / "y.py").read_text()
+    assert "device=" in (project / "src" / "x.py").read_text()
+
+
+def test_path_based_fallback_refuses_links_too(tmp_path: Path, monkeypatch) -> None:
+    """Where the platform has no dir_fd support (Windows), the path-based fallback still
+    refuses a linked cache directory and never writes through a planted link."""
+    from devicelint import datafile
+
+    monkeypatch.setattr(datafile, "_HAVE_DIR_FD", False)
+    project, outside = tmp_path / "project", tmp_path / "victim"
+    write(project / "a.py", BAD_DP)
+    write(outside / "notes.txt", "my notes\n")
+    (project / ".devicelint_cache").mkdir()
+    (project / ".devicelint_cache" / "CACHEDIR.TAG").symlink_to(outside / "notes.txt")
+    lint(["."], project, monkeypatch)
+    assert (outside / "notes.txt").read_text() == "my notes\n"
+    assert lint(["."], project, monkeypatch).cached == 1
+    other = tmp_path / "other"
+    write(other / "a.py", BAD_DP)
+    (other / ".devicelint_cache").symlink_to(outside)
+    lint(["."], other, monkeypatch)
+    assert sorted(p.name for p in outside.iterdir()) == ["notes.txt"]
