@@ -150,10 +150,17 @@ class PathIgnores:
         return False
 
 
+# (root, per-file-ignores) -> PathIgnores of the last call: fix.py and the server call per finding.
+_path_ignores_memo: list = [None, None]
+
+
 def _ignored_by_path(finding: Finding, settings: Settings) -> bool:
     if not settings.per_file_ignores:
         return False
-    return PathIgnores(settings).ignored(finding)
+    key = (settings.root, {k: list(v) for k, v in settings.per_file_ignores.items()})
+    if _path_ignores_memo[0] != key:
+        _path_ignores_memo[:] = [key, PathIgnores(settings)]
+    return _path_ignores_memo[1].ignored(finding)
 
 
 def lint_paths(
