@@ -286,23 +286,35 @@ def line_span(line: str) -> tuple[str, int, int] | None:
     return prefix, int(first), int(last or first)
 
 
-def score(repos: list[Repo], labels: list[Label], devicelint: str, save: Path | None,
-          show_unjudged: bool, show_missed: bool, around: int, by_repo: bool) -> int:
-    ensure(repos)
-    names = {r.name for r in repos}
-    labels = [l for l in labels if l.repo in names]
-    # A label matches a finding of one of its codes in the same file on its line, or inside
-    # its line range: a range ("261-265") is one statement spread over several lines, judged
-    # as one case however many findings devicelint makes in it.
+Key = tuple[str, str, str, str]  # (repo, path, line, code)
+
+
+@dataclass
+class Tally:
+    rows: dict[str, collections.Counter]       # per rule: TP, FP, missed, unjudged, caught, lost, silenced
+    per_repo: dict[str, collections.Counter]   # per repo: TP, FP, missed, unjudged
+    unjudged: list[Key]
+    missed: list[Label]
+
+
+def tally(found: list[Key], labels: list[Label]) -> Tally:
+    """Match findings to labels and count one case per label.
+
+    A label matches a finding of one of its codes in the same file on its line, or inside its
+    line range: a range ("261-265") is one statement spread over several lines, judged as one
+    case however many findings devicelint makes in it. A matched case counts under the code
+    devicelint reported it with; a missed case whose code is open ("DL007|DL018") counts on a
+    row of its own.
+    """
     spans: dict[tuple[str, str, str], list[tuple[str, int, int, Label]]] = collections.defaultdict(list)
     for label in labels:
         span = line_span(label.line)
         if span is None:
-            sys.exit(f"bad line {label.line!r} in the label for {label.repo} {label.path}")
+            raise ValueError(f"bad line {label.line!r} in the label for {label.repo} {label.path}")
         for code in label.codes:
             spans[(label.repo, label.path, code)].append((*span, label))
 
-    def label_for(key: tuple[str, str, str, str]) -> Label | None:
+    def label_for(key: Key) -> Label | None:
         repo, path, line, code = key
         span = line_span(line)
         for prefix, first, last, label in spans.get((repo, path, code), ()):
@@ -310,24 +322,16 @@ def score(repos: list[Repo], labels: list[Label], devicelint: str, save: Path | 
                 return label
         return None
 
-    found: dict[tuple[str, str, str, str], dict] = {}
-    raw = 0
-    for repo in repos:
-        for finding in lint(repo, devicelint, save):
-            raw += 1
-            found.setdefault(finding_key(repo, finding), finding)
-
-    # One count per judged case (label), under the code devicelint reported it with.
     rows: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     per_repo: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     matched: dict[Label, str] = {}
     unjudged = []
-    for key, finding in sorted(found.items()):
+    for key in sorted(set(found)):
         label = label_for(key)
         if label is None:
             rows[key[3]]["unjudged"] += 1
             per_repo[key[0]]["unjudged"] += 1
-            unjudged.append((key, finding))
+            unjudged.append(key)
         else:
             matched.setdefault(label, key[3])
     for label, code in matched.items():
@@ -341,14 +345,35 @@ def score(repos: list[Repo], labels: list[Label], devicelint: str, save: Path | 
     for label in labels:
         if label in matched:
             continue
+        row = "|".join(label.codes)
         if label.verdict == "FP":
-            rows[label.rule]["silenced"] += 1
+            rows[row]["silenced"] += 1
             continue
-        rows[label.rule]["missed"] += 1
+        rows[row]["missed"] += 1
         per_repo[label.repo]["missed"] += 1
         if label.verdict == "TP":
-            rows[label.rule]["lost"] += 1
+            rows[row]["lost"] += 1
         missed.append(label)
+    return Tally(rows, per_repo, unjudged, missed)
+
+
+def score(repos: list[Repo], labels: list[Label], devicelint: str, save: Path | None,
+          show_unjudged: bool, show_missed: bool, around: int, by_repo: bool) -> int:
+    ensure(repos)
+    names = {r.name for r in repos}
+    labels = [l for l in labels if l.repo in names]
+    found: dict[Key, dict] = {}
+    raw = 0
+    for repo in repos:
+        for finding in lint(repo, devicelint, save):
+            raw += 1
+            found.setdefault(finding_key(repo, finding), finding)
+    try:
+        result = tally(list(found), labels)
+    except ValueError as error:
+        sys.exit(str(error))
+    rows, per_repo, missed = result.rows, result.per_repo, result.missed
+    unjudged = [(key, found[key]) for key in result.unjudged]
 
     def ratio(a: int, b: int) -> str:
         return f"{a / b:.2f}" if b else "-"
@@ -416,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown repo(s) {unknown}; known: {', '.join(BY_NAME)}")
     repos = [BY_NAME[n] for n in args.repo] if args.repo else list(REPOS)
+    # Each repo is linted from its own directory: a relative path to devicelint must not break.
+    if os.sep in args.devicelint and Path(args.devicelint).exists():
+        args.devicelint = str(Path(args.devicelint).resolve())
     if args.materialise:
         return 1 if materialise(repos, args.mirrors) else 0
     if args.list:
