@@ -342,3 +342,14 @@ def test_instances_of_the_files_dataset_classes_are_datasets():
     assert value_at(source, "dataset").kind is Kind.DATASET
     assert value_at(source, "sample").origin is Origin.ROW
     assert value_at(source, "plain").kind is Kind.UNKNOWN
+
+
+def test_a_tensor_of_unknown_origin_is_taken_as_contiguous():
+    # No call site, no annotation: `.transpose` shows a tensor; nothing upstream permutes it.
+    source = """
+    def merge(y, B, T):
+        z = y.transpose(1, 2)  # here
+    """
+    value = value_at(source, "here")
+    assert value.kind is Kind.TENSOR and value.layout.state == "permuted"
+    assert view_outcome(value, ("B", "T", -1)) != OK

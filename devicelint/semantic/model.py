@@ -646,7 +646,7 @@ class SemanticModel:
         qual = self.ctx.qualname(node) or dotted_name(node) or ""
         last = qual.rsplit(".", 1)[-1]
         if qual in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor") or last == "Tensor":
-            return Value(Kind.TENSOR)
+            return Value(Kind.TENSOR, layout=CONTIGUOUS)
         if qual in ("torch.nn.Module",) or self.api.is_module_class(qual) or last in self.module_classes():
             return Value(Kind.MODULE, cls=qual or last)
         if self.api.is_loader(qual) or last == "DataLoader":
@@ -1065,7 +1065,7 @@ class SemanticModel:
             stateless = True  # `nn.CrossEntropyLoss()` without a class weight holds no tensor
         place = input_place if stateless or module.place is Place.UNKNOWN else module.place
         shape = None
-        layout = UNKNOWN_LAYOUT
+        layout = CONTIGUOUS  # a module's output is a fresh tensor
         if module.cls in self.api.shape_preserving_modules and inputs and inputs[0].kind is Kind.TENSOR:
             shape, layout = inputs[0].shape, inputs[0].layout
         return tensor(place, shape, layout, node=call)
@@ -1229,7 +1229,9 @@ class SemanticModel:
             return self._moved(receiver, node)
         if receiver.kind is Kind.UNKNOWN and receiver.origin is Origin.NONE \
                 and method in self.api.tensor_only_methods:
-            receiver = tensor(Place.UNKNOWN, layout=CONTIGUOUS if method in ("view", "contiguous") else UNKNOWN_LAYOUT)
+            # Nothing upstream shows a permute: tensors are contiguous unless made otherwise
+            # (the same assumption `view` users make).
+            receiver = tensor(Place.UNKNOWN, layout=CONTIGUOUS)
         if receiver.kind is Kind.TENSOR:
             spec = self.api.method(method)
             if spec is not None:
