@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -274,6 +275,23 @@ def _edit(text: str, i: int) -> str:
                         f"torch.nn.utils.clip_grad_norm_(model.parameters(), {1 + i % 7}.{i % 10})")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _load() -> str:
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "?"
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
@@ -296,6 +314,8 @@ def run(edits: int, debounce_ms: int, lines: int, pin: bool) -> dict:
             received, first = client.diagnostics_timed(uri, 1, timeout=120)
             open_ms = (received - sent) * 1000
             latencies = []
+            cpu_before = _cpu_seconds(client.process.pid)
+            load_before = _load()
             for i in range(edits):
                 version = i + 2
                 sent = client.notify("textDocument/didChange", {
@@ -303,6 +323,7 @@ def run(edits: int, debounce_ms: int, lines: int, pin: bool) -> dict:
                     "contentChanges": [{"text": _edit(text, i)}]})
                 received, _ = client.diagnostics_timed(uri, version, timeout=120)
                 latencies.append((received - sent) * 1000)
+            cpu_per_edit = (_cpu_seconds(client.process.pid) - cpu_before) / max(edits, 1) * 1000
             exit_code = client.stop()
         finally:
             client.kill()
@@ -323,6 +344,8 @@ def run(edits: int, debounce_ms: int, lines: int, pin: bool) -> dict:
             "median": round(statistics.median(latencies) - debounce_ms, 1),
             "p90": round(_percentile(latencies, 90) - debounce_ms, 1),
         },
+        "server_cpu_ms_per_edit": round(cpu_per_edit, 1),
+        "load_average_1min": f"{load_before} -> {_load()}",
         "server_exit_code": exit_code,
     }
 
@@ -351,6 +374,8 @@ def main() -> None:
           f"(min {latency['min']:.0f}, max {latency['max']:.0f}), including the "
           f"{result['debounce_ms']} ms debounce")
     print(f"without the debounce: median {net['median']:.0f} ms, p90 {net['p90']:.0f} ms")
+    print(f"server CPU time per edit: {result['server_cpu_ms_per_edit']:.0f} ms; "
+          f"machine load average (1 min) {result['load_average_1min']}")
 
 
 if __name__ == "__main__":

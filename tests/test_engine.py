@@ -127,6 +127,22 @@ def test_positions_are_lazy_and_one_based() -> None:
     assert ctx.position(call) == (2, 5, 2, 19)
 
 
+def test_positions_equal_libcsts_metadata_wrapper() -> None:
+    """The engine's position table (one positioned codegen, no extra tree walk) is the one
+    MetadataWrapper resolves, for every node of every fixture."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from conftest import FIXTURES
+    from devicelint.context import _positions
+
+    files = sorted(FIXTURES.glob("DL*/*.py"))
+    assert len(files) > 20
+    for path in files:
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        assert dict(_positions(module)) == dict(expected), path
+
+
 def test_deep_nesting_does_not_recurse() -> None:
     source = "x = " + "(" * 200 + "1" + ")" * 200 + "\n"
     ctx = context(source)
