@@ -258,6 +258,5 @@ def test_unknown_code_in_config(tmp_path: Path) -> None:
 
 
 def test_broken_notebook_json(tmp_path: Path) -> None:
-    pytest.importorskip("devicelint.notebook", reason="notebook support has not landed")
     (tmp_path / "broken.ipynb").write_text('{"cells": [')
     assert_reported(lint(tmp_path), "broken.ipynb:1:1: DL902", "not valid JSON")

@@ -14,8 +14,7 @@ import traceback
 from pathlib import Path
 
 import pytest
-
-torch = pytest.importorskip("torch")
+import torch  # noqa: F401 - the fixtures run here need it; in the dev extra: must not skip
 
 from devicelint.engine import enabled_rules, lint_file  # noqa: E402
 

@@ -387,7 +387,6 @@ FIX_PAIRS = sorted(
 )
 
 
-@pytest.mark.skipif(not FIX_PAIRS, reason="no fixtures/<CODE>/fix_*.py pairs yet")
 @pytest.mark.parametrize("path", FIX_PAIRS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fixture_pair(path: Path) -> None:
     """fix_<name>.py fixed with its rule (safe and unsafe fixes) gives .expected, byte for

@@ -13,8 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-torch = pytest.importorskip("torch")
+import torch  # in the dev extra: a broken install must fail, not skip
 
 from devicelint.engine import enabled_rules, lint_source  # noqa: E402
 from devicelint.fix import fix_text  # noqa: E402

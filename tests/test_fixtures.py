@@ -110,3 +110,18 @@ def test_markers_with_several_codes_and_trailing_comments() -> None:
 def test_malformed_markers_raise(line: str) -> None:
     with pytest.raises(MarkerError):
         markers_in(line + "\n")
+
+
+# -- tests that cannot hide breakage (issue 18) --------------------------------------------------
+
+def test_a_missing_fixture_list_fails_instead_of_skipping(pytestconfig) -> None:
+    # pytest skips a test parametrized over an empty list unless told otherwise (pyproject.toml).
+    assert pytestconfig.getini("empty_parameter_set_mark") == "fail_at_collect"
+
+
+def test_no_test_skips_on_a_failed_import() -> None:
+    """A broken import must fail: every package the tests import is in the dev extra."""
+    tests = Path(__file__).resolve().parent
+    offenders = [p.name for p in sorted(tests.glob("*.py")) if p.name != Path(__file__).name
+                 and "importorskip(" in p.read_text(encoding="utf-8")]
+    assert not offenders, f"importorskip in {offenders}"

@@ -8,11 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+import flake8 as _flake8  # noqa: F401 - in the dev extra: a broken install must fail, not skip
 
 from conftest import FIXTURES, ROOT
-
-pytest.importorskip("flake8", reason="flake8 is not installed (pip install -e '.[dev]')")
 
 LINE_RE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d+) ", re.M)
 

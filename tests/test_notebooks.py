@@ -206,7 +206,8 @@ def test_discovery_finds_notebooks_and_skips_checkpoints(tmp_path: Path) -> None
 
 
 def test_sarif_for_notebooks_is_schema_valid() -> None:
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema  # in the dev extra: a broken install must fail, not skip
+
     schema = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
     sarif = json.loads(devicelint("--format", "sarif", "fixtures/notebooks/").stdout)
     jsonschema.validate(sarif, schema)

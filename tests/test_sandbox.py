@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+import torch  # noqa: F401 - the runtime checker needs it; in the dev extra: must not skip
 
-pytest.importorskip("torch", reason="the runtime checker needs torch (devicelint[runtime])")
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals: POSIX")
 
 from devicelint.finding import Finding  # noqa: E402

@@ -10,9 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pygls  # noqa: F401 - the `server` extra, part of `dev`: a broken install must fail
 import pytest
-
-pytest.importorskip("pygls")  # the `server` extra; part of `dev`, so CI runs these
 
 from lsp_client import LspClient  # noqa: E402
 
