@@ -11,6 +11,22 @@ import click
 from devicelint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+
+# Set by --verbose: an internal error prints its traceback, not just one line.
+_verbose = False
+
+
+def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    global _verbose
+    _verbose = bool(value)
+    return value
+
+
+verbose_option = click.option(
+    "--verbose", is_flag=True, expose_value=False, is_eager=True, callback=_set_verbose,
+    help="On an internal error, print the traceback too.",
+)
 
 
 def _codes(values: tuple[str, ...]) -> Optional[list[str]]:
@@ -55,6 +71,34 @@ class DefaultGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
 
+    def invoke(self, ctx: click.Context):
+        """Every way a command can end, mapped to ruff's exit codes: whatever goes wrong
+        inside devicelint is exit 2 with one line on stderr (never 1, which means
+        "findings", not even with --exit-zero); Ctrl-C is 130."""
+        global _verbose
+        _verbose = False
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise  # click's own: usage errors (2), --help, ...
+        except KeyboardInterrupt:
+            click.echo("devicelint: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            raise  # the reader went away (`devicelint | head`): click exits quietly
+        except Exception as error:  # noqa: BLE001 - the one place that turns bugs into exit 2
+            _internal_error(error)
+
+
+def _internal_error(error: BaseException) -> None:
+    if _verbose:
+        import traceback
+
+        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    hint = "" if _verbose else " (run with --verbose for the traceback)"
+    _fail(f"internal error: {type(error).__name__}{': ' + detail if detail else ''}{hint}")
+
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="devicelint")
@@ -65,8 +109,33 @@ def main() -> None:
 
 
 def _fail(message: str) -> None:
-    click.echo(f"devicelint: error: {message}", err=True)
+    click.echo(f"devicelint: error: {_escaped(message)}", err=True)
     sys.exit(EXIT_ERROR)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"devicelint: warning: {_escaped(message)}", err=True)
+
+
+def _escaped(message: str) -> str:
+    # Messages name user files; CI logs read stderr too (see reporters.escape_control).
+    from devicelint.reporters import escape_control
+
+    return escape_control(message)
+
+
+def _open_output(path: Optional[str]):
+    """Open -o's file before the run (append mode: nothing is lost if the run fails), so
+    that a missing directory or an unwritable path is an error now (exit 2), not after
+    minutes of linting."""
+    if path is None:
+        return None
+    if os.path.isdir(path):
+        _fail(f"cannot write the report to {path}: it is a directory")
+    try:
+        return open(path, "a", encoding="utf-8")
+    except OSError as error:
+        _fail(f"cannot write the report to {path}: {error.strerror or error}")
 
 
 @main.command("check")
@@ -95,6 +164,7 @@ def _fail(message: str) -> None:
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; change nothing.")
 @click.option("--add-noqa", is_flag=True,
               help="Add `# noqa: CODE` to every line with a finding (adopt devicelint today).")
+@verbose_option
 def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_file_ignores,
           force_exclude, output_format, output_file, exit_zero, statistics, no_cache, jobs,
           config, quiet, no_show_source, list_rules, explain, fix, unsafe_fixes, diff,
@@ -116,28 +186,33 @@ def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_fil
         force_exclude=True if force_exclude else None, config=config,
     )
     targets = list(paths) or ["."]
+    report = _open_output(output_file) if quiet < 2 and not (add_noqa or diff) else None
     try:
-        run = lint_paths(targets, overrides, use_cache=not no_cache, jobs=jobs)
-    except ConfigError as error:
-        _fail(str(error))
-        return
-    findings = run.findings
-    if add_noqa:
-        _add_noqa(findings, quiet)
-        return
-    fixed = 0
-    if fix or diff:
-        from devicelint.fix import apply_fixes
+        try:
+            run = lint_paths(targets, overrides, use_cache=not no_cache, jobs=jobs)
+        except ConfigError as error:
+            _fail(str(error))
+            return
+        findings = run.findings
+        if add_noqa:
+            _add_noqa(findings, quiet)
+            return
+        fixed = 0
+        if fix or diff:
+            from devicelint.fix import apply_fixes
 
-        outcome = apply_fixes(findings, unsafe=unsafe_fixes, diff_only=diff,
-                              settings=run.settings, enabled=run.enabled)
-        for message in outcome.messages:  # dropped fixes: never silent, never in the diff
-            click.echo(f"devicelint: warning: {message}", err=True)
-        if diff:
-            click.echo(outcome.diff, nl=False)
-            sys.exit(EXIT_FINDINGS if outcome.fixable and not exit_zero else EXIT_CLEAN)
-        findings, fixed = outcome.remaining, outcome.fixed
-    _emit(findings, run, output_format, output_file, statistics, quiet, no_show_source, fixed)
+            outcome = apply_fixes(findings, unsafe=unsafe_fixes, diff_only=diff,
+                                  settings=run.settings, enabled=run.enabled)
+            for message in outcome.messages:  # dropped fixes: never silent, never in the diff
+                _warn(message)
+            if diff:
+                click.echo(outcome.diff, nl=False)
+                sys.exit(EXIT_FINDINGS if outcome.fixable and not exit_zero else EXIT_CLEAN)
+            findings, fixed = outcome.remaining, outcome.fixed
+        _emit(findings, run, output_format, report, statistics, quiet, no_show_source, fixed)
+    finally:
+        if report is not None:
+            report.close()
     sys.exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
 
 
@@ -146,8 +221,7 @@ def _add_noqa(findings, quiet: int) -> None:
 
     outcome = add_noqa(findings)
     for skip in outcome.skipped:
-        click.echo(f"devicelint: warning: {skip.path}:{skip.line}: no `# noqa: "
-                   f"{', '.join(skip.codes)}` added: {skip.reason}", err=True)
+        _warn(f"{skip.path}:{skip.line}: no `# noqa: {', '.join(skip.codes)}` added: {skip.reason}")
     if not quiet:
         click.echo(f"Added {outcome.added} noqa comment{'s' if outcome.added != 1 else ''} "
                    f"in {outcome.files} file{'s' if outcome.files != 1 else ''}.")
@@ -174,24 +248,28 @@ def use_color(stream) -> bool:
     return hasattr(stream, "isatty") and stream.isatty()
 
 
-def _emit(findings, run, output_format, output_file, statistics, quiet, no_show_source, fixed) -> None:
+def _emit(findings, run, output_format, report, statistics, quiet, no_show_source, fixed) -> None:
     from devicelint.reporters import ReportContext, renderer
 
     if quiet >= 2:
         return
-    to_file = output_file is not None
+    to_file = report is not None
+    extra = {"enabled": run.enabled}
+    if run.settings is not None:
+        extra["max_file_size"] = run.settings.max_file_size
     ctx = ReportContext(
         files=run.files, cached=run.cached, statistics=statistics,
         color=not to_file and output_format == "text" and use_color(sys.stdout),
-        show_source=not no_show_source and quiet == 0, fixed=fixed,
-        extra={"enabled": run.enabled},
+        show_source=not no_show_source and quiet == 0, fixed=fixed, extra=extra,
     )
     text = renderer(output_format)(findings, ctx)
     if output_format == "text" and quiet == 1:
         text = "".join(line + "\n" for line in text.splitlines() if line and line[0] not in " " and not line.startswith(("Found ", "All checks")))
     if to_file:
-        with open(output_file, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        if report.seekable():  # opened for appending before the run: replace the content now
+            report.seek(0)
+            report.truncate()
+        report.write(text)
     elif text:
         click.echo(text, nl=False)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Optional
 import libcst as cst
 
 from devicelint.names import ImportTable, dotted_name
+from devicelint.source import split_lines
 
 if TYPE_CHECKING:
     from devicelint.rule import Rule
@@ -323,7 +324,7 @@ class FileContext:
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
-            self._lines = self.source.splitlines()
+            self._lines = split_lines(self.source)
         return self._lines
 
     def code(self, node: cst.CSTNode) -> str:

@@ -237,7 +237,10 @@ def _walk(top: Path, excluder: Excluder, problems: list[Problem]) -> Iterator[Ca
             elif is_file and entry.name.endswith(SOURCE_SUFFIXES):
                 if not excluder.excluded(entry_path, False):
                     yield Candidate(str(entry_path), _display(entry_path, entry.path), False)
-            elif not is_file and not is_dir and entry.is_symlink():
-                if entry.name.endswith(SOURCE_SUFFIXES):
+            elif not is_file and not is_dir and entry.name.endswith(SOURCE_SUFFIXES):
+                if not os.path.exists(entry_path):
                     problems.append(Problem(_display(entry_path, entry.path), "Broken symbolic link (or a link loop)"))
+                elif not excluder.excluded(entry_path, False):
+                    # A FIFO, device or socket: the reader reports it (DL902) without opening it.
+                    yield Candidate(str(entry_path), _display(entry_path, entry.path), False)
         stack.extend(reversed(subdirs))

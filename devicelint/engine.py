@@ -20,9 +20,12 @@ from devicelint.source import (  # noqa: F401 - re-exported for callers of the e
     SYNTAX_ERROR,
     UNREADABLE,
     UNUSED_SUPPRESSION,
+    SkippedFile,
     decode_source,
     diagnostic as _diagnostic,
     python_syntax_error as _python_syntax_error,
+    read_regular,
+    split_lines,
 )
 
 
@@ -36,14 +39,7 @@ class FileResult:
 
 def read_source(path: str, max_size: int) -> str:
     """The file's text; raises OSError/ValueError with a message fit for a diagnostic."""
-    if os.path.isdir(path):
-        raise ValueError("is a directory")
-    size = os.path.getsize(path)
-    if size > max_size:
-        raise ValueError(f"file is {size:,} bytes, over max-file-size ({max_size:,}); skipped")
-    with open(path, "rb") as handle:
-        data = handle.read()
-    return decode_source(data)
+    return decode_source(read_regular(path, max_size))
 
 
 def rules_for(source: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
@@ -118,7 +114,7 @@ def _unused(path: str, source: str, table: dict, rules: Sequence[type[Rule]]) ->
     judged = {rule.code for rule in rules} - {UNUSED_SUPPRESSION}
     if not table or not judged:
         return []
-    lines = source.splitlines()
+    lines = split_lines(source)
     found = []
     for line in sorted(table):
         for suppression in table[line]:
@@ -193,8 +189,9 @@ def lint_file(path: str, display: str, rules: Sequence[type[Rule]], max_size: in
         from devicelint.notebook import lint_notebook
 
         try:
-            with open(path, "rb") as handle:
-                return lint_notebook(display, handle.read(), rules)
+            return lint_notebook(display, read_regular(path, max_size), rules)
+        except SkippedFile as error:
+            return FileResult(display, [_diagnostic(UNREADABLE, display, str(error))])
         except OSError as error:
             reason = error.strerror or str(error)
             return FileResult(display, [_diagnostic(UNREADABLE, display, f"Cannot read file: {reason}")])
@@ -202,6 +199,8 @@ def lint_file(path: str, display: str, rules: Sequence[type[Rule]], max_size: in
         source = read_source(path, max_size)
     except FileNotFoundError:
         return FileResult(display, [_diagnostic(UNREADABLE, display, "No such file or directory")])
+    except SkippedFile as error:
+        return FileResult(display, [_diagnostic(UNREADABLE, display, str(error))])
     except OSError as error:
         reason = error.strerror or str(error)
         return FileResult(display, [_diagnostic(UNREADABLE, display, f"Cannot read file: {reason}")])

@@ -22,13 +22,8 @@ Reading and writing a file go through exactly two functions, `read_document` and
 from __future__ import annotations
 
 import ast
-import contextlib
 import difflib
 import hashlib
-import os
-import re
-import stat
-import tempfile
 import tokenize
 import warnings
 from collections import Counter
@@ -41,14 +36,14 @@ from devicelint import safe_parse
 from devicelint.engine import decode_source, enabled_rules, lint_source
 from devicelint.finding import Finding, Fix
 from devicelint.rule import Rule
+from devicelint.source import LINE_BREAK_RE, line_starts, read_regular, replace_file, split_lines
 
 # Rounds of lint -> apply per file. Real fixes settle in 2-3 rounds (one per level of
 # nesting); more means two fixes undo each other.
 MAX_ROUNDS = 10
 
-# What Python's tokenizer (and libcst) count as a line break. str.splitlines() also splits
-# on \f, \v, \x1c, \u2028, ..., which would shift line numbers.
-_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+# What Python's tokenizer (and libcst) count as a line break (see source.split_lines).
+_NEWLINE_RE = LINE_BREAK_RE
 
 
 # -- documents: the only place that knows how a file's text is stored ---------------------
@@ -86,8 +81,7 @@ def read_document(path: str) -> Document:
         from devicelint.notebook import fix_document
 
         return fix_document(path)
-    with open(path, "rb") as handle:
-        data = handle.read()
+    data = read_regular(path)
     text = decode_source(data)
     encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
 
@@ -108,33 +102,10 @@ def read_document(path: str) -> Document:
 
 def write_document(document: Document, text: str) -> None:
     """Store `text` as the new content of `document`: encode it, then replace the file
-    atomically (temporary file in the same directory, then os.replace), keeping its mode.
-    Raises ValueError when the file changed since it was read, or the text cannot be encoded."""
-    data = document.encode(text)
-    target = os.path.realpath(document.path)  # write through a symlink, not over it
-    with open(target, "rb") as handle:
-        if handle.read() != document.original:
-            raise ValueError("file changed on disk while fixing; left alone")
-    _atomic_write(target, data)
-
-
-def _atomic_write(target: str, data: bytes) -> None:
-    mode = stat.S_IMODE(os.stat(target).st_mode)
-    directory = os.path.dirname(target) or "."
-    fd, temporary = tempfile.mkstemp(
-        prefix=f".{os.path.basename(target)}.", suffix=".devicelint-tmp", dir=directory
-    )
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    atomically, keeping its owner and mode (devicelint.source.replace_file). Raises OSError,
+    or ValueError when the text cannot be encoded or the file must not be rewritten: it
+    changed since it was read, is read-only, or has other hard links (WriteRefused)."""
+    replace_file(document.path, document.encode(text), expected=document.original)
 
 
 # -- fixing one text ---------------------------------------------------------------------
@@ -230,7 +201,7 @@ def _candidates(
     rejected: set[tuple],
     messages: list[str],
 ) -> list[Edit]:
-    starts = _line_starts(text)
+    starts = line_starts(text)
     edits = []
     for finding in findings:
         fix = finding.fix
@@ -332,10 +303,6 @@ def _ast_error(text: str) -> Optional[str]:
     except (RecursionError, MemoryError, ValueError) as error:
         return f"{type(error).__name__}: {error}"
     return None
-
-
-def _line_starts(text: str) -> list[int]:
-    return [0] + [match.end() for match in _NEWLINE_RE.finditer(text)]
 
 
 def _offset(text: str, starts: list[int], line: int, column: int) -> Optional[int]:
@@ -472,11 +439,4 @@ def unified_diff(path: str, old: str, new: str) -> str:
 
 def _lines(text: str) -> list[str]:
     """Lines with their own line breaks, split only where Python splits them."""
-    lines = []
-    position = 0
-    for match in _NEWLINE_RE.finditer(text):
-        lines.append(text[position:match.end()])
-        position = match.end()
-    if position < len(text):
-        lines.append(text[position:])
-    return lines
+    return split_lines(text, keepends=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from devicelint.finding import Finding
+from devicelint.source import SkippedFile, WriteRefused, read_regular, readline, replace_file, split_lines
 from devicelint.suppress import NOQA_RE
 
 
@@ -56,10 +57,9 @@ def add_noqa(findings: Iterable[Finding]) -> NoqaOutcome:
 
 def _add_to_file(path: str, wanted: dict[int, set[str]], skipped: list[Skipped]) -> int:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        _skip_all(path, wanted, skipped, f"cannot read the file: {error.strerror or error}")
+        data = read_regular(path)
+    except (OSError, SkippedFile) as error:
+        _skip_all(path, wanted, skipped, f"cannot read the file: {_reason(error)}")
         return 0
     if path.endswith(".ipynb"):
         return _add_to_notebook(path, data, wanted, skipped)
@@ -69,16 +69,14 @@ def _add_to_file(path: str, wanted: dict[int, set[str]], skipped: list[Skipped])
     except (SyntaxError, UnicodeDecodeError, LookupError) as error:
         _skip_all(path, wanted, skipped, f"cannot decode the file: {error}")
         return 0
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text, keepends=True)
     edits = _edits(path, text, wanted, skipped)
     if not edits:
         return 0
     for line, new in edits.items():
         old = lines[line - 1]
         lines[line - 1] = new + old[len(old.rstrip("\r\n")):]
-    with open(path, "wb") as handle:
-        handle.write("".join(lines).encode(encoding))
-    return len(edits)
+    return _write(path, "".join(lines).encode(encoding), data, {n: wanted[n] for n in edits}, skipped)
 
 
 def _add_to_notebook(path: str, data: bytes, wanted: dict[int, set[str]], skipped: list[Skipped]) -> int:
@@ -93,9 +91,23 @@ def _add_to_notebook(path: str, data: bytes, wanted: dict[int, set[str]], skippe
     except NotebookError as error:
         _skip_all(path, wanted, skipped, f"cannot edit the notebook: {error}")
         return 0
-    with open(path, "wb") as handle:
-        handle.write(new)
+    return _write(path, new, data, {n: wanted[n] for n in edits}, skipped)
+
+
+def _write(path: str, new: bytes, old: bytes, edits: dict[int, set[str]], skipped: list[Skipped]) -> int:
+    """Replace the file atomically (devicelint.source.replace_file); a file that is
+    read-only, hard-linked or changed meanwhile is reported, not written."""
+    try:
+        replace_file(path, new, expected=old)
+    except (OSError, WriteRefused) as error:
+        reason = f"not written: {_reason(error)}"
+        skipped.extend(Skipped(path, line, sorted(codes), reason) for line, codes in sorted(edits.items()))
+        return 0
     return len(edits)
+
+
+def _reason(error: Exception) -> str:
+    return (error.strerror if isinstance(error, OSError) else None) or str(error)
 
 
 def _skip_all(path: str, wanted: dict[int, set[str]], skipped: list[Skipped], reason: str) -> None:
@@ -110,7 +122,7 @@ def _edits(path: str, text: str, wanted: dict[int, set[str]], skipped: list[Skip
     except (tokenize.TokenError, SyntaxError) as error:
         _skip_all(path, wanted, skipped, f"the file does not tokenize: {error}")
         return {}
-    lines = text.splitlines()
+    lines = split_lines(text)
     edits = {}
     for line, codes in sorted(wanted.items()):
         if line > len(lines):
@@ -152,7 +164,7 @@ def _scan(text: str) -> tuple[dict[int, int], dict[int, str]]:
     comments: dict[int, int] = {}
     unsafe: dict[int, str] = {}
     fstring_starts: list[int] = []
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+    for token in tokenize.generate_tokens(readline(text)):
         kind = token.type
         if kind == tokenize.COMMENT:
             comments[token.start[0]] = token.start[1]
@@ -165,7 +177,7 @@ def _scan(text: str) -> tuple[dict[int, int], dict[int, str]]:
         elif kind == tokenize.STRING and token.end[0] > token.start[0]:
             for line in range(token.start[0], token.end[0]):
                 unsafe.setdefault(line, "the line ends inside a multi-line string")
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(split_lines(text), 1):
         if line.rstrip().endswith("\\") and number not in comments:
             unsafe.setdefault(number, "the line ends with a backslash continuation")
     return comments, unsafe

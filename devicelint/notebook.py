@@ -19,13 +19,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Optional, Sequence
 
+from devicelint.source import LINE_BREAK_RE, read_regular, split_lines
+
 NOTEBOOK_SUFFIX = ".ipynb"
 
 # Cell magics whose body is Python: the `%%` line is blanked and the body linted. Any other
 # cell magic (`%%bash`, `%%html`, `%%writefile`) makes the whole cell foreign text.
 PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug", "memit", "pypy", "python", "python3"}
-# `x = !ls`, `files = %sx ls`: an assignment whose value is a shell line or a magic.
-ASSIGN_MAGIC_RE = re.compile(r"^\s*[\w.\[\], ]+=\s*[!%]")
+# `x = !ls`, `files = %sx ls`: an assignment whose value is a shell line or a magic. The
+# target's first character is not whitespace, so the leading `\s*` has one way to match:
+# linear time (an overlap there was quadratic: 55 s on a line of 200k spaces and an `x`).
+ASSIGN_MAGIC_RE = re.compile(r"\s*[\w.\[\],][\w.\[\], ]*=\s*[!%]")
 # `obj?`, `torch.nn.DataParallel??`, `torch.*cuda*?`: IPython help. `?` is not Python.
 HELP_RE = re.compile(r"^[\w.*\[\]]+\?{1,2}$")
 
@@ -74,7 +78,7 @@ def _cell_text(cell: dict) -> str:
 
 
 def _split(text: str) -> list[str]:
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text, keepends=True)  # as the parser numbers the virtual source
     if lines and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += "\n"
     return lines
@@ -232,10 +236,11 @@ def raw_lines(text: str) -> dict[tuple[int, int], tuple[int, int]]:
     (cell index, line within cell) -> (1-based file line, 1-based file column of the first
     character after the opening quote). nbformat writes one JSON string per source line, so
     this is the position GitHub and SARIF viewers open. A cell stored as one string maps
-    only its first line. Call only on text that json.loads accepted."""
+    only its first line; lines are counted as the parser counts them (see split_lines). Call only on text that json.loads accepted."""
     tokens = list(_TOKEN_RE.finditer(text))
     newlines = [i for i, char in enumerate(text) if char == "\n"]
     found: dict[tuple[int, int], tuple[int, int]] = {}
+    progress: dict[int, tuple[int, bool, bool]] = {}  # cell -> (line, at a line start, after \r)
     position = 0
 
     def value(path: tuple) -> None:
@@ -261,7 +266,20 @@ def raw_lines(text: str) -> dict[tuple[int, int], tuple[int, int]]:
             offset = match.start()
             line = bisect.bisect_left(newlines, offset) + 1
             column = offset - (newlines[line - 2] + 1 if line > 1 else 0) + 2
-            found[(path[1] + 1, path[3] + 1 if len(path) == 4 else 1)] = (line, column)
+            cell = path[1] + 1
+            if len(path) == 3:
+                found[(cell, 1)] = (line, column)
+            elif token.startswith('"'):
+                # A list element is usually one line, but nbformat cuts lines with
+                # str.splitlines (also at \f, U+2028, ...): count the parser's lines instead.
+                number, at_start, after_cr = progress.get(cell, (1, True, False))
+                part = json.loads(token)
+                continuing = after_cr and part.startswith("\n")  # the \n of a \r\n cut in two
+                if part and at_start and not continuing:
+                    found.setdefault((cell, number), (line, column))
+                if part:
+                    breaks = len(LINE_BREAK_RE.findall(part)) - continuing
+                    progress[cell] = (number + breaks, part.endswith(("\n", "\r")), part.endswith("\r"))
 
     value(())
     return found
@@ -270,8 +288,7 @@ def raw_lines(text: str) -> dict[tuple[int, int], tuple[int, int]]:
 @lru_cache(maxsize=32)
 def _file_positions(path: str) -> tuple[Optional[Notebook], dict]:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_regular(path)
         notebook = load(data)
         return notebook, raw_lines(data.decode("utf-8-sig"))
     except (OSError, NotebookError, ValueError, KeyError, IndexError, TypeError):
@@ -384,7 +401,7 @@ def dump(document: dict, original: bytes, cells: dict[int, list[str]]) -> bytes:
         had_final_newline = _cell_text(raw).endswith(("\n", "\r"))
         if not had_final_newline and text.endswith("\n"):
             text = text[:-1]
-        raw["source"] = text.splitlines(keepends=True) if isinstance(old, list) else text
+        raw["source"] = split_lines(text, keepends=True) if isinstance(old, list) else text
     text = original.decode("utf-8-sig")
     indent = _indent_of(text)
     out = json.dumps(document, indent=indent, ensure_ascii=False)
@@ -426,8 +443,7 @@ def fix_document(path: str):
     gives re-linted findings their cell positions."""
     from devicelint.fix import Document
 
-    with open(path, "rb") as handle:
-        data = handle.read()
+    data = read_regular(path)
     notebook = load(data)
 
     def encode(new_text: str) -> bytes:
@@ -447,8 +463,8 @@ def _cells_of(notebook: Notebook, new_text: str) -> dict[int, list[str]]:
     carried over through a line diff; a change that straddles two cells is refused."""
     import difflib
 
-    old = notebook.source.splitlines(keepends=True)
-    new = new_text.splitlines(keepends=True)
+    old = split_lines(notebook.source, keepends=True)
+    new = split_lines(new_text, keepends=True)
     moved: dict[int, int] = {}  # old line index -> new line index, for unchanged lines
     boundary: dict[int, int] = {len(old): len(new)}
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)

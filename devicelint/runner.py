@@ -5,6 +5,10 @@ from __future__ import annotations
 import fnmatch
 import multiprocessing
 import os
+import signal
+import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,7 +21,9 @@ from devicelint.config import Settings, enabled_codes, expand_codes, load_settin
 from devicelint.discovery import Candidate, ProjectPaths, discover
 from devicelint.finding import Finding
 from devicelint.rule import rule_catalog, signature
-from devicelint.source import UNREADABLE, decode_source, needs_parse, python_syntax_error
+from devicelint.source import (
+    UNREADABLE, SkippedFile, decode_source, needs_parse, python_syntax_error, read_regular,
+)
 from devicelint.source import diagnostic as _diagnostic
 
 # Below this many files to (re)lint, a process pool costs more than it saves.
@@ -106,18 +112,11 @@ def _internal_error(display: str, error: Exception) -> Finding:
 
 def _read(candidate: Candidate, max_size: int) -> tuple[Optional[bytes], Optional[Finding]]:
     try:
-        if os.path.isdir(candidate.path):
-            raise IsADirectoryError(21, "Is a directory")
-        size = os.path.getsize(candidate.path)
-        if size > max_size:
-            return None, _diagnostic(
-                UNREADABLE, candidate.display,
-                f"File is {size:,} bytes, over max-file-size ({max_size:,}); skipped",
-            )
-        with open(candidate.path, "rb") as handle:
-            return handle.read(), None
+        return read_regular(candidate.path, max_size), None
     except FileNotFoundError:
         return None, _diagnostic(UNREADABLE, candidate.display, "No such file or directory (deleted while linting?)")
+    except SkippedFile as error:  # a FIFO, a device, too large: never read
+        return None, _diagnostic(UNREADABLE, candidate.display, str(error))
     except OSError as error:
         reason = error.strerror or str(error)
         return None, _diagnostic(UNREADABLE, candidate.display, f"Cannot read file: {reason}")
@@ -248,10 +247,52 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[list[dict]]:
     order = sorted(range(len(jobs_to_run)), key=lambda i: -len(jobs_to_run[i][2]))
     chunk = max(1, min(8, len(jobs_to_run) // (workers * 16)))
     results: list[list[dict]] = [[] for _ in jobs_to_run]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                               initializer=_worker_init, initargs=(os.getpid(),))
+    try:
         for index, result in zip(order, pool.map(_worker, [jobs_to_run[i] for i in order], chunksize=chunk)):
             results[index] = result
+    except BaseException:
+        # Ctrl-C or an error: do not lint the remaining files before exiting (a `with`
+        # block would wait for every queued file).
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return results
+
+
+def _worker_init(parent: int) -> None:
+    """Runs first in every lint worker. A worker must never outlive the main process: if that
+    is killed (SIGTERM from an editor cancelling a run, SIGKILL, a closed terminal), idle
+    workers would otherwise wait forever on the task queue, holding the caller's stdout
+    pipe open. On Linux the kernel sends SIGKILL when the parent dies (PR_SET_PDEATHSIG);
+    elsewhere a thread watches the parent pid. Ctrl-C is left to the main process, which
+    cancels the pool (the workers then exit without a traceback each)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watched = _set_parent_death_signal()
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+    if not watched:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _set_parent_death_signal() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        return libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def run_lint(paths: Sequence[str], select: Optional[list[str]] = None) -> list[Finding]:

@@ -3,11 +3,12 @@ and the file-level `# devicelint: skip-file`."""
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from dataclasses import dataclass, field
 from typing import Optional
+
+from devicelint.source import readline, split_lines
 
 NOQA_RE = re.compile(
     r"#\s*noqa(?P<sep>\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?",
@@ -40,12 +41,12 @@ def _comments(source: str) -> list[tuple[int, int, str]]:
     try:
         return [
             (tok.start[0], tok.start[1] + 1, tok.string)
-            for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+            for tok in tokenize.generate_tokens(readline(source))
             if tok.type == tokenize.COMMENT
         ]
     except (tokenize.TokenError, SyntaxError, IndentationError):
         found = []
-        for number, text in enumerate(source.splitlines(), 1):
+        for number, text in enumerate(split_lines(source), 1):
             index = text.find("#")
             if index >= 0:
                 found.append((number, index + 1, text[index:]))

@@ -173,14 +173,20 @@ def test_symlink_loop(tmp_path: Path) -> None:
 
 
 def _deny_open(monkeypatch, name: str) -> None:
-    real_open = builtins.open
+    real_open, real_os_open = builtins.open, os.open
 
     def fake_open(file, *args, **kwargs):
         if str(file).endswith(name):
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *args, **kwargs)
 
+    def fake_os_open(file, *args, **kwargs):  # devicelint.source.read_regular
+        if str(file).endswith(name):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_os_open(file, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "open", fake_open)
+    monkeypatch.setattr(os, "open", fake_os_open)
 
 
 def test_unreadable_file_simulated(tmp_path: Path, monkeypatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from devicelint.finding import Finding
 from devicelint.notebook import viewer_region
-from devicelint.reporters import ReportContext
+from devicelint.reporters import ReportContext, escape_control
 from devicelint.reporters.text import describe
 
 
@@ -16,6 +16,13 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _data(text: str) -> str:
+    """Free text (messages): escaped as GitHub's toolkit does (a newline is %0A, and stays a
+    line break inside the annotation), then what GitHub has no escape for (ESC, ...) is
+    written visibly, never raw into the log."""
+    return escape_control(escape_data(text))
+
+
 def render(findings: list[Finding], ctx: ReportContext) -> str:
     out = []
     for f in findings:
@@ -23,16 +30,18 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
         level = "error" if f.severity == "error" else "warning"
         props = ",".join(
             [
-                f"file={escape_property(f.path)}",
+                # %0A and %0D decode back to the real name; what GitHub cannot decode is
+                # shown escaped (such a name cannot be annotated anyway).
+                f"file={escape_control(escape_property(f.path))}",
                 f"line={line}",
                 f"endLine={end_line}",
                 f"col={column}",
                 f"endColumn={end_column}",
-                f"title={escape_property(f'devicelint {f.code} ({f.name})')}",
+                f"title={escape_control(escape_property(f'devicelint {f.code} ({f.name})'))}",
             ]
         )
         message = f"{f.code} {f.message}"
         if f.confirmation:
             message += f"\nruntime: {describe(f.confirmation)}"
-        out.append(f"::{level} {props}::{escape_data(message)}")
+        out.append(f"::{level} {props}::{_data(message)}")
     return "".join(line + "\n" for line in out)

@@ -209,11 +209,11 @@ def _source_lines(path: str) -> list[str]:
         from devicelint.notebook import virtual_lines
 
         return list(virtual_lines(path))
-    from devicelint.engine import decode_source
+    from devicelint.config import DEFAULT_MAX_FILE_SIZE
+    from devicelint.source import decode_source, read_regular, split_lines
 
-    try:
-        with open(path, "rb") as handle:
-            return decode_source(handle.read()).splitlines()
+    try:  # regular files only: a FIFO would block, a device never ends
+        return split_lines(decode_source(read_regular(path, DEFAULT_MAX_FILE_SIZE)))
     except (OSError, ValueError):
         return []
 

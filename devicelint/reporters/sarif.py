@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import PurePath
+from urllib.parse import quote
 
 from devicelint import __version__
 from devicelint.finding import Finding
@@ -41,8 +42,11 @@ def _rule_entry(code: str) -> dict:
 
 
 def _uri(path: str) -> str:
+    """A relative URI reference (RFC 3986) for a path: `#`, `?`, `%`, spaces, control and
+    non-ASCII characters percent-encoded (`h#x.py` is `h%23x.py`, not `h` plus a fragment)."""
     posix = PurePath(path).as_posix()
-    return posix[2:] if posix.startswith("./") else posix
+    posix = posix[2:] if posix.startswith("./") else posix
+    return quote(posix, safe="/")
 
 
 def render(findings: list[Finding], ctx: ReportContext) -> str:

@@ -2,37 +2,39 @@
 
 from __future__ import annotations
 
-from collections import Counter
 import os
+from collections import Counter
 from functools import lru_cache
+from typing import Optional
 
+from devicelint.config import DEFAULT_MAX_FILE_SIZE
 from devicelint.finding import Finding
-from devicelint.reporters import ReportContext
+from devicelint.reporters import ReportContext, escape_control
+from devicelint.source import UNREADABLE
 
 BOLD, RED, CYAN, DIM, RESET = "\033[1m", "\033[31m", "\033[36m", "\033[2m", "\033[0m"
 
 
-def _lines(path: str) -> tuple[str, ...]:
+def _lines(path: str, limit: Optional[int]) -> tuple[str, ...]:
     """The file's lines as they are now (a fix may have rewritten it in this process)."""
     try:
         info = os.stat(path)
     except OSError:
         return ()
-    return _read_lines(path, info.st_mtime_ns, info.st_size)
+    return _read_lines(path, info.st_mtime_ns, info.st_size, limit)
 
 
 @lru_cache(maxsize=64)
-def _read_lines(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
-    from devicelint.source import decode_source
+def _read_lines(path: str, mtime_ns: int, size: int, limit: Optional[int]) -> tuple[str, ...]:
+    from devicelint.source import decode_source, read_regular, split_lines
 
     if path.endswith(".ipynb"):
         from devicelint.notebook import virtual_lines
 
         return virtual_lines(path)
 
-    try:
-        with open(path, "rb") as handle:
-            return tuple(decode_source(handle.read()).splitlines())
+    try:  # regular files only, bounded like the run's own reads
+        return tuple(split_lines(decode_source(read_regular(path, limit))))
     except (OSError, ValueError):
         return ()
 
@@ -41,31 +43,39 @@ def _paint(text: str, style: str, color: bool) -> str:
     return f"{style}{text}{RESET}" if color else text
 
 
-def _snippet(finding: Finding, color: bool) -> list[str]:
-    lines = _lines(finding.path)
+def _snippet(finding: Finding, color: bool, limit: Optional[int]) -> list[str]:
+    if finding.code == UNREADABLE:  # the file was not read (FIFO, too large, ...): nor is it now
+        return []
+    lines = _lines(finding.path, limit)
     if not (1 <= finding.line <= len(lines)):
         return []
     text = lines[finding.line - 1].expandtabs(1)
     gutter = f"{finding.cell_line if finding.cell is not None else finding.line:>4} | "
     start = max(finding.column - 1, 0)
     end = finding.end_column - 1 if finding.end_line == finding.line else len(text)
-    width = max(1, min(end, len(text)) - start)
-    caret = " " * (len(gutter) - 2) + "| " + " " * start + "^" * width
-    return [_paint(gutter, DIM, color) + text, _paint(caret, RED, color)]
+    # The source line is the user's: control characters in it are shown escaped, and the
+    # carets follow the escaped text.
+    before, flagged = escape_control(text[:start]), escape_control(text[start:max(end, start)])
+    width = max(1, len(flagged))
+    caret = " " * (len(gutter) - 2) + "| " + " " * len(before) + "^" * width
+    return [_paint(gutter, DIM, color) + escape_control(text), _paint(caret, RED, color)]
 
 
 def render(findings: list[Finding], ctx: ReportContext) -> str:
     color = ctx.color
+    limit = ctx.extra.get("max_file_size", DEFAULT_MAX_FILE_SIZE)
     out = []
     for f in findings:
         # A notebook finding reads `train.ipynb:cell 4:12:5:` (line within the cell).
         where = f"cell {f.cell}:{f.cell_line}" if f.cell is not None else str(f.line)
-        location = _paint(f"{f.path}:{where}:{f.column}:", BOLD, color)
-        out.append(f"{location} {_paint(f.code, RED + BOLD, color)} {f.message}")
+        # Paths and messages may hold a newline (a file named "x\n::error::y.py") or ESC:
+        # escaped, so that no output line is anything but devicelint's own.
+        location = _paint(f"{escape_control(f.path)}:{where}:{f.column}:", BOLD, color)
+        out.append(f"{location} {_paint(f.code, RED + BOLD, color)} {escape_control(f.message)}")
         if f.confirmation:
-            out.append(f"     {_paint('runtime:', CYAN, color)} {describe(f.confirmation)}")
+            out.append(f"     {_paint('runtime:', CYAN, color)} {escape_control(describe(f.confirmation))}")
         if ctx.show_source:
-            out.extend(_snippet(f, color))
+            out.extend(_snippet(f, color, limit))
             out.append("")
     if ctx.statistics and findings:
         counts = Counter((f.code, f.name) for f in findings)
