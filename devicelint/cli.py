@@ -19,7 +19,7 @@ _verbose = False
 
 def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
     global _verbose
-    _verbose = bool(value)
+    _verbose = _verbose or bool(value)
     return value
 
 
@@ -55,6 +55,13 @@ class DefaultGroup(click.Group):
         # `confirm` and `server` are loaded lazily (get_command), so not in self.commands.
         if not args or args[0] not in {*self.commands, *LAZY_COMMANDS}:
             args = ["check", *args]
+        # --verbose works with every command: `check` lists it; for the others it is taken
+        # out here (only before a `--`, after which the arguments are the user's command).
+        global _verbose
+        end = args.index("--") if "--" in args else len(args)
+        _verbose = "--verbose" in args[:end]
+        if args[0] != "check" and _verbose:
+            args = [arg for arg in args[:end] if arg != "--verbose"] + args[end:]
         return super().parse_args(ctx, args)
 
     def get_command(self, ctx: click.Context, name: str):
@@ -75,8 +82,6 @@ class DefaultGroup(click.Group):
         """Every way a command can end, mapped to ruff's exit codes: whatever goes wrong
         inside devicelint is exit 2 with one line on stderr (never 1, which means
         "findings", not even with --exit-zero); Ctrl-C is 130."""
-        global _verbose
-        _verbose = False
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):

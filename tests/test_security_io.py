@@ -375,6 +375,8 @@ def test_internal_error_exits_2_with_one_line(tmp_path: Path, monkeypatch, extra
     verbose = _cli(["a.py", "--verbose", *extra], tmp_path)
     assert verbose.exit_code == 2
     assert "Traceback (most recent call last)" in verbose.stderr and "second line" in verbose.stderr
+    # Every command takes --verbose (the error handler is common to all of them).
+    assert _cli(["confirm", "--verbose", "--help"], tmp_path).exit_code == 0
 
 
 @pytest.mark.parametrize("target", ["missing/report.txt", "a.py/report.txt", "."])

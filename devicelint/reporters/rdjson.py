@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from functools import lru_cache
 from typing import Optional
 
@@ -23,13 +22,14 @@ from devicelint.finding import Finding, Fix
 from devicelint.notebook import NOTEBOOK_SUFFIX, viewer_region
 from devicelint.reporters import ReportContext
 from devicelint.reporters.text import describe
+from devicelint.source import LINE_BREAK_RE
 
 SEVERITY = {"error": "ERROR", "warning": "WARNING", "info": "INFO"}
 SOURCE = {"name": "devicelint", "url": PROJECT_URL}
 
 # Line breaks as Python (and devicelint's positions) count them; str.splitlines would also
 # split on \f, \v, \x1c, ... and shift every line after one.
-_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+_NEWLINE_RE = LINE_BREAK_RE
 
 
 def _lines_of(path: str) -> Optional[tuple[str, ...]]:
@@ -42,11 +42,11 @@ def _lines_of(path: str) -> Optional[tuple[str, ...]]:
 
 @lru_cache(maxsize=64)
 def _read_lines(path: str, mtime_ns: int, size: int) -> Optional[tuple[str, ...]]:
-    from devicelint.source import decode_source
+    from devicelint.config import DEFAULT_MAX_FILE_SIZE
+    from devicelint.source import decode_source, read_regular
 
-    try:
-        with open(path, "rb") as handle:
-            text = decode_source(handle.read())
+    try:  # regular files only (a FIFO would block, a device never ends), bounded
+        text = decode_source(read_regular(path, DEFAULT_MAX_FILE_SIZE))
     except (OSError, ValueError):
         return None
     return tuple(_NEWLINE_RE.split(text))
