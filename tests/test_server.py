@@ -220,6 +220,15 @@ def test_a_client_session(client: LspClient, workspace: Path) -> None:
     _open(client, generated, SOURCE)
     assert client.diagnostics(generated, 1, timeout=TIMEOUT) == []
 
+    # A broken [tool.devicelint]: one error message, and the defaults meanwhile.
+    (workspace / "broken").mkdir()
+    (workspace / "broken" / "pyproject.toml").write_text("[tool.devicelint]\nselect = 3\n", encoding="utf-8")
+    broken = (workspace / "broken" / "train.py").as_uri()
+    _open(client, broken, SOURCE)
+    message = client.wait_for(lambda m: m.get("method") == "window/showMessage", TIMEOUT, "showMessage")
+    assert message["params"]["type"] == 1 and "pyproject.toml" in message["params"]["message"]
+    assert len(client.diagnostics(broken, 1, timeout=TIMEOUT)) == 3
+
     # Closing a document clears its diagnostics.
     client.notify("textDocument/didClose", {"textDocument": {"uri": legacy}})
     assert client.diagnostics(legacy, timeout=TIMEOUT) == []

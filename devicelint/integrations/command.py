@@ -4,6 +4,7 @@ commands (`devicelint --help`) never imports pygls, an optional dependency."""
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Optional
 
@@ -40,4 +41,13 @@ def server(debounce_ms: int, log_level: str, log_file: Optional[str]) -> None:
     lsp = create_server(debounce_ms)
     lsp.start_io(sys.stdin.buffer, protocol_out)
     # LSP: exit code 0 after a `shutdown` request, 1 when told to exit (or cut off) without one.
-    sys.exit(0 if lsp.shutdown_requested else 1)
+    code = 0 if lsp.shutdown_requested else 1
+    # Leave at once: tearing down the interpreter (the lint thread, libcst, the rules) takes
+    # most of a second, and editors kill a server that lingers after `exit` (eglot does).
+    logging.shutdown()
+    for stream in (protocol_out, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # already closed by pygls
+            pass
+    os._exit(code)
