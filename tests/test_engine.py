@@ -128,8 +128,10 @@ def test_positions_are_lazy_and_one_based() -> None:
 
 
 def test_positions_equal_libcsts_metadata_wrapper() -> None:
-    """The engine's position table (one positioned codegen, no extra tree walk) is the one
-    MetadataWrapper resolves, for every node of every fixture."""
+    """The engine's positions (a positioned codegen of only the top-level statements that
+    hold findings, started where plain codegen says the statements before end) are the ones
+    MetadataWrapper resolves, for every node of every fixture, with LF and CRLF line breaks,
+    and the whole-module table too."""
     from libcst.metadata import MetadataWrapper, PositionProvider
 
     from conftest import FIXTURES
@@ -137,10 +139,30 @@ def test_positions_equal_libcsts_metadata_wrapper() -> None:
 
     files = sorted(FIXTURES.glob("DL*/*.py"))
     assert len(files) > 20
-    for path in files:
-        module = cst.parse_module(path.read_text(encoding="utf-8"))
-        expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-        assert dict(_positions(module)) == dict(expected), path
+    texts = [path.read_text(encoding="utf-8") for path in files]
+    texts += [text.replace("\n", "\r\n") for text in texts[::5]]
+    texts.append("#!/usr/bin/env python\n# header comment\n\nimport torch  # c\n\n\nx = (\n    torch.zeros(2)\n)\n")
+    for text in texts:
+        module = cst.parse_module(text)
+        expected = dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+        assert dict(_positions(module)) == expected
+        statements = list(module.body)
+        for chosen in (statements[::3], statements[-1:], statements[1:2]):
+            table = _positions(module, chosen)
+            assert table and all(table[node] == expected[node] for node in table)
+            assert all(statement in table for statement in chosen)
+
+
+def test_positions_of_findings_in_later_statements() -> None:
+    ctx = context("""\
+        import torch
+        def f():
+            return 1
+        y = [torch.zeros(3)
+             for _ in range(2)]
+    """)
+    calls = find(ctx, cst.Call)
+    assert [ctx.position(call) for call in calls] == [(4, 6, 4, 20), (5, 15, 5, 23)]
 
 
 def test_deep_nesting_does_not_recurse() -> None:
