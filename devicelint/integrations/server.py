@@ -330,10 +330,11 @@ def fix_parses(entry: Entry) -> bool:
     """Whether the text with this fix applied still parses (as `--fix` checks before it
     writes anything)."""
     if entry.fix_parses is None:
-        from devicelint.fix import _ast_error, _line_starts, _offset, _parse_error
+        from devicelint.fix import _ast_error, _offset, _parse_error
+        from devicelint.source import line_starts
 
         text, fix = entry.fix_text, entry.fix
-        starts = _line_starts(text)
+        starts = line_starts(text)
         start = _offset(text, starts, fix.line, fix.column)
         end = _offset(text, starts, fix.end_line, fix.end_column)
         if start is None or end is None or end < start:
