@@ -89,14 +89,16 @@ MAX_CONFIG_BYTES = 10_000_000
 
 
 def _read_bytes(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
+    from devicelint.source import SkippedFile, read_regular
+
+    try:  # a regular file only: a FIFO would block, a device never ends
+        return read_regular(str(path), MAX_CONFIG_BYTES)
+    except SkippedFile as error:
+        if str(error).startswith("File is"):
+            raise ConfigError(f"{path}: cannot read: larger than {MAX_CONFIG_BYTES:,} bytes") from None
+        raise ConfigError(f"{path}: cannot read: {error}") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: cannot read: larger than {MAX_CONFIG_BYTES:,} bytes")
-    return data
 
 
 def _parse(raw: bytes, path: Path) -> dict[str, Any]:

@@ -11,8 +11,10 @@ from typing import Iterator, Optional
 import pathspec
 
 from devicelint.config import Settings
+from devicelint.source import SkippedFile, read_regular
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
+MAX_GITIGNORE_BYTES = 10_000_000
 
 
 @dataclass
@@ -137,11 +139,12 @@ class Excluder:
             spec = None
             file = directory / ".gitignore"
             try:
-                if file.is_file():
+                if file.is_file():  # read as a regular file only, bounded (it is the project's)
+                    data = read_regular(str(file), MAX_GITIGNORE_BYTES)
                     spec = pathspec.GitIgnoreSpec.from_lines(
-                        file.read_text(encoding="utf-8", errors="replace").splitlines()
+                        data.decode("utf-8", errors="replace").splitlines()
                     )
-            except OSError:
+            except (OSError, SkippedFile):
                 spec = None
             self._gitignores[directory] = spec
         return self._gitignores[directory]

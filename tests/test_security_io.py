@@ -200,6 +200,15 @@ def test_fifo_found_while_walking_is_reported(tmp_path: Path) -> None:
     assert "2 files checked" in result.stdout
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_fifo_as_config_file_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "lint.toml")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    result = devicelint("--config", "lint.toml", "a.py", cwd=tmp_path, timeout=60)
+    assert result.returncode == 2
+    assert "lint.toml: cannot read: Not a regular file (a FIFO)" in result.stderr, result.stderr
+
+
 @pytest.mark.skipif(os.name != "posix", reason="/dev/zero and RLIMIT_AS are POSIX")
 def test_symlink_to_dev_zero_is_not_read(tmp_path: Path) -> None:
     import resource
