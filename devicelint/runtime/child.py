@@ -26,25 +26,89 @@ def _on_term(signum, frame):
     raise Stopped("timed out" if signum == signal.SIGTERM else "interrupted")
 
 
-def _target(argv: list[str]) -> tuple[str, str, list[str]]:
-    """("path"|"module", what, sys.argv) for a python command line."""
+class Refused(Exception):
+    """The run cannot happen (unsupported command, no torch, no GPU): nothing of the user's
+    code ran, and devicelint exits 2."""
+
+
+# The signal the kernel sends when devicelint dies (Linux). A real-time signal: user code and
+# frameworks handle SIGTERM, SIGHUP, SIGUSR1/2 themselves, and would replace our handler.
+PARENT_DEATH_SIGNAL = getattr(signal, "SIGRTMIN", signal.SIGTERM)
+PR_SET_PDEATHSIG = 1
+
+
+def _end_group(signum=None, frame=None) -> None:
+    """devicelint is gone: end this process group (the child and the user's subprocesses)."""
+    try:
+        os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(137)
+
+
+def die_with_parent() -> None:
+    """Never outlive devicelint, even when it is killed with SIGKILL: ask the kernel for a
+    signal when the parent dies, then check that it has not died already (the child starts
+    in its own session, so nothing else would end it)."""
+    parent = os.environ.pop("DEVICELINT_PARENT_PID", "")
+    if not parent.isdigit():
+        return
+    # Blocked signals are inherited through exec: unblock the ones this child relies on.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP,
+                                                PARENT_DEATH_SIGNAL})
+    if sys.platform.startswith("linux"):
+        signal.signal(PARENT_DEATH_SIGNAL, _end_group)
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != int(parent):
+        _end_group()
+
+
+def _python_script(path: str) -> bool:
+    """A file run as a script: `*.py`, or a file whose `#!` line names python."""
+    if path.endswith((".py", ".pyw")):
+        return True
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+# Interpreter options that take the next word as their value (`python -W ignore x.py`).
+_OPTIONS_WITH_VALUE = ("-W", "-X", "--check-hash-based-pycs")
+
+
+def parse_command(argv: list[str]) -> tuple[str, str, list[str]]:
+    """("path"|"module", what, sys.argv) for a Python command line; Refused for anything
+    the child cannot run in-process. Torch-free: the parent checks the command with it
+    before running anything."""
     words = list(argv)
     if words and os.path.basename(words[0]).startswith("python"):
         words = words[1:]
-        while words and words[0].startswith("-") and words[0] not in ("-m", "-c"):
-            words = words[1:]  # interpreter flags such as -u, -O
+        while words and words[0].startswith("-") and words[0] not in ("-m", "-c", "-"):
+            option = words.pop(0)  # interpreter flags such as -u, -O
+            if option in _OPTIONS_WITH_VALUE and words:
+                words.pop(0)
     if not words:
-        raise ValueError("nothing to run")
-    if words[0] == "-m" and len(words) > 1:
+        raise Refused("nothing to run: the command names no script or module")
+    if words[0] in ("-m",) and len(words) > 1:
         return "module", words[1], [words[1], *words[2:]]
-    if words[0] == "-c":
-        raise ValueError("`python -c` is not supported; put the code in a file")
+    if words[0] in ("-c", "-"):
+        raise Refused(f"`python {words[0]}` is not supported; put the code in a file")
     if os.path.basename(words[0]) in ("pytest", "py.test"):
         return "module", "pytest", ["pytest", *words[1:]]
-    if words[0].endswith(".py") or os.path.isfile(words[0]):
+    if os.path.isfile(words[0]) and _python_script(words[0]):
         return "path", words[0], words
-    raise ValueError(f"can only run Python commands (python X.py, python -m M, pytest), "
-                     f"not {words[0]!r}")
+    if words[0].endswith(".py"):
+        raise Refused(f"no such file: {words[0]}")
+    raise Refused(f"can only run Python commands (python X.py, python -m M, pytest), "
+                  f"not {words[0]!r}")
 
 
 def _crash(error: BaseException) -> dict:
@@ -73,23 +137,21 @@ def run(plan_path: str, result_path: str) -> int:
     started = time.perf_counter()
     result: dict = {"argv": plan.argv, "exit_code": 0, "crash": None, "stopped": None}
     try:
-        kind, what, argv = _target(plan.argv)
-    except ValueError as error:
-        result.update(exit_code=2, crash={"type": "UsageError", "message": str(error)})
+        kind, what, argv, torch, device = _prepare(plan)
+    except Refused as error:
+        # Nothing of the user's code ran: the parent reports this and exits 2.
+        result.update(exit_code=2, refused=str(error))
         _write(result_path, result)
         return 2
-
-    import torch
+    except Stopped as stop:  # Ctrl-C or the time limit while torch was still importing
+        result.update(exit_code=130 if str(stop) == "interrupted" else 124, stopped=str(stop),
+                      refused=f"stopped before the run started ({stop})")
+        _write(result_path, result)
+        return 2
 
     from devicelint.runtime import probes
     from devicelint.runtime.tracker import Tracker
 
-    device = plan.device
-    note = None
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "sim"
-    elif device == "cuda" and not torch.cuda.is_available():
-        device, note = "sim", "no CUDA device visible: ran on the simulated device"
     sim = None
     if device == "sim":
         from devicelint.runtime.sim import Simulation
@@ -136,7 +198,6 @@ def run(plan_path: str, result_path: str) -> int:
     result["device"] = device
     result["device_name"] = ctx.device_name
     result["torch"] = torch.__version__
-    result["note"] = note
     verdicts = []
     for path, lines in plan.lines.items():
         for line, line_codes in lines.items():
@@ -159,6 +220,35 @@ def run(plan_path: str, result_path: str) -> int:
     return 0
 
 
+def _prepare(plan):
+    """(kind, what, argv, torch, device) for the run, or Refused: what cannot run is found
+    before any of the user's code does."""
+    kind, what, argv = parse_command(plan.argv)
+    if kind == "module" and what != "pytest":
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec(what)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            raise Refused(f"no module named {what!r}")
+    try:
+        import torch
+    except ImportError as error:
+        raise Refused(f"torch cannot be imported ({error}); `devicelint confirm` runs the "
+                      f"code with torch: pip install 'devicelint[runtime]'") from None
+    device = plan.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "sim"
+    elif device == "cuda" and not torch.cuda.is_available():
+        raise Refused("--device cuda: torch sees no CUDA device (torch "
+                      f"{torch.__version__}, CUDA_VISIBLE_DEVICES="
+                      f"{os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}); "
+                      "use --device sim for the simulated device")
+    return kind, what, argv, torch, device
+
+
 def _cuda_state_hook(torch, sim):
     def hook(tracker, rec):
         if sim is not None:
@@ -178,4 +268,5 @@ def _write(path: str, result: dict) -> None:
 
 
 if __name__ == "__main__":
+    die_with_parent()
     sys.exit(run(sys.argv[1], sys.argv[2]))

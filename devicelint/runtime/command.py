@@ -4,6 +4,7 @@ imported only by the child process (child.py)."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -11,11 +12,12 @@ from typing import Optional
 
 import click
 
-from devicelint.runtime.launch import run_child
+from devicelint.runtime.child import Refused, parse_command
+from devicelint.runtime.launch import ChildRun, describe_exit, guard_signals, interrupted, run_child
 from devicelint.runtime.plan import (
     Plan, fixture_code, is_fixture_run, is_good_fixture, known_gaps, plan_for, real,
 )
-from devicelint.runtime.report import format_json, format_text
+from devicelint.runtime.report import _rel, format_json, format_text, ran_on
 
 # Codes whose pitfall the runtime alone can recognise on any line (used on good fixtures).
 # Not DL011: the runtime counts empty_cache calls but cannot tell a step loop from an epoch
@@ -35,8 +37,19 @@ class ConfirmCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+USAGE = """\
+devicelint confirm runs your code; name what to run:
+  devicelint confirm src/ -- python train.py --epochs 1   lint src/, then run the command
+  devicelint confirm -- python train.py                   lint the project, then run it
+  devicelint confirm scripts/                             run each flagged file under scripts/
+                                                          as a script (excludes, .gitignore apply)
+See `devicelint confirm --help`.
+"""
+
+
 def _gpu_visible() -> bool:
-    """A cheap guess without importing torch: the child checks for real."""
+    """A cheap guess without importing torch (only for the default --jobs): the child
+    decides for real."""
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
         return False
     return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
@@ -47,16 +60,42 @@ def _codes(values: tuple[str, ...]) -> Optional[list[str]]:
     return codes or None
 
 
-def _python_files(paths: list[str]) -> list[str]:
-    files = []
-    for path in paths:
-        if os.path.isdir(path):
-            for folder, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")))
-                files.extend(os.path.join(folder, n) for n in sorted(names) if n.endswith(".py"))
-        elif path.endswith(".py"):
-            files.append(path)
-    return files
+def _fail(message: str) -> None:
+    click.echo(f"devicelint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def _check_timeout(ctx, param, value: Optional[float]) -> Optional[float]:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"must be a number of seconds > 0, not {value}")
+    return value
+
+
+def _check_output(option: str, path: Optional[str]) -> None:
+    """Fail before the run, not after it: a report that cannot be written loses the run."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        _fail(f"{option} {path}: is a directory")
+    if not os.path.isdir(folder):
+        _fail(f"{option} {path}: no such directory: {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK) or (
+            os.path.exists(path) and not os.access(path, os.W_OK)):
+        _fail(f"{option} {path}: not writable")
+
+
+def _selected_files(paths: list[str]) -> list[str]:
+    """The Python files the linter's own discovery selects under PATHS (excludes,
+    .gitignore, the project's config), minus the fixer's inputs in fixture folders."""
+    from devicelint.discovery import discover
+    from devicelint.runner import Overrides, resolve_settings
+
+    settings = resolve_settings(paths, Overrides())
+    candidates, problems = discover(paths, settings, bool(settings.force_exclude))
+    for problem in problems:
+        click.echo(f"devicelint: warning: {problem.display}: {problem.message}", err=True)
+    return [c.path for c in candidates if c.path.endswith(".py") and is_fixture_run(c.path)]
 
 
 def _lint_fixtures(files: list[str], select: Optional[list[str]]):
@@ -74,19 +113,31 @@ def _lint_fixtures(files: list[str], select: Optional[list[str]]):
 
 
 def _lint(paths: list[str], select: Optional[list[str]]):
-    try:
-        from devicelint.runner import run_lint
-    except ImportError:
-        return _lint_fixtures(_python_files(paths), select)
+    from devicelint.runner import run_lint
+
     return run_lint(paths, select)
 
 
-def _run(plan: Plan, target: str, timeout: float, good: bool = False, quiet: bool = False) -> dict:
-    child = run_child(plan, timeout, quiet_output=quiet)
+def _is_notebook(path: str) -> bool:
+    return path.endswith(".ipynb")
+
+
+def _run(plan: Plan, target: str, timeout: float, good: bool = False, quiet: bool = False,
+         refusals: Optional[list[str]] = None) -> dict:
+    """Run one plan. `refusals` is shared by the runs of one confirm: once a run is refused
+    (no torch, no GPU), the others would be too, and are not started."""
+    if refusals:
+        child = ChildRun(None, None, False, False, "", 0.0, skipped=True)
+    else:
+        child = run_child(plan, timeout, quiet_output=quiet)
     result = child.result or {}
+    if refusals:
+        result = {"refused": refusals[0]}
+    elif result.get("refused") and refusals is not None:
+        refusals.append(result["refused"])
     run = {
         "target": target,
-        "device": result.get("device", plan.device),
+        "device": result.get("device"),
         "device_name": result.get("device_name"),
         "torch": result.get("torch"),
         "exit_code": result.get("exit_code", child.exit_code),
@@ -96,14 +147,34 @@ def _run(plan: Plan, target: str, timeout: float, good: bool = False, quiet: boo
         "interrupted": child.interrupted,
         "seconds": child.seconds,
         "stderr_tail": child.stderr_tail,
+        "stderr_bytes": child.stderr_bytes,
+        "stderr_truncated": child.stderr_truncated,
         "premise": result.get("premise") or {},
         "good_fixture": good,
-        "note": result.get("note"),
         "verdicts": result.get("verdicts", []),
     }
-    if child.result is None:
-        run["error"] = f"the child wrote no result (exit code {child.exit_code})"
+    if result.get("refused"):
+        run["refused"] = result["refused"]
+    if child.skipped:
+        run["error"] = "not run: " + ("another run was refused" if refusals
+                                      else "devicelint was stopping")
+    elif child.result is None:
+        run["error"] = f"the child wrote no result (exit code {describe_exit(child.exit_code)})"
     return run
+
+
+def _not_reached(run: dict) -> str:
+    """One status line for a line the run never reached; the crash itself is stated once,
+    in the run's report, not repeated on every finding."""
+    if run["timed_out"]:
+        return f"the line did not run before the time limit ({run['timeout']:g} s)"
+    if run["interrupted"]:
+        return "the line did not run before the run was interrupted"
+    crash = run.get("crash")
+    if crash:
+        where = f" at {_rel(crash['path'])}:{crash['line']}" if crash.get("path") else ""
+        return f"the line never ran: the run stopped early{where} ({crash['type']}, see the run)"
+    return "the line never ran"
 
 
 def _attach(findings, runs: list[dict]) -> None:
@@ -111,35 +182,52 @@ def _attach(findings, runs: list[dict]) -> None:
     for run in runs:
         for verdict in run.pop("verdicts", []):
             confirmation = dict(verdict["confirmation"])
-            if run["timed_out"] and confirmation["status"] == "not-reached":
-                confirmation["summary"] = "the line did not run before the time limit"
-            if run.get("crash") and confirmation["status"] == "not-reached":
-                crash = run["crash"]
-                confirmation["summary"] = (f"the line never ran (the run stopped early: "
-                                           f"{crash['type']}: {crash['message']})")
+            if confirmation["status"] == "not-reached":
+                confirmation["summary"] = _not_reached(run)
             confirmation["exit_code"] = run["exit_code"]
             by_site[(real(verdict["path"]), verdict["line"], verdict["code"])] = confirmation
+    device = ran_on(runs)[1]
     for finding in findings:
+        if _is_notebook(finding.path):
+            finding.confirmation = {
+                "status": "not-reached", "device": device,
+                "summary": "notebook cells are not run by `devicelint confirm`; export the "
+                           "notebook to a script (jupyter nbconvert --to script) to confirm it",
+            }
+            continue
         finding.confirmation = by_site.get(
             (real(finding.path), finding.line, finding.code),
-            {"status": "inconclusive", "summary": "no result from the run (see its error)"},
+            {"status": "inconclusive", "device": device,
+             "summary": "no result from the run (see its error)"},
         )
+
+
+def _announce(message: str) -> None:
+    """What confirm is about to run, on stderr (stdout carries only the report)."""
+    click.echo(f"devicelint confirm: {message}", err=True)
+
+
+def _device_words(device: str) -> str:
+    return {"auto": "a GPU if torch sees one, else the simulated device",
+            "sim": "the simulated device"}.get(device, device)
 
 
 @click.command("confirm", cls=ConfirmCommand,
                context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--device", type=click.Choice(["auto", "cuda", "sim"]), default="auto",
-              show_default=True, help="Real GPU, or the simulated device (CPU, estimated costs).")
-@click.option("--timeout", type=float, default=None,
-              help="Seconds per run (default: 600 for a command, 120 per fixture file).")
+              show_default=True,
+              help="cuda: a real GPU (an error if torch sees none); sim: the simulated device "
+                   "(CPU, estimated costs); auto: cuda if torch sees a GPU, else sim.")
+@click.option("--timeout", type=float, default=None, callback=_check_timeout,
+              help="Seconds per run, > 0 (default: 600 for a command, 120 per file).")
 @click.option("--format", "output_format", default="text",
               type=click.Choice(["text", "json", "json-lines", "github", "sarif", "gitlab"]),
-              help="json: {device, findings, runs}; other formats as for linting, with the "
-                   "runtime evidence in each message.")
+              help="json: {device, device_name, findings, runs}; other formats as for "
+                   "linting, with the runtime evidence (and the device) in each message.")
 @click.option("--select", multiple=True, help="Rule codes to confirm (default: all enabled).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
-              help="Fixture files run at once (default 1 on a GPU, for clean timings; 4 on sim).")
+              help="Files run at once (default 1 on a GPU, for clean timings; 4 on sim).")
 @click.option("--sim-gpus", type=click.IntRange(min=1), default=2, show_default=True,
               help="GPUs the simulated device pretends to have.")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False))
@@ -149,55 +237,89 @@ def _attach(findings, runs: list[dict]) -> None:
 def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, output_file,
             html_file=None):
     """Run flagged code and report each finding as confirmed, refuted, inconclusive or
-    not-reached.
+    not-reached. Runs only what you name: the command after `--`, or the flagged files
+    that the linter's discovery selects under PATHS (listed before they run).
 
     \b
     devicelint confirm src/ -- python train.py --epochs 1
-    devicelint confirm fixtures/            # run each fixture file as a script
+    devicelint confirm fixtures/            # run each flagged file as a script
     """
     command = ctx.meta.get("devicelint.command") or []
-    paths = list(paths) or ["."]
-    codes = _codes(select)
-    if device == "auto":
-        device = "cuda" if _gpu_visible() else "sim"
-    fixture_mode = not command
+    paths = list(paths)
+    if not paths and not command:
+        click.echo(USAGE, err=True, nl=False)
+        sys.exit(EXIT_ERROR)
     for path in paths:
-        if not os.path.exists(path):
-            click.echo(f"devicelint: error: no such path: {path}", err=True)
+        if not os.path.lexists(path):
+            _fail(f"no such path: {path}")
+    _check_output("-o/--output-file", output_file)
+    _check_output("--html", html_file)
+    if command:
+        try:
+            parse_command(command)
+        except Refused as error:
+            _fail(f"cannot run `{' '.join(command)}`: {error}")
+    codes = _codes(select)
+    fixture_mode = not command
+    with guard_signals():
+        runs, findings = _confirm_runs(paths, command, codes, device, timeout, jobs, sim_gpus)
+        refused = sorted({run["refused"] for run in runs if run.get("refused")})
+        if refused and not interrupted():
+            for message in refused:
+                click.echo(f"devicelint: error: {message}", err=True)
             sys.exit(EXIT_ERROR)
+        _attach(findings, runs)
+        kind, name = ran_on(runs)
+        if output_format == "json":
+            text = format_json(findings, runs, kind, name)
+        elif output_format == "text":
+            text = format_text(findings, runs, fixture_mode)
+        else:
+            from devicelint.reporters import ReportContext, renderer
 
-    if fixture_mode:
-        files = [f for f in _python_files(paths) if is_fixture_run(f)]
-        findings = _lint_fixtures(files, codes)
-        runs = _run_fixtures(files, findings, device, timeout or 120.0, jobs, sim_gpus)
-    else:
-        findings = [f for f in _lint(paths, codes) if not f.code.startswith("DL9")]
-        plan = plan_for(findings, command, device, sim_gpus)
-        runs = [_run(plan, " ".join(command), timeout or 600.0)]
-        runs[0]["target"] = " ".join(command)
-    _attach(findings, runs)
-    if output_format == "json":
-        text = format_json(findings, runs, device)
-    elif output_format == "text":
-        text = format_text(findings, runs, fixture_mode)
-    else:
-        from devicelint.reporters import ReportContext, renderer
+            text = renderer(output_format)(findings, ReportContext(files=len(runs)))
+        if html_file:
+            from devicelint.reporters.html import render_html
 
-        text = renderer(output_format)(findings, ReportContext(files=len(runs)))
-    if html_file:
-        from devicelint.reporters.html import render_html
+            title = f"devicelint confirm: {' '.join(command) or ' '.join(paths)}"
+            with open(html_file, "w", encoding="utf-8") as handle:
+                handle.write(render_html(findings, title=title, runs=runs))
+        if output_file:
+            with open(output_file, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        else:
+            click.echo(text, nl=False)
+        if interrupted() or any(run.get("interrupted") for run in runs):
+            sys.exit(130)
+        failed = [run for run in runs if run.get("error")]
+        for run in failed:
+            click.echo(f"devicelint: error: {run['target']}: {run['error']}", err=True)
+        if failed:
+            sys.exit(EXIT_ERROR)
+        sys.exit(_exit_code(findings, runs, fixture_mode))
 
-        title = f"devicelint confirm: {' '.join(command) or ' '.join(paths)}"
-        with open(html_file, "w", encoding="utf-8") as handle:
-            handle.write(render_html(findings, title=title, runs=runs))
-    if output_file:
-        with open(output_file, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        click.echo(text, nl=False)
-    if any(run.get("interrupted") for run in runs):
-        sys.exit(130)
-    sys.exit(_exit_code(findings, runs, fixture_mode))
+
+def _confirm_runs(paths, command, codes, device, timeout, jobs, sim_gpus):
+    """Lint, say what will run, run it: (runs, findings)."""
+    from devicelint.config import ConfigError
+
+    try:
+        if not command:
+            files = _selected_files(paths)
+            findings = _lint_fixtures(files, codes)
+            return _run_fixtures(files, findings, device, timeout or 120.0, jobs, sim_gpus), \
+                findings
+        findings = [f for f in _lint(paths or ["."], codes) if not f.code.startswith("DL9")]
+    except ConfigError as error:
+        _fail(str(error))
+    watched = [f for f in findings if not _is_notebook(f.path)]
+    plan = plan_for(watched, command, device, sim_gpus)
+    limit = timeout or 600.0
+    lines = sum(len(lines) for lines in plan.lines.values())
+    _announce(f"running `{' '.join(command)}` on {_device_words(device)}, time limit "
+              f"{limit:g} s, watching {lines} flagged line{'s' if lines != 1 else ''} in "
+              f"{len(plan.lines)} file{'s' if len(plan.lines) != 1 else ''}")
+    return [_run(plan, " ".join(command), limit)], findings
 
 
 def _run_fixtures(files, findings, device, timeout, jobs, sim_gpus) -> list[dict]:
@@ -213,10 +335,20 @@ def _run_fixtures(files, findings, device, timeout, jobs, sim_gpus) -> list[dict
             plan.whole_files[real(path)] = [code]
         if plan.lines or good:
             plans.append((plan, path, good))
-    workers = jobs or (1 if device == "cuda" else 4)
+    if not plans:
+        _announce(f"nothing to run: no file of the {len(files)} selected has a finding")
+        return []
+    _announce(f"running {len(plans)} file{'s' if len(plans) != 1 else ''} as scripts on "
+              f"{_device_words(device)}, time limit {timeout:g} s each:")
+    for _, path, _ in plans:
+        click.echo(f"  {path}", err=True)
+    gpu = device == "cuda" or (device == "auto" and _gpu_visible())
+    workers = jobs or (1 if gpu else 4)
+    refusals: list[str] = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        runs = list(pool.map(lambda item: _run(item[0], item[1], timeout, item[2], quiet=True),
-                             plans))
+        runs = list(pool.map(
+            lambda item: _run(item[0], item[1], timeout, item[2], quiet=True, refusals=refusals),
+            plans))
     for run in runs:
         if run["good_fixture"]:
             _split_known_gaps(run)

@@ -12,11 +12,31 @@ import os
 STATUS_ORDER = ("confirmed", "refuted", "inconclusive", "not-reached")
 
 
-def evidence(confirmation: dict) -> str:
+def evidence(confirmation: dict, with_device: bool = True) -> str:
+    """`[status] summary (on DEVICE)`: every report names the device that ran. The text
+    report of `confirm` names it once instead (with_device=False)."""
     text = f"[{confirmation['status']}] {confirmation.get('summary', '')}".rstrip()
     if confirmation.get("estimated"):
         text += " (estimated on the simulated device)"
+    if with_device and confirmation.get("device"):
+        text += f" (on {confirmation['device']})"
     return text
+
+
+def ran_on(runs: list[dict]) -> tuple:
+    """(kind, name) of the device the runs really used: ("sim", "sim (costs estimated from
+    ...)") or ("cuda", "NVIDIA H100 ..."); (None, None) when no run got that far."""
+    for run in runs:
+        if run.get("device"):
+            return run["device"], run.get("device_name") or run["device"]
+    return None, None
+
+
+def location(finding) -> str:
+    """`path:line:col`, or `nb.ipynb:cell 4:2:5` for a notebook, as the linter prints it."""
+    if finding.cell is not None:
+        return f"{finding.path}:cell {finding.cell}:{finding.cell_line}:{finding.column}"
+    return f"{finding.path}:{finding.line}:{finding.column}"
 
 
 def _rel(path: str) -> str:
@@ -31,8 +51,7 @@ def format_text(findings, runs: list[dict], fixture_mode: bool) -> str:
     out = []
     for finding in findings:
         conf = finding.confirmation or {"status": "inconclusive", "summary": "no result"}
-        out.append(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} "
-                   f"{evidence(conf)}")
+        out.append(f"{location(finding)}: {finding.code} {evidence(conf, with_device=False)}")
     if findings:
         out.append("")
     counts = {status: 0 for status in STATUS_ORDER}
@@ -41,6 +60,8 @@ def format_text(findings, runs: list[dict], fixture_mode: bool) -> str:
         counts[status] = counts.get(status, 0) + 1
     out.append("Confirmations: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) if
                findings else "Confirmations: no findings to confirm")
+    kind, name = ran_on(runs)
+    out.append(f"Device: {name}" if kind else "Device: none (no run started)")
     for run in runs:
         label = run["target"]
         problems = []
@@ -65,9 +86,11 @@ def format_text(findings, runs: list[dict], fixture_mode: bool) -> str:
             out.append(f"{label}:{gap['line']}: known gap, {gap['code']} silent by design "
                        f"({gap['reason']}); the run saw: {gap['summary']}")
         if problems or not fixture_mode:
-            out.append(f"{label} [{run.get('device_name') or run.get('device', '?')}]: "
-                       + ("; ".join(problems) if problems else "ran to completion"))
+            out.append(f"{label}: " + ("; ".join(problems) if problems else "ran to completion"))
             if run.get("stderr_tail") and run.get("exit_code") not in (0, None) and not crash:
+                if run.get("stderr_truncated"):
+                    out.append(f"    (stderr: {run.get('stderr_bytes', 0):,} bytes; the last "
+                               f"lines follow)")
                 out.extend("    " + line for line in run["stderr_tail"].strip().splitlines()[-5:])
     if fixture_mode:
         good = [r for r in runs if r.get("good_fixture")]
@@ -78,8 +101,10 @@ def format_text(findings, runs: list[dict], fixture_mode: bool) -> str:
     return "\n".join(out) + "\n"
 
 
-def format_json(findings, runs: list[dict], device: str) -> str:
+def format_json(findings, runs: list[dict], device, device_name=None) -> str:
+    """`device` is the kind that really ran ("sim" or "cuda"), `device_name` its name."""
     return json.dumps(
-        {"device": device, "findings": [f.to_dict() for f in findings], "runs": runs},
+        {"device": device, "device_name": device_name,
+         "findings": [f.to_dict() for f in findings], "runs": runs},
         indent=2, default=str,
     ) + "\n"
