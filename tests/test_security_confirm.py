@@ -312,14 +312,22 @@ def test_every_format_names_the_device_that_ran(tmp_path: Path) -> None:
     assert messages and all("(on sim (costs estimated from " in m for m in messages), messages
 
 
-def test_json_report_names_the_device_that_ran() -> None:
+@pytest.mark.parametrize("output_format", ["json", "text", "json-lines", "github", "sarif",
+                                           "gitlab"])
+def test_every_report_format_names_the_device_that_ran(output_format: str) -> None:
     from devicelint.finding import Finding
+    from devicelint.reporters import ReportContext, renderer
     from devicelint.runtime.report import format_json, format_text, ran_on
 
-    runs = [{"target": "x.py", "device": "sim", "device_name": "sim (costs estimated from X)",
-             "exit_code": 0, "premise": {}}]
+    name = "sim (costs estimated from NVIDIA H100, torch 2.11)"
+    runs = [{"target": "x.py", "device": "sim", "device_name": name, "exit_code": 0,
+             "premise": {}}]
     finding = Finding("DL001", "n", "x.py", 1, 1, 1, 2, "m",
-                      confirmation={"status": "confirmed", "summary": "s", "device": "sim (c)"})
-    data = json.loads(format_json([finding], runs, *ran_on(runs)))
-    assert (data["device"], data["device_name"]) == ("sim", "sim (costs estimated from X)")
-    assert "Device: sim (costs estimated from X)" in format_text([finding], runs, False)
+                      confirmation={"status": "confirmed", "summary": "s", "device": name})
+    if output_format == "json":
+        data = json.loads(format_json([finding], runs, *ran_on(runs)))
+        assert (data["device"], data["device_name"]) == ("sim", name)
+    elif output_format == "text":
+        assert f"Device: {name}" in format_text([finding], runs, False)
+    else:
+        assert name in renderer(output_format)([finding], ReportContext(files=1))

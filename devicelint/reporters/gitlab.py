@@ -20,9 +20,14 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
         base = (f.code, f.path, f.message)
         occurrences[base] += 1
         digest = hashlib.sha256("\0".join([*base, str(occurrences[base])]).encode()).hexdigest()
+        description = f"{f.code} {f.message}"
+        if f.confirmation:  # under `devicelint confirm`: the evidence and the device
+            from devicelint.reporters.text import describe
+
+            description += f" (runtime: {describe(f.confirmation)})"
         issues.append(
             {
-                "description": f"{f.code} {f.message}",
+                "description": description,
                 "check_name": f"{f.code} {f.name}",
                 "fingerprint": digest,
                 "severity": SEVERITY.get(f.severity, "minor"),

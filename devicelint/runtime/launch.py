@@ -126,6 +126,8 @@ def run_child(plan: Plan, timeout: float, quiet_output: bool = False) -> ChildRu
         proc = None
         tail = None
         try:
+            # The kernel's parent-death signal follows the *thread* that starts the child:
+            # run_child's threads (confirm's pool) live until every run has ended.
             try:
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "devicelint.runtime.child", plan_path, result_path],
