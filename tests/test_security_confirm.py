@@ -82,6 +82,19 @@ def test_confirm_paths_run_only_what_discovery_selects_and_list_it_first(tmp_pat
     assert "DL007 [confirmed]" in proc.stdout
 
 
+@POSIX
+def test_listed_and_reported_paths_carry_no_control_characters(tmp_path: Path) -> None:
+    # A file name is the attacker's: a newline and `::error::` would be a GitHub Actions
+    # workflow command in the list of what runs (stderr) or in the report (stdout).
+    script = tmp_path / "x\n::error file=ci.yml::pwned.py"
+    script.write_text("import torch\nx = torch.ones(2).cuda()\n")
+    proc = _devicelint(["confirm", ".", "--device", "sim"], tmp_path)
+    assert "DL007 [confirmed]" in proc.stdout, proc.stderr[-2000:]
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert not [line for line in lines if line.startswith("::")], lines
+    assert "x\\n::error file=ci.yml::pwned.py" in proc.stderr
+
+
 # --- item 7: the child never outlives devicelint --------------------------------------------
 
 SPAWNS = """\
@@ -252,7 +265,6 @@ def test_no_run_exits_2(tmp_path: Path, monkeypatch, torch_body: str, message: s
 # --- item 14: reports say what really happened ----------------------------------------------
 
 def test_device_cuda_without_a_gpu_is_an_error(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
     script = _flagged(tmp_path / "train.py")
     proc = _devicelint(["confirm", str(script), "--device", "cuda", "--format", "json",
                         "--", sys.executable, str(script)], tmp_path)

@@ -12,6 +12,7 @@ from typing import Optional
 
 import click
 
+from devicelint.reporters import escape_control
 from devicelint.runtime.child import Refused, parse_command
 from devicelint.runtime.launch import ChildRun, describe_exit, guard_signals, interrupted, run_child
 from devicelint.runtime.plan import (
@@ -60,8 +61,14 @@ def _codes(values: tuple[str, ...]) -> Optional[list[str]]:
     return codes or None
 
 
+def _say(text: str) -> None:
+    """A line on stderr. It names user files and commands: control characters are escaped
+    (a newline and `::error::` in a file name would be a GitHub Actions workflow command)."""
+    click.echo(escape_control(text), err=True)
+
+
 def _fail(message: str) -> None:
-    click.echo(f"devicelint: error: {message}", err=True)
+    _say(f"devicelint: error: {message}")
     sys.exit(EXIT_ERROR)
 
 
@@ -94,7 +101,7 @@ def _selected_files(paths: list[str]) -> list[str]:
     settings = resolve_settings(paths, Overrides())
     candidates, problems = discover(paths, settings, bool(settings.force_exclude))
     for problem in problems:
-        click.echo(f"devicelint: warning: {problem.display}: {problem.message}", err=True)
+        _say(f"devicelint: warning: {problem.display}: {problem.message}")
     return [c.path for c in candidates if c.path.endswith(".py") and is_fixture_run(c.path)]
 
 
@@ -204,7 +211,7 @@ def _attach(findings, runs: list[dict]) -> None:
 
 def _announce(message: str) -> None:
     """What confirm is about to run, on stderr (stdout carries only the report)."""
-    click.echo(f"devicelint confirm: {message}", err=True)
+    _say(f"devicelint confirm: {message}")
 
 
 def _device_words(device: str) -> str:
@@ -266,14 +273,16 @@ def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, 
         refused = sorted({run["refused"] for run in runs if run.get("refused")})
         if refused and not interrupted():
             for message in refused:
-                click.echo(f"devicelint: error: {message}", err=True)
+                _say(f"devicelint: error: {message}")
             sys.exit(EXIT_ERROR)
         _attach(findings, runs)
         kind, name = ran_on(runs)
         if output_format == "json":
             text = format_json(findings, runs, kind, name)
         elif output_format == "text":
-            text = format_text(findings, runs, fixture_mode)
+            # Paths, commands and crash messages are the user's: no raw control characters
+            # (a newline and `::error::` in a file name would be a workflow command in CI).
+            text = format_text(findings, runs, fixture_mode, escape=escape_control)
         else:
             from devicelint.reporters import ReportContext, renderer
 
@@ -293,7 +302,7 @@ def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, 
             sys.exit(130)
         failed = [run for run in runs if run.get("error")]
         for run in failed:
-            click.echo(f"devicelint: error: {run['target']}: {run['error']}", err=True)
+            _say(f"devicelint: error: {run['target']}: {run['error']}")
         if failed:
             sys.exit(EXIT_ERROR)
         sys.exit(_exit_code(findings, runs, fixture_mode))
@@ -341,7 +350,7 @@ def _run_fixtures(files, findings, device, timeout, jobs, sim_gpus) -> list[dict
     _announce(f"running {len(plans)} file{'s' if len(plans) != 1 else ''} as scripts on "
               f"{_device_words(device)}, time limit {timeout:g} s each:")
     for _, path, _ in plans:
-        click.echo(f"  {path}", err=True)
+        _say(f"  {path}")
     gpu = device == "cuda" or (device == "auto" and _gpu_visible())
     workers = jobs or (1 if gpu else 4)
     refusals: list[str] = []

@@ -47,7 +47,9 @@ def _rel(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def format_text(findings, runs: list[dict], fixture_mode: bool) -> str:
+def format_text(findings, runs: list[dict], fixture_mode: bool, escape=str) -> str:
+    """`escape` is applied to each line: paths, commands and crash messages are the user's
+    (confirm passes reporters.escape_control)."""
     out = []
     for finding in findings:
         conf = finding.confirmation or {"status": "inconclusive", "summary": "no result"}
@@ -98,7 +100,7 @@ def format_text(findings, runs: list[dict], fixture_mode: bool) -> str:
             lines for codes in (r.get("premise") or {}).values() for lines in codes.values())]
         out.append(f"Fixture files run: {len(runs)}; good fixtures without their pitfall: "
                    f"{len(clean)}/{len(good)}")
-    return "\n".join(out) + "\n"
+    return "\n".join(map(escape, out)) + "\n"
 
 
 def format_json(findings, runs: list[dict], device, device_name=None) -> str:
