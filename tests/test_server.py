@@ -352,3 +352,14 @@ def test_syntax_errors_use_pythons_position_on_the_libcst_path() -> None:
     [error] = lint_source("t.py", text, enabled_rules(["DL005", "DL900"])).findings
     assert (error.code, error.line, error.column) == ("DL900", 3, 20)
     assert "'(' was never closed" in error.message
+
+
+def test_without_pygls_the_command_says_how_to_install_it() -> None:
+    probe = subprocess.run([sys.executable, "-c", (
+        "import sys\n"
+        "sys.modules['pygls'] = None  # as if the `server` extra were not installed\n"
+        "from devicelint.cli import main\n"
+        "main(['server'])\n"
+    )], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert probe.returncode == 2, probe.stderr
+    assert "pip install 'devicelint[server]'" in probe.stderr
