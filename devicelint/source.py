@@ -240,7 +240,7 @@ def replace_file(path: str, data: bytes, expected: Optional[bytes] = None) -> No
             handle.write(data)
             handle.flush()
             mine = os.fstat(handle.fileno())
-            if (mine.st_uid, mine.st_gid) != (info.st_uid, info.st_gid):
+            if hasattr(os, "fchown") and (mine.st_uid, mine.st_gid) != (info.st_uid, info.st_gid):
                 try:
                     # As root: the file stays the user's. Otherwise only a group this user
                     # is in can be kept; a file of another user is not taken over.
@@ -250,7 +250,10 @@ def replace_file(path: str, data: bytes, expected: Optional[bytes] = None) -> No
                         f"the file belongs to uid {info.st_uid} gid {info.st_gid}; rewriting it "
                         "would change its owner; not rewritten"
                     ) from None
-            os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))  # after fchown, which clears set-id bits
+            if hasattr(os, "fchmod"):  # after fchown, which clears set-id bits
+                os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
+            else:  # Windows before Python 3.13
+                os.chmod(temporary, stat.S_IMODE(info.st_mode))
             os.fsync(handle.fileno())
         now = os.stat(target)
         if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):

@@ -8,6 +8,7 @@ unbounded inputs, the lint process pool, exit codes and escaping of file names i
 from __future__ import annotations
 
 import ast
+import errno
 import json
 import os
 import re
@@ -166,6 +167,26 @@ def test_fix_as_root_keeps_the_owner_and_mode(tmp_path: Path, kind: str) -> None
     assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (4242, 4343, 0o640)
 
 
+@pytest.mark.skipif(not IS_ROOT, reason="needs a file of another user")
+def test_file_of_another_user_is_not_taken_over(tmp_path: Path, monkeypatch) -> None:
+    # A non-root user who may write another user's file (group-writable) cannot keep its
+    # owner in a replacement: fchown fails (simulated here, as the tests run as root).
+    from devicelint.source import WriteRefused, replace_file
+
+    path = tmp_path / "shared.py"
+    path.write_text("x = 1\n")
+    os.chown(path, 4242, 4343)
+
+    def not_permitted(*args):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "fchown", not_permitted)
+    with pytest.raises(WriteRefused, match="would change its owner"):
+        replace_file(str(path), b"x = 2\n")
+    assert path.read_text() == "x = 1\n" and path.stat().st_uid == 4242
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.py"]
+
+
 @pytest.mark.parametrize("kind", ["fix", "add-noqa"])
 def test_hard_linked_file_is_reported_not_split(tmp_path: Path, kind: str) -> None:
     # Replacing the file would leave the other name with the old text; writing in place
@@ -231,7 +252,8 @@ def test_reads_are_bounded_by_max_file_size_not_by_the_reported_size(tmp_path: P
     (tmp_path / "pyproject.toml").write_text("[tool.devicelint]\nmax-file-size = 1000\n")
     big = tmp_path / "big.py"
     big.write_text("x = 1\n" * 10_000, encoding="utf-8")
-    real_stat, real_read = os.stat, os.read
+    real_stat, real_open, real_read = os.stat, os.open, os.read
+    big_fds: set[int] = set()
     read = []
 
     def lying_stat(path, *args, **kwargs):
@@ -240,16 +262,24 @@ def test_reads_are_bounded_by_max_file_size_not_by_the_reported_size(tmp_path: P
             return os.stat_result((*info[:6], 10, *info[7:10]))
         return info
 
+    def recording_open(path, *args, **kwargs):
+        fd = real_open(path, *args, **kwargs)
+        if str(path).endswith("big.py"):
+            big_fds.add(fd)
+        return fd
+
     def counting_read(fd, size):
         data = real_read(fd, size)
-        read.append(len(data))
+        if fd in big_fds:
+            read.append(len(data))
         return data
 
     monkeypatch.setattr(os, "stat", lying_stat)
+    monkeypatch.setattr(os, "open", recording_open)
     monkeypatch.setattr(os, "read", counting_read)
     findings = lint_paths([str(big)], use_cache=False, jobs=1).findings
     assert [(f.code, "over max-file-size" in f.message) for f in findings] == [("DL902", True)]
-    assert sum(read) <= 1001
+    assert 0 < sum(read) <= 1001
 
 
 def test_notebook_line_of_200k_spaces_is_parsed_in_linear_time() -> None:
