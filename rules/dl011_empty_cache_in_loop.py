@@ -60,9 +60,11 @@ class EmptyCacheInLoop(Rule):
     tokens = ("empty_cache",)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualname(node.func) not in EMPTY_CACHE:
+            return
         sem = self.ctx.semantic
         if sem.qualname(node.func) not in EMPTY_CACHE:
-            return
+            return  # the import is shadowed
         loop = sem.loops.step_loop(node)
         if loop is None or not sem.on_gpu_path(node) or self._in_handler(node, loop):
             return

@@ -165,3 +165,124 @@ def test_summary_of_a_generator_is_empty_and_recursion_ends():
     reads = {r.what: r.params for r in syncs.summary(sem.functions()["down"][0])}
     # `if n:` reads `n` on the host too: only a call passing a device tensor for `n` syncs there.
     assert reads == {"`.item()`": frozenset({"x"}), "`if`/`while` on a tensor's value": frozenset({"n"})}
+
+
+def test_loop_carried_binding_read_in_its_own_right_hand_side():
+    ctx, sem = semantic("""
+        a = torch.randn(4, 4).to(device)
+        for _ in range(3):
+            a = torch.tanh(a @ a)
+        b = a
+    """)
+    # Asked first at the product inside the loop (the order a rule may ask in), then after it.
+    assert sem.value(find(ctx, cst.BinaryOperation, "a @ a")).place is Place.DEVICE
+    assert sem.value(find(ctx, cst.Call, "torch.tanh(a @ a)")).place is Place.DEVICE
+    last = [n for n in ctx.iter_nodes(cst.Name) if n.value == "a"][-1]
+    assert sem.value(last).place is Place.DEVICE
+
+
+def test_join_keeps_an_agreed_place_across_kinds_and_a_moved_callable_is_a_module():
+    ctx, sem = semantic("""
+        from models import *
+        net = SimpleDLA()
+        net = net.to(device)
+        if torch.cuda.device_count() > 1:
+            net = torch.nn.DataParallel(net)
+        x = torch.randn(2, 4).to(device)
+        out = net(x)
+    """)
+    last = [n for n in ctx.iter_nodes(cst.Name) if n.value == "net"][-1]
+    assert sem.value(last).place is Place.DEVICE  # join of `.to(device)` and a DataParallel
+    assert sem.value(find(ctx, cst.Call, "net(x)")).place is Place.DEVICE
+
+
+def test_a_module_called_on_the_same_input_every_iteration_runs_no_step():
+    ctx, sem = semantic("""
+        model = nn.Linear(4, 4).to(device)
+        x = torch.randn(2, 4, device=device)
+        for _ in range(3):
+            y = model(x)
+        h = x
+        for _ in range(3):
+            h = model(h)
+        for row in x:
+            model(row)
+    """)
+    roles = [sem.loops.role(loop) for loop in ctx.iter_nodes(cst.For)]
+    assert roles == ["other", "step", "step"]
+
+
+GENERATE = """
+    def generate(model, idx, steps):
+        for _ in range(steps):
+            logits = model(idx[:, -8:])
+            nxt = torch.argmax(logits[:, -1, :], dim=-1, keepdim=True)
+            if nxt == 0:
+                break
+            idx = torch.cat((idx, nxt), dim=1)
+        return idx
+
+    net = nn.Linear(4, 4).to(device)
+    generate(net, torch.zeros(1, 1, dtype=torch.long, device=device), 3)
+"""
+
+
+def test_values_do_not_depend_on_the_order_of_questions():
+    answers = []
+    for first in ("model(idx[:, -8:])", "torch.cat((idx, nxt), dim=1)", None):
+        ctx, sem = semantic(GENERATE)
+        if first is not None:
+            sem.value(find(ctx, cst.Call, first))  # asked inside the loop-carried cycle first
+        answers.append(sem.value(find(ctx, cst.Comparison, "nxt == 0")).place)
+    assert answers == [Place.DEVICE] * 3
+
+
+def test_constructor_call_sites_reach_init_and_a_submodule_call_is_a_module_output():
+    ctx, sem = semantic("""
+        class Seq2Seq(nn.Module):
+            def __init__(self, encoder, decoder):
+                super().__init__()
+                self.encoder = encoder
+                self.decoder = decoder
+
+        model = Seq2Seq(nn.Linear(4, 4), nn.Linear(4, 4)).to(device)
+        x = torch.zeros(1, 4, device=device)
+        out = model.decoder(x)
+    """)
+    assert sem.value(find(ctx, cst.Attribute, "model.decoder")).place is Place.DEVICE
+    assert sem.value(find(ctx, cst.Call, "model.decoder(x)")).place is Place.DEVICE
+
+
+def test_a_literal_flag_says_nothing_about_the_gpu_and_every_binding_names_the_device():
+    ctx, sem = semantic("""
+        profile = False
+        use_cuda = True if torch.cuda.is_available() else False
+        if profile:
+            a = 1
+        if use_cuda:
+            b = 1
+        dev = "cuda"
+        if profile:
+            dev = f"cuda:{a}"
+        t = torch.zeros(2).to(dev)
+    """)
+    first, second = list(ctx.iter_nodes(cst.If))[:2]
+    assert sem.gpu_truth(first.test) is None
+    assert sem.gpu_truth(second.test) is True
+    assert sem.value(find(ctx, cst.Call, "torch.zeros(2).to(dev)")).place is Place.DEVICE
+
+
+def test_a_module_moved_in_a_branch_taken_with_a_gpu_is_on_the_device_after_it():
+    ctx, sem = semantic("""
+        from models import Generator
+        cuda = True if torch.cuda.is_available() else False
+        gen = nn.Linear(4, 4)
+        other = Generator()
+        if cuda:
+            gen.cuda()
+            other.cuda()
+        y = gen(torch.zeros(1, 4, device=device))
+        z = other(torch.zeros(1, 4, device=device))
+    """)
+    assert sem.value(find(ctx, cst.Call, "gen(torch.zeros(1, 4, device=device))")).place is Place.DEVICE
+    assert sem.value(find(ctx, cst.Call, "other(torch.zeros(1, 4, device=device))")).place is Place.DEVICE

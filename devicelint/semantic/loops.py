@@ -70,7 +70,8 @@ class LoopModel:
                 if self.is_training_call(node):
                     facts.trains = True
                     facts.train_nodes.append(node)
-                elif self.is_module_call(node) and not self._calls_own_element(node, loop):
+                elif self.is_module_call(node) and not self._calls_own_element(node, loop) \
+                        and self._on_iteration_data(node, loop):
                     facts.calls_module = True
             child_gated = gated or isinstance(node, (cst.If, cst.Try, cst.With)) and isinstance(node, cst.If)
             for child in model.children(node):
@@ -102,9 +103,37 @@ class LoopModel:
             return False
         return any(d.kind == "for" and d.node is loop for d in self.model.defs(head))
 
+    def _on_iteration_data(self, call: cst.Call, loop) -> bool:
+        """A module called on this iteration's data: an argument reads a name the loop binds
+        (its target, or an assignment in its body: a loop-carried `h = rnn(h)` counts). A module
+        called on the same input every iteration (`for _ in range(3): model(x)`, a timing
+        loop) runs no step."""
+        stack: list = [a.value for a in call.args]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Name):
+                for d in self.model.defs(node):
+                    if d.node is loop or self._inside(d.node, loop):
+                        return True
+                continue
+            if isinstance(node, _NESTED_SCOPES):
+                continue
+            stack.extend(self.model.children(node))
+        return False
+
+    def _inside(self, node: cst.CSTNode, loop) -> bool:
+        current = self.model.parent(node)
+        while current is not None:
+            if current is loop:
+                return True
+            if isinstance(current, _NESTED_SCOPES):
+                return False
+            current = self.model.parent(current)
+        return False
+
     def is_module_call(self, call: cst.Call) -> bool:
         value = self.model.value(call.func)
-        if value.kind is Kind.MODULE:
+        if value.kind is Kind.MODULE or self.model.moved_callable(value):
             return True
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "forward":
             return self.model.value(call.func.value).kind is Kind.MODULE

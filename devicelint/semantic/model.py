@@ -33,6 +33,7 @@ from devicelint.semantic.values import (
 
 SCOPES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPREHENSIONS
 _MAX_DEPTH = 40
+_NO_CYCLE = 1 << 30
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|gpu|cuda_device|target_device)$", re.I)
 _OTHER_ACCELERATORS = ("mps", "xpu", "hpu", "npu", "xla", "meta", "mtia", "privateuseone")
 _PASS_THROUGH = {"enumerate", "iter", "list", "tuple", "sorted", "reversed", "tqdm", "tqdm.tqdm",
@@ -118,6 +119,9 @@ class SemanticModel:
         self.attribute_defs: dict[tuple[int, str], list[tuple[cst.CSTNode, Def]]] = {}
         self._flows: dict[int, ScopeFlow] = {}
         self._values: dict[int, Value] = {}
+        self._active: dict = {}              # values being computed -> their depth
+        self._placing: set = set()           # names whose bindings' places are being read
+        self._low = _NO_CYCLE                # the shallowest of them a cycle reached
         self._depth = 0
         self._module_classes: Optional[dict[str, cst.ClassDef]] = None
         self._dataset_classes: Optional[dict[str, cst.ClassDef]] = None
@@ -396,13 +400,28 @@ class SemanticModel:
             return found
         if self._depth > _MAX_DEPTH:
             return UNKNOWN
-        self._values[key] = UNKNOWN  # a cycle answers "unknown"
+        return self._memoised(key, self._value, node)
+
+    def _memoised(self, key, compute, arg) -> Value:
+        """Compute once and remember, except what was computed while a value it depends on
+        was itself still being computed (a cycle through a loop-carried binding answers
+        "unknown" inside the cycle): that is recomputed when asked again, so an answer does
+        not depend on which expression a rule happened to ask about first."""
+        active = self._active.get(key)
+        if active is not None:
+            self._low = min(self._low, active)
+            return UNKNOWN
+        depth = self._depth
+        self._active[key] = depth
         self._depth += 1
         try:
-            result = self._value(node)
+            result = compute(arg)
         finally:
             self._depth -= 1
-        self._values[key] = result
+            del self._active[key]
+        if self._low >= depth:
+            self._low = _NO_CYCLE
+            self._values[key] = result
         return result
 
     def _value(self, node: cst.CSTNode) -> Value:
@@ -516,7 +535,50 @@ class SemanticModel:
         defs = self.defs(node)
         if not defs:
             return self._builtin_or_import(node)
-        return join_all(self.def_value(d) for d in defs)
+        # A loop-carried binding read inside its own right-hand side (`x = torch.tanh(x @ w)`),
+        # or being computed, adds nothing the other bindings do not bring: leave it out.
+        ready = [d for d in defs if ("def", id(d)) not in self._active and not (
+            d.kind in ("assign", "annassign") and d.value is not None and self._within(node, d.value))]
+        return join_all(self.def_value(d) for d in self.gpu_path_defs(ready or defs))
+
+    def gpu_path_defs(self, defs: list[Def]) -> list[Def]:
+        """The bindings that reach a read when the program runs with a GPU: one that a
+        binding in the body of an `if` taken with a GPU replaces (`model = Net()` then
+        `if use_cuda: model.cuda()`) is left out."""
+        if len(defs) < 2:
+            return defs
+        taken = [(d, owner) for d in defs for owner in (self._gpu_taken_branch(d.node),) if owner is not None]
+        if not taken:
+            return defs
+        kept = []
+        for d in defs:
+            replaced = any(
+                other is not d and d.scope is other.scope and not self._within(d.node, owner)
+                and self.ctx.order(d.node) < self.ctx.order(owner)
+                for other, owner in taken)
+            if not replaced:
+                kept.append(d)
+        return kept or defs
+
+    def _gpu_taken_branch(self, node: cst.CSTNode) -> Optional[cst.If]:
+        """The `if` whose branch runs `node` unconditionally and is the branch taken with a GPU."""
+        child = node
+        parent = self.parent(node)
+        while parent is not None:
+            if isinstance(parent, (cst.SimpleStatementLine, cst.Expr, cst.Assign, cst.AnnAssign,
+                                   cst.AugAssign, cst.IndentedBlock, cst.SimpleStatementSuite,
+                                   cst.Call, cst.Attribute)):
+                child = parent
+                parent = self.parent(parent)
+                continue
+            if isinstance(parent, cst.If) and child is parent.body:
+                return parent if self.gpu_truth(parent.test) is True else None
+            if isinstance(parent, cst.Else):
+                owner = self.parent(parent)
+                if isinstance(owner, cst.If) and owner.orelse is parent and self.gpu_truth(owner.test) is False:
+                    return owner
+            return None
+        return None
 
     def _builtin_or_import(self, node: cst.CSTNode) -> Value:
         qual = self.ctx.qualname(node)
@@ -538,14 +600,9 @@ class SemanticModel:
         found = self._values.get(key)  # type: ignore[call-overload]
         if found is not None:
             return found
-        self._values[key] = UNKNOWN  # type: ignore[index]
-        self._depth += 1
-        try:
-            result = self._def_value(d) if self._depth <= _MAX_DEPTH else UNKNOWN
-        finally:
-            self._depth -= 1
-        self._values[key] = result  # type: ignore[index]
-        return result
+        if self._depth >= _MAX_DEPTH:
+            return UNKNOWN
+        return self._memoised(key, self._def_value, d)
 
     def _def_value(self, d: Def) -> Value:
         kind = d.kind
@@ -577,6 +634,13 @@ class SemanticModel:
             prior = join_all(self.def_value(p) for p in d.prior)
             if prior.kind is Kind.MODULE:
                 return self._module_method(prior, d.value)
+            if prior.kind is Kind.UNKNOWN and prior.origin is Origin.NONE \
+                    and d.value.func.attr.value in ("to", "cuda"):
+                # `model.to(device)` as a statement on something of unknown kind (a class from
+                # another module): only a module moves in place, so it is on the device now.
+                moved = self._moved(tensor(prior.place), d.value)
+                if moved.place is Place.DEVICE:
+                    return Value(place=Place.DEVICE, hint=moved.hint)
             return prior
         return UNKNOWN
 
@@ -712,6 +776,12 @@ class SemanticModel:
         name = function.name.value
         calls = [c for c in self.calls_by_name().get(name, ())
                  if self.resolve_function(c.func) is function]
+        owner = self.parent(self.parent(function))
+        if name == "__init__" and isinstance(owner, cst.ClassDef):
+            # `Seq2Seq(encoder, decoder, device)` calls `Seq2Seq.__init__`.
+            calls += [c for c in self.calls_by_name().get(owner.name.value, ())
+                      if isinstance(c.func, cst.Name)
+                      and [d.node for d in self.defs(c.func)] == [owner]]
         if not calls:
             return None
         index = positional.index(param) if param in positional else None
@@ -1035,6 +1105,8 @@ class SemanticModel:
         callee = self.value(func)
         if callee.kind is Kind.MODULE:
             return self.module_output(callee, node)
+        if self.moved_callable(callee):
+            return self.module_output(callee.with_(kind=Kind.MODULE, cls=None), node)
         if callee.kind is Kind.MODULE_CLASS:
             return Value(Kind.MODULE, Place.CPU, cls=callee.cls, node=node)
         if callee.kind is Kind.CALLABLE and isinstance(callee.node, cst.FunctionDef):
@@ -1048,6 +1120,13 @@ class SemanticModel:
         if isinstance(func, cst.Name) and func.value in self.module_classes():
             return Value(Kind.MODULE, Place.CPU, cls=func.value, node=node)
         return UNKNOWN
+
+    @staticmethod
+    def moved_callable(callee: Value) -> bool:
+        """Something moved to the device and then called is a module (`net = Net();
+        net = net.to(device)` with `Net` from a star import; tensors are not callable)."""
+        return callee.kind in (Kind.UNKNOWN, Kind.TENSOR) and callee.place is Place.DEVICE \
+            and not callee.hint
 
     def module_output(self, module: Value, call: cst.Call) -> Value:
         """What calling a module returns: a tensor on the module's device, or on its inputs'
@@ -1109,11 +1188,37 @@ class SemanticModel:
             return None, False
         if value.kind is Kind.NUMBER and isinstance(value.literal, int):
             return Place.DEVICE, False
+        if isinstance(node, cst.Name) and value.kind in (Kind.STRING, Kind.DEVICE, Kind.UNKNOWN) \
+                and id(node) not in self._placing:
+            # `device = "cuda"` on one path, `device = f"cuda:{rank}"` on another: each binding
+            # names the same place although their join has no literal.
+            self._placing.add(id(node))
+            try:
+                found = self._bindings_place(node)
+            finally:
+                self._placing.discard(id(node))
+            if found is not None:
+                return found
         if value.kind is Kind.UNKNOWN:
             name = dotted_name(node)
             if name is not None and _DEVICE_NAME.search(name.rsplit(".", 1)[-1]):
                 return Place.DEVICE, True
         return None, False
+
+    def _bindings_place(self, node: cst.Name) -> Optional[tuple[Place, bool]]:
+        if len(self._placing) > 8:
+            return None
+        places = set()
+        for d in self.defs(node):
+            if d.kind not in ("assign", "annassign") or d.value is None or d.path \
+                    or self._within(node, d.value):
+                return None
+            places.add(self.device_place(d.value))
+        if len(places) == 1:
+            found = places.pop()
+            if found is not None and found[0] is not None:
+                return found
+        return None
 
     def is_dtype(self, node: cst.BaseExpression) -> bool:
         return self.value(node).kind is Kind.DTYPE
@@ -1275,6 +1380,9 @@ class SemanticModel:
             return Value(Kind.MAPPING, element=tensor(module.place))
         if method == "forward":
             return self.module_output(module, node)
+        submodule = self.value(node.func)
+        if submodule.kind is Kind.MODULE:
+            return self.module_output(submodule, node)  # `model.decoder(x)`
         return UNKNOWN
 
     def _moved(self, receiver: Value, node: cst.Call) -> Value:
@@ -1398,6 +1506,16 @@ class SemanticModel:
             if qual in ("torch.cuda.is_available",):
                 return True
             return None
+        if isinstance(node, cst.IfExp):
+            # `use_cuda = True if torch.cuda.is_available() else False` (a literal flag alone,
+            # `profile = False`, says nothing about the GPU)
+            truth = self._gpu_truth(node.test, depth + 1)
+            if truth is None:
+                return None
+            arm = node.body if truth else node.orelse
+            if isinstance(arm, cst.Name) and arm.value in ("True", "False"):
+                return arm.value == "True"
+            return self._gpu_truth(arm, depth + 1)
         if isinstance(node, cst.BooleanOperation):
             left = self._gpu_truth(node.left, depth + 1)
             right = self._gpu_truth(node.right, depth + 1)

@@ -82,7 +82,8 @@ class SyncModel:
                 if method == "synchronize" and self.is_synchronize(node):
                     return [HostRead(node, f"`{model.qualname(func)}()`", None)]
                 return []
-            if isinstance(func, cst.Name) and not model.defs(func):
+            if isinstance(func, cst.Name) and func.value in CONVERSIONS + ("print",) \
+                    and not model.defs(func):
                 if func.value in CONVERSIONS and len(node.args) == 1 and not node.args[0].star:
                     return [HostRead(node, f"`{func.value}(tensor)`", node.args[0].value)]
                 if func.value == "print":
@@ -234,10 +235,13 @@ class SyncModel:
         model = self.model
         if model.flow(function).yields:
             return  # calling a generator runs none of its body
+        functions = model.functions()
         for node in self._body_nodes(function):
-            if not self._runs_per_call(node, function):
+            reads = self.reads(node)
+            helper = isinstance(node, cst.Call) and _last_name(node.func) in functions
+            if not (reads or helper) or not self._runs_per_call(node, function):
                 continue
-            if isinstance(node, cst.Call):
+            if helper:
                 callee = self.callee(node)
                 if callee is not None and callee[0] is not function:
                     inner_function, bound = callee
@@ -252,7 +256,7 @@ class SyncModel:
                             what = f"`{_callee_name(node)}()` (its {inner.what})"
                             yield SummaryRead(node, what, frozenset(params), device)
                             break
-            for read in self.reads(node):
+            for read in reads:
                 if read.operand is None:
                     yield SummaryRead(read.node, read.what, frozenset(), True)
                     continue
@@ -357,3 +361,11 @@ def _callee_name(call: cst.Call) -> str:
     if isinstance(func, cst.Attribute):
         return dotted_name(func) or func.attr.value
     return dotted_name(func) or "helper"
+
+
+def _last_name(func: cst.BaseExpression) -> Optional[str]:
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None

@@ -140,6 +140,9 @@ def join(a: Value, b: Value) -> Value:
     if a.kind is not b.kind:
         if {a.kind, b.kind} <= {Kind.NUMBER, Kind.BOOL}:
             return NUMBER
+        # Field by field: where both sides agree on the place, the place survives.
+        if a.place is b.place and a.place is not Place.UNKNOWN:
+            return Value(place=a.place, hint=a.hint or b.hint)
         return UNKNOWN
     element = None
     if a.element is not None and b.element is not None:
