@@ -1,68 +1,54 @@
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
 
-from devicelint.context import COMPREHENSIONS, FileContext, children
-from devicelint.names import dotted_name
 from devicelint.rule import Rule
-from devicelint.rules.dl001_transfer_in_loop import (
-    MODEL_OUT,
-    ON_DEVICE,
-    TIMING_FUNCS,
-    FIELDS,
-    LOADER,
-    Flow,
-    func_tail,
-)
+from devicelint.semantic import Kind, Place
+from devicelint.semantic.values import join_all
 
-SYNC_METHODS = ("item", "cpu", "numpy", "tolist")
-CONVERSIONS = ("float", "int", "bool")
-SYNCHRONIZE = {
-    "torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize",
-    "torch.mps.synchronize",
-}
-STEP_COUNT_NAME = re.compile(r"(epoch|step|iter|batches|updates|rounds|episodes)", re.I)
-OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser|scaler|optimizer_\w+)$", re.I)
-LOG_GATE_NAME = re.compile(
-    r"(log|print|verbose|debug|display|report|monitor|wandb|tensorboard|writer|should_)", re.I
-)
-STEP_TOKENS = (
-    "oader", "backward", "step", "poch", "iter", "odel", "net", "odule", "coder", "policy",
-    "critic", "actor", "generator", "discriminator", "classifier", "backbone", "teacher",
-    "student", "torchvision", "ransformer", "unet", "vae", "criterion", "loss", "Loss",
-)
-TENSOR_TRUTH_METHODS = {"any", "all", "isnan", "isinf", "isfinite", "equal", "allclose"}
+_PASS_THROUGH = ("enumerate", "tqdm", "trange", "iter", "zip")
 
 
-class _LoopFacts:
-    """What one walk of a loop body shows: is it a training/inference step loop?"""
-
-    __slots__ = ("trains", "calls_model", "nested_loops", "times")
-
-    def __init__(self) -> None:
-        self.trains = False  # backward() / optimizer.step()
-        self.calls_model = False
-        self.nested_loops: list[cst.CSTNode] = []
-        self.times = False  # time.time()/perf_counter()/cuda Event
+@dataclass(frozen=True)
+class Evidence:
+    hint: bool = False          # rests on a name (`device` of a function nobody in the file calls)
+    opaque: bool = False        # through a call the file does not show
 
 
 class SyncInLoop(Rule):
     """## What it does
-    Flags a host synchronisation or device→host round-trip inside a loop over training
-    or inference steps: `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`/`int(t)`/
-    `bool(t)`, `print(t)` or an f-string of a tensor, `if t > 0:`/`while loss > eps:` on a
-    tensor, and `torch.cuda.synchronize()`, where `t` is a tensor the code shows may live on
-    the GPU (a model or loss output, or derived from tensors moved to the device).
+    Flags a host synchronisation or device→host round-trip that runs on every step of a
+    training or inference loop: `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `.to("cpu")`,
+    `float(t)`/`int(t)`/`bool(t)`, `print(t)` or an f-string of a tensor, the truth value of
+    a tensor (`if t > 0:`, `while loss > eps:`, `assert t`), and `torch.cuda.synchronize()`,
+    where `t` is a value the code shows lives on the device (moved there, created there,
+    computed from device values, or the output of a module that is on the device). What a
+    call into code the file does not show returns for device tensors (a model passed in as
+    a parameter, a loss from another module: `loss = criterion(model(x.to(device)), y)`) is
+    taken to be on the device too. Where the only sign of the device is a parameter's name
+    (`device` in a function nothing in the file calls), the message says so.
 
-    A step loop is a loop over a DataLoader (or anything named a loader), over
-    `range(num_epochs/steps/...)`, or whose body calls `backward()`, `optimizer.step()` or a
-    model. It stays silent on reads after the step loop (once per epoch), on reads gated by
-    a logging condition (`if step % log_every == 0:`), on values that are CPU-side (dataset
-    samples, tensors built without a device, numpy arrays, Python numbers), and on
-    `synchronize()` used as a fence around a timed region.
+    A loop runs once per step when its body trains (`.backward()`, `.step()` on an
+    optimizer or GradScaler), calls a module, or walks a DataLoader; a loop whose every
+    iteration runs such a loop is an epoch loop, and what it runs outside the inner loop runs
+    once per epoch (silent). A read under a throttle (`if step % log_every == 0:`,
+    `if verbose:`) whose body does not train is silent; under a condition whose body also
+    trains (`if i % n_critic == 0:` around a generator update), it runs per step and is
+    reported. Several reads in one statement are one finding that counts them.
+
+    A call of a function of the same file that reads its argument on the host (an
+    `accuracy()` helper ending in `.item()`, a metric accumulator doing `float(v)`) is
+    reported at the call in the step loop, naming the helper's line, when the argument it
+    reads is on the device.
+
+    Silent on: reads after the step loop, reads of host values (dataset samples, tensors
+    built without a device, NumPy arrays, Python numbers), code in branches that run only
+    without a GPU, `synchronize()` used as a timing fence (the loop, or the code around
+    it, takes timestamps, or the loop walks an iterator the file does not show, which may
+    time each step), and values the code does not place (silence over guessing).
 
     ## Why is this bad?
     CUDA runs asynchronously: the CPU queues kernels and moves on. A read of a value on the
@@ -99,317 +85,260 @@ class SyncInLoop(Rule):
     name = "sync-in-loop"
     summary = "Host sync (`.item()`, `.cpu()`, `print(t)`, ...) inside a training/inference step loop"
     message = (
-        "{what} waits for the GPU on every step of this loop (a sync costs ~10 µs plus the "
+        "{what} {verb} for the GPU on every step of this loop (a sync costs ~10 µs plus the "
         "queued work; measured on an H200 it added 5% to a small MLP step and 51% to a "
         "matmul-bound loop): keep the value on the device and read it after the loop or "
         "every N steps; `devicelint confirm` measures it here"
     )
+    hint_note = (
+        " (the device comes from a parameter that nothing in this file passes: it is taken "
+        "to be the GPU from its name)"
+    )
     # A value on the GPU needs one of these in the file (`.to(device)`, `.cuda()`, `device=`).
     tokens = ("cuda", "device", ".to(")
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.candidates: list[tuple[str, cst.CSTNode]] = []
-        self._facts: dict[int, _LoopFacts] = {}
-        self._step: dict[int, bool] = {}
-        self.active = True
+        self.candidates: list[cst.CSTNode] = []
 
-    # -- collection (during the traversal) ----------------------------------------------
-    def visit_Module(self, node: cst.Module) -> None:
-        source = self.ctx.source
-        # A step loop needs a loader, a step count, a backward pass or a model call.
-        self.active = any(token in source for token in STEP_TOKENS)
-
+    # -- collection: nodes that may read on the host ------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        if not self.active:
-            return
-        func = node.func
-        if isinstance(func, cst.Attribute):
-            attr = func.attr.value
-            if attr in SYNC_METHODS and not node.args:
-                self.candidates.append((attr, node))
-            elif attr == "synchronize":
-                self.candidates.append(("synchronize", node))
-        elif isinstance(func, cst.Name):
-            if func.value in CONVERSIONS and len(node.args) == 1:
-                self.candidates.append(("convert", node))
-            elif func.value == "print" and node.args:
-                self.candidates.append(("print", node))
+        self.candidates.append(node)
 
     def visit_If(self, node: cst.If) -> None:
-        if self.active:
-            self.candidates.append(("test", node.test))
+        self.candidates.append(node)
 
     def visit_While(self, node: cst.While) -> None:
-        if self.active:
-            self.candidates.append(("test", node.test))
+        self.candidates.append(node)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.candidates.append(node)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self.candidates.append(node)
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
-        if self.active:
-            self.candidates.append(("format", node.expression))
+        self.candidates.append(node)
 
-    # -- judgement (after the traversal) --------------------------------------------------
+    # -- judgement ------------------------------------------------------------------------
     def leave_Module(self, node: cst.Module) -> None:
-        if not self.candidates:
-            return
-        flow = Flow.of(self.ctx)
-        for kind, candidate in self.candidates:
-            loops = self.ctx.loops(candidate)
-            if not loops:
-                continue
-            step = self.step_loop(flow, candidate, loops)
-            if step is None:
-                continue
-            for target, what in self.offenders(flow, kind, candidate, step):
-                self.report(target, self.message.format(what=what))
-
-    def offenders(self, flow: Flow, kind: str, node: cst.CSTNode, step: cst.CSTNode):
         ctx = self.ctx
-        if kind in SYNC_METHODS:
-            receiver = node.func.value  # type: ignore[attr-defined]
-            if self.on_gpu(flow, receiver, step):
-                yield node, f"`.{kind}()`"
-        elif kind == "synchronize":
-            qual = ctx.qualname(node.func)  # type: ignore[attr-defined]
-            if qual in SYNCHRONIZE and not self.timed(flow, step):
-                yield node, f"`{qual}()`"
-        elif kind == "convert":
-            arg = node.args[0].value  # type: ignore[attr-defined]
-            if self.on_gpu(flow, arg, step):
-                yield node, f"`{node.func.value}(tensor)`"  # type: ignore[attr-defined]
-        elif kind == "print":
-            for arg in node.args:  # type: ignore[attr-defined]
-                if arg.keyword is None and self.on_gpu(flow, arg.value, step):
-                    yield node, "`print(tensor)`"
-                    return
-        elif kind == "format":
-            if self.on_gpu(flow, node, step):
-                yield node, "formatting a tensor in an f-string"
-        elif kind == "test":
-            for operand in _operands(node):
-                if self._tensor_truth(flow, operand, step):
-                    yield operand, "`if`/`while` on a tensor's value"
-
-    def _tensor_truth(self, flow: Flow, node: cst.CSTNode, step) -> bool:
-        """`loss > eps`, `(x != 0).any()`, `torch.isnan(loss)`: bool() of a GPU tensor."""
-        if isinstance(node, cst.Comparison):
-            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
-                return False
-            sides = [node.left] + [c.comparator for c in node.comparisons]
-            return any(self.on_gpu(flow, side, step) for side in sides)
-        if isinstance(node, cst.Call):
-            tail = func_tail(node)
-            if tail in TENSOR_TRUTH_METHODS:
-                return self.on_gpu(flow, node, step)
-        return False
-
-    def on_gpu(self, flow: Flow, node: cst.CSTNode, step: cst.CSTNode) -> bool:
-        kind = None
-        if isinstance(step, cst.While):
-            # `while loss > eps:` reads the value the previous iteration assigned.
-            kind = self._loop_carried(flow, node, step)
-        if kind is None:
-            kind = flow.origin(node)
-        if kind == ON_DEVICE:
-            return True
-        return kind == MODEL_OUT and flow.device_evidence
-
-    def _loop_carried(self, flow: Flow, node: cst.CSTNode, loop: cst.While) -> Optional[str]:
-        """`while loss > eps:` where `loss` is (re)assigned in the loop body."""
-        if not isinstance(node, cst.Name):
-            return None
-        found = None
-        for binding in self.ctx.bindings_of(node.value, node):
-            if binding.kind in ("assign", "augassign") and binding.value is not None and any(
-                a is loop for a in self.ctx.ancestors(binding.node)
-            ):
-                found = flow.origin(binding.value)
-        return found
-
-    # -- the step loop ------------------------------------------------------------------
-    def step_loop(self, flow: Flow, node: cst.CSTNode, loops: list) -> Optional[cst.CSTNode]:
-        """The innermost enclosing loop that runs once per training/inference step, if the
-        node runs on every one of its iterations."""
-        ctx = self.ctx
-        for loop in loops:
-            if isinstance(loop, COMPREHENSIONS) or not self.is_step_loop(flow, loop):
+        sem = ctx.semantic
+        syncs = sem.syncs
+        helpers = sem.functions()
+        groups: dict[int, list[tuple[cst.CSTNode, str]]] = {}
+        for candidate in self.candidates:
+            if not ctx.loops(candidate) and not isinstance(candidate, cst.While):
                 continue
-            facts = self.facts(flow, loop)
-            ancestors = None
-            for inner in facts.nested_loops:
-                if self.is_step_loop(flow, inner):
-                    if ancestors is None:
-                        ancestors = {id(a) for a in ctx.ancestors(node)}
-                    if id(inner) not in ancestors:
-                        return None  # once per epoch, after the inner step loop
-            if self.throttled(node, loop):
-                return None
-            return loop
+            found: list[tuple[cst.CSTNode, str]] = []
+            for read in syncs.reads(candidate):
+                loop = sem.loops.step_loop(read.node)
+                if loop is None or not sem.on_gpu_path(read.node):
+                    continue
+                if read.operand is None:
+                    if not self._timing_fence(loop):
+                        found.append((read.node, read.what, None))
+                    continue
+                evidence = self._on_device(read.operand, loop)
+                if evidence is not None:
+                    found.append((read.node, read.what, evidence))
+            if isinstance(candidate, cst.Call) and _last_name(candidate.func) in helpers:
+                loop = sem.loops.step_loop(candidate)
+                if loop is not None and sem.on_gpu_path(candidate):
+                    for inner in syncs.call_reads(candidate):
+                        line = ctx.position(inner.node)[0]
+                        found.append((candidate, f"`{_called(candidate)}()` ({inner.what} at line {line})",
+                                      None))
+            for target, what, evidence in found:
+                statement = _statement(ctx, target)
+                groups.setdefault(id(statement), []).append((target, what, evidence))
+        for reads in groups.values():
+            reads.sort(key=lambda r: ctx.order(r[0]))
+            if len(reads) == 1:
+                what, verb = reads[0][1], "waits"
+            else:
+                counts: dict[str, int] = {}
+                for _, w, _e in reads:
+                    counts[w] = counts.get(w, 0) + 1
+                parts = [w if n == 1 else f"{w} ×{n}" for w, n in counts.items()]
+                what = f"{len(reads)} host reads ({', '.join(parts)})"
+                verb = "wait"
+            message = self.message.format(what=what, verb=verb)
+            if all(e is not None and e.hint for _, _, e in reads):
+                message += self.hint_note
+            self.report(reads[0][0], message)
+
+    def _on_device(self, operand: cst.CSTNode, loop: cst.CSTNode) -> Optional[Evidence]:
+        """Why the operand is on the device, or None when the code does not show it."""
+        found = self._evidence(operand, 0)
+        if found is not None:
+            return found
+        if isinstance(loop, cst.While) and self._within(operand, loop.test):
+            # `while loss > eps:` reads, from the second iteration on, what the body assigned.
+            sides = [operand] if not isinstance(operand, cst.Comparison) else \
+                [operand.left] + [c.comparator for c in operand.comparisons]
+            for side in sides:
+                found = self._carried(side, loop)
+                if found is not None:
+                    return found
         return None
 
-    def is_step_loop(self, flow: Flow, loop: cst.CSTNode) -> bool:
-        key = id(loop)
-        cached = self._step.get(key)
-        if cached is None:
-            cached = self._is_step_loop(flow, loop)
-            self._step[key] = cached
-        return cached
-
-    def _is_step_loop(self, flow: Flow, loop: cst.CSTNode) -> bool:
-        if isinstance(loop, cst.For):
-            kind = flow.iter_kind(loop.iter)
-            if kind == LOADER:
-                return True
-            if kind == FIELDS:
-                return False
-            count = _range_count(loop.iter)
-            if count is not None:
-                name = dotted_name(count)
-                if name is not None and STEP_COUNT_NAME.search(name.rsplit(".", 1)[-1]):
-                    return True
-        facts = self.facts(flow, loop)
-        if facts.trains:
-            return True
-        if facts.calls_model:
-            return True
-        if isinstance(loop, cst.While):
-            return any(self._tensor_truth_loose(flow, o, loop) for o in _operands(loop.test))
-        return False
-
-    def _tensor_truth_loose(self, flow: Flow, node, loop) -> bool:
-        if isinstance(node, cst.Comparison):
-            sides = [node.left] + [c.comparator for c in node.comparisons]
-            return any(
-                self._loop_carried(flow, s, loop) in (ON_DEVICE, MODEL_OUT) for s in sides
-            )
-        return False
-
-    def facts(self, flow: Flow, loop: cst.CSTNode) -> _LoopFacts:
-        key = id(loop)
-        facts = self._facts.get(key)
-        if facts is not None:
-            return facts
-        facts = _LoopFacts()
-        ctx = self.ctx
-        targets = set(ctx.loop_targets(loop)) if isinstance(loop, cst.For) else set()
-        stack: list[cst.CSTNode] = [loop.body]  # type: ignore[attr-defined]
-        while stack:
-            current = stack.pop()
-            if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                continue
-            if isinstance(current, (cst.For, cst.While)):
-                facts.nested_loops.append(current)
-            elif isinstance(current, cst.Call):
-                tail = func_tail(current)
-                if tail == "backward":
-                    facts.trains = True
-                elif tail == "step" and isinstance(current.func, cst.Attribute):
-                    owner = dotted_name(current.func.value)
-                    if owner is not None and OPTIMIZER_NAME.search(owner.rsplit(".", 1)[-1]):
-                        facts.trains = True
-                elif tail in ("record", "elapsed_time"):
-                    facts.times = True
-                else:
-                    qual = ctx.qualname(current.func)
-                    if qual in TIMING_FUNCS:
-                        facts.times = True
-                    elif (
-                        isinstance(current.func, (cst.Name, cst.Attribute))
-                        and (dotted_name(current.func) or "").split(".", 1)[0] not in targets
-                        and flow.is_module(current.func)
-                    ):
-                        # Calling the loop variable walks layers/models, not steps.
-                        facts.calls_model = True
-            stack.extend(children(current))
-        self._facts[key] = facts
-        return facts
-
-    def throttled(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
-        """Inside `if step % N == 0:` (or a logging flag, or `if step == 0:`)."""
-        child = node
-        for ancestor in self.ctx.ancestors(node):
-            if ancestor is loop:
-                return False
-            if isinstance(ancestor, cst.If) and child is ancestor.body and _is_gate(ancestor.test):
-                return True
-            child = ancestor
-        return False
-
-    def timed(self, flow: Flow, loop: cst.CSTNode) -> bool:
-        """`synchronize()` as a timing fence: the loop, or the statements next to it, time."""
-        if self.facts(flow, loop).times:
-            return True
-        parent = self.ctx.parent(loop)
-        body = getattr(parent, "body", None)
-        if isinstance(body, (list, tuple)):
-            for index, statement in enumerate(body):
-                if statement is loop:
-                    for sibling in body[max(0, index - 2): index + 3]:
-                        if sibling is not loop and _mentions_timing(self.ctx, sibling):
-                            return True
-        return False
-
-
-def _operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(test, cst.BooleanOperation):
-        return _operands(test.left) + _operands(test.right)
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _operands(test.expression)
-    return [test]
-
-
-def _range_count(iterable: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    while isinstance(iterable, cst.Call) and func_tail(iterable) in ("enumerate", "tqdm", "trange"):
-        if func_tail(iterable) == "trange" and iterable.args:
-            return iterable.args[-1].value if len(iterable.args) <= 2 else iterable.args[1].value
-        if not iterable.args:
+    def _carried(self, side: cst.CSTNode, loop: cst.While) -> Optional[Evidence]:
+        sem = self.ctx.semantic
+        if not isinstance(side, cst.Name):
             return None
-        iterable = iterable.args[0].value
-    if isinstance(iterable, cst.Call) and func_tail(iterable) == "range" and iterable.args:
-        positional = [a.value for a in iterable.args if a.keyword is None]
-        if positional:
-            return positional[1] if len(positional) >= 2 else positional[0]
+        inside = [d for d in sem.defs(side) if self._within(d.node, loop.body)]
+        if not inside:
+            return None
+        value = join_all(sem.def_value(d) for d in inside)
+        if value.kind is Kind.TENSOR and value.place is Place.DEVICE:
+            return Evidence(value.hint)
+        return None
+
+    def _evidence(self, node: cst.CSTNode, depth: int) -> Optional[Evidence]:
+        """The value of `node` is on the device: the semantic model says so, or it is what a
+        call the file does not show (a model passed in, a loss from another module) returns
+        for device tensors (`outputs = model(x.to(device))`), carried through tensor methods,
+        indexing and arithmetic."""
+        sem = self.ctx.semantic
+        value = sem.value(node)
+        if value.place is Place.DEVICE and value.kind in (Kind.TENSOR, Kind.UNKNOWN):
+            return Evidence(value.hint)
+        if value.place is not Place.UNKNOWN or value.kind not in (Kind.TENSOR, Kind.UNKNOWN) \
+                or depth > 8:
+            return None
+        if isinstance(node, cst.Name):
+            defs = sem.gpu_path_defs(sem.defs(node))
+            found: list[Evidence] = []
+            for d in defs:
+                if d.kind not in ("assign", "annassign", "with", "walrus") or d.value is None:
+                    return None
+                inner = self._evidence(d.value, depth + 1)
+                if inner is None:
+                    return None
+                found.append(inner)
+            if not found:
+                return None
+            return Evidence(any(e.hint for e in found), any(e.opaque for e in found))
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute):
+                method = sem.api.method(func.attr.value)
+                if method is not None and (method.place == "cpu" or method.result in (
+                        "number", "host-list", "array", "none")):
+                    return None  # `.item()`, `.size()`, `.numpy()`: a host value
+                receiver = sem.value(func.value)
+                if receiver.kind is Kind.TENSOR or receiver.kind is Kind.UNKNOWN:
+                    found = self._evidence(func.value, depth + 1)
+                    if found is not None:
+                        return found
+            callee = sem.value(func)
+            qual = sem.qualname(func)
+            spec = sem.api.function(qual) if qual else None
+            unseen = value.kind is Kind.UNKNOWN and qual is None and sem.syncs.callee(node) is None
+            follows = spec is not None and spec.place == "input"   # `F.softmax(scores)`
+            if unseen or follows or (callee.kind is Kind.MODULE and callee.place is Place.UNKNOWN):
+                # A call into code the file does not show (or a module whose place it does
+                # not show), given device tensors.
+                for arg in node.args:
+                    found = self._evidence(arg.value, depth + 1)
+                    if found is not None:
+                        return Evidence(found.hint, found.opaque or not follows)
+            return None
+        if isinstance(node, cst.Subscript):
+            return self._evidence(node.value, depth + 1)
+        if isinstance(node, cst.Attribute) and node.attr.value in ("data", "values", "indices", "grad", "T"):
+            return self._evidence(node.value, depth + 1)
+        if isinstance(node, cst.BinaryOperation):
+            return self._evidence(node.left, depth + 1) or self._evidence(node.right, depth + 1)
+        if isinstance(node, cst.Comparison):
+            for side in [node.left] + [c.comparator for c in node.comparisons]:
+                found = self._evidence(side, depth + 1)
+                if found is not None:
+                    return found
+        if isinstance(node, cst.UnaryOperation):
+            return self._evidence(node.expression, depth + 1)
+        return None
+
+    def _within(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        current: Optional[cst.CSTNode] = node
+        while current is not None:
+            if current is container:
+                return True
+            current = self.ctx.parent(current)
+        return False
+
+    def _timing_fence(self, loop: cst.CSTNode) -> bool:
+        """`synchronize()` that fences a timed region: the loop takes timestamps, or a stamp
+        before and one after the loop bracket it, or the loop walks an iterator the file
+        does not show (a metric logger's `log_every(loader)` times each step)."""
+        ctx = self.ctx
+        sem = ctx.semantic
+        stamps = self._stamps()
+        scope = sem.scope_of(loop)
+        start = ctx.order(loop)
+        before = after = False
+        for stamp in stamps:
+            if self._within(stamp, loop):
+                return True
+            if sem.scope_of(stamp) is not scope:
+                continue
+            if ctx.order(stamp) < start:
+                before = True
+            else:
+                after = True
+        if before and after:
+            return True
+        if isinstance(loop, cst.For):
+            iterable = loop.iter
+            while isinstance(iterable, cst.Call) and _last_name(iterable.func) in _PASS_THROUGH \
+                    and iterable.args:
+                iterable = iterable.args[0].value
+            if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+                    and sem.qualname(iterable.func) is None \
+                    and sem.value(iterable).kind is Kind.UNKNOWN \
+                    and sem.value(iterable.func.value).kind is Kind.UNKNOWN \
+                    and sem.syncs.callee(iterable) is None:
+                return True
+        return False
+
+    def _stamps(self) -> list[cst.Call]:
+        found = getattr(self, "_stamp_calls", None)
+        if found is None:
+            sem = self.ctx.semantic
+            found = []
+            for call in self.candidates:
+                if not isinstance(call, cst.Call):
+                    continue
+                if self.ctx.qualname(call.func) in sem.api.stamps \
+                        and sem.qualname(call.func) in sem.api.stamps:
+                    found.append(call)
+                elif isinstance(call.func, cst.Attribute) and call.func.attr.value in ("record", "elapsed_time") \
+                        and sem.value(call.func.value).kind is Kind.EVENT:
+                    found.append(call)
+            self._stamp_calls = found
+        return found
+
+
+def _last_name(func: cst.BaseExpression) -> Optional[str]:
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
     return None
 
 
-def _is_gate(test: cst.BaseExpression) -> bool:
-    stack: list[cst.CSTNode] = [test]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.BinaryOperation) and isinstance(current.operator, cst.Modulo):
-            return True
-        if isinstance(current, cst.Comparison) and any(
-            isinstance(c.operator, cst.Equal) for c in current.comparisons
-        ):
-            sides = [current.left] + [c.comparator for c in current.comparisons]
-            if any(isinstance(s, cst.Integer) or _mentions_count(s) for s in sides):
-                return True
-        if isinstance(current, cst.Name) and LOG_GATE_NAME.search(current.value):
-            return True
-        if isinstance(current, cst.Attribute):
-            if LOG_GATE_NAME.search(current.attr.value):
-                return True
-            stack.append(current.value)
-            continue
-        stack.extend(children(current))
-    return False
+def _called(call: cst.Call) -> str:
+    from devicelint.names import dotted_name
+
+    return dotted_name(call.func) or _last_name(call.func) or "helper"
 
 
-def _mentions_count(node: cst.CSTNode) -> bool:
-    name = dotted_name(node)
-    if name is None and isinstance(node, cst.BinaryOperation):
-        return _mentions_count(node.left) or _mentions_count(node.right)
-    if name is None and isinstance(node, cst.Call) and func_tail(node) == "len":
-        return True
-    return name is not None and bool(re.search(r"(step|iter|epoch|^i$|idx|batch)", name, re.I))
-
-
-def _mentions_timing(ctx: FileContext, node: cst.CSTNode) -> bool:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Call):
-            if ctx.qualname(current.func) in TIMING_FUNCS or func_tail(current) in ("record", "elapsed_time"):
-                return True
-        stack.extend(children(current))
-    return False
+def _statement(ctx, node: cst.CSTNode) -> cst.CSTNode:
+    """The statement `node` belongs to (a simple statement, or a compound statement's header)."""
+    current = node
+    while current is not None:
+        if isinstance(current, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return current
+        current = ctx.parent(current)
+    return node

@@ -29,9 +29,6 @@ CROSS_RULE_NOISE_TODAY: dict[tuple[str, int, str], str] = {
     ("DL006/good_unknown_receivers.py", 32, "DL008"):
         "collate_fn returns a custom Batch without .pin_memory(): pin_memory=True would not "
         "pin it (torch.utils.data pins only tensors, containers and objects with pin_memory())",
-    ("DL012/bad_benchmarks.py", 50, "DL004"):
-        "a 3-iteration timing loop over the same input is not a step loop (issue 12 point 5: "
-        "a step loop trains, walks a loader or calls a module on this iteration's data)",
 }
 
 

@@ -44,18 +44,12 @@ NAME_HINT = re.compile(r"\bnam(e|ed)\b", re.IGNORECASE)
 NAME_DEPENDENT_TODAY: dict[str, str] = {
     "DL001/bad_dataset_samples.py": "loses DL001 24, 28, 34, 38 and DL004 26",
     "DL001/bad_inference_helpers.py": "loses DL001 12, 20, 21, 30, 38, 40",
-    "DL004/bad_eval_loader.py": "loses DL004 19, 20, 33, 34, 35, 44",
-    "DL004/bad_while_and_generate.py": "loses DL004 12, 27, 28",
-    "DL004/good_throttled_and_after.py": "gains DL004 56",
     "DL006/bad_module_attributes.py": "loses DL006 14, 19",
     "DL006/fix_assign_back.py": "loses DL006 16",
     "DL007/bad_model_buffers.py": "loses DL007 21, 22 and DL009 21",
     "DL007/fix_factories.py": "loses DL007 6, 7, 8, 9, 10, 14 and DL009 7",
     "DL008/bad_script_and_class.py": "loses DL008 14",
     "DL010/good_single_process.py": "gains DL010 12",
-    "DL011/bad_step_loops.py": "loses DL004 26",
-    "DL012/bad_benchmarks.py": "loses DL004 50",
-    "DL012/good_synchronized.py": "loses DL004 101",
 }
 
 

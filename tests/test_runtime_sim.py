@@ -219,3 +219,11 @@ def test_sim_attribution_and_cuda_surface(tmp_path):
     assert results["pinned-factory"]["status"] == "refuted"
     assert results["cuda-index"]["status"] == "confirmed"
     assert results["cuda-index"]["error"].startswith("indices should be either on cpu")
+
+
+def test_a_sync_in_a_helper_counts_at_the_flagged_call():
+    # DL004 reports `read(...)` at its call in the loop; the `.item()` runs on the helper's
+    # own line, which is not flagged: the flagged caller's line gets it.
+    results, child = run_probe("probe_helper_sync.py", {"call": "DL004"}, "sim")
+    assert results["call"]["status"] == "confirmed", child.stderr_tail
+    assert results["call"]["count"] == 10

@@ -178,7 +178,11 @@ class Tracker:
         if wanted is ALL_LINES:
             return found
         head = wanted.get(line)
-        return None if head is None else (path, head)
+        if head is None:
+            # A helper of the same file called from a flagged line (DL004 reports a sync in
+            # `accuracy()` at its call in the step loop): the flagged caller's site.
+            return self.flagged_caller(frame)
+        return path, head
 
     def record(self, site) -> dict:
         rec = self.records.get(site)
