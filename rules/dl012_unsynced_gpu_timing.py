@@ -4,62 +4,49 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.analysis import (
-    CPU, CUDA, DEVICE, device_kind, is_tensor_factory, keyword_arg, string_value,
-    to_call_device,
-)
-from devicelint.context import bound_names
-from devicelint.names import dotted_name
 from devicelint.rule import Rule
+from devicelint.semantic import Kind, Place
 
-STAMPS = {
-    "time.time", "time.perf_counter", "time.monotonic", "time.time_ns",
-    "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer",
-}
-SYNC_FUNCTIONS = {"torch.cuda.synchronize", "torch.accelerator.synchronize",
-                  "torch.cuda.current_stream", "torch.xpu.synchronize"}
-# Methods that wait for the GPU (or copy to the host, which waits).
-SYNC_METHODS = {"synchronize", "item", "tolist", "cpu", "numpy", "wait"}
-# Methods of tensors/modules that launch no kernel.
-NO_WORK_METHODS = {
-    "size", "dim", "numel", "stride", "is_contiguous", "data_ptr", "element_size", "eval",
-    "train", "parameters", "named_parameters", "buffers", "modules", "children",
-    "state_dict", "register_forward_hook", "register_buffer", "requires_grad_", "type",
-    "get_device", "nelement", "storage_offset", "is_floating_point", "to",
-}
-NO_WORK_ATTRS = {"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "grad_fn",
-                 "is_leaf", "layout", "names"}
-TEXT_SYNCS = {"print", "float", "int", "bool", "str", "repr", "format"}
-EVENT_TIMING = {"torch.cuda.Event", "torch.Event", "torch.cuda.event.Event"}
 WORK, SYNC, STAMP = "work", "sync", "stamp"
+_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+# Calls that neither launch GPU work nor wait for it, whatever their arguments.
+_INERT_BUILTINS = {"len", "isinstance", "type", "id", "hasattr", "getattr", "range", "enumerate",
+                   "zip", "iter", "next", "list", "tuple", "dict", "set", "sorted", "reversed",
+                   "min", "max", "sum", "abs", "round", "divmod"}
 
 
 class UnsyncedGpuTiming(Rule):
     """## What it does
     Flags an end timestamp (`time.time()`, `time.perf_counter()`, `time.monotonic()`, their
-    `_ns` forms, `timeit.default_timer()`) taken after GPU work with no synchronisation
-    between the work and the timestamp, where a start timestamp precedes the work in the
-    same function (or module). The finding is at the end-timestamp call.
+    `_ns` forms, `timeit.default_timer()`) that closes a measured interval over GPU work with
+    no synchronisation between the work and the timestamp. A timestamp is an end only when
+    the code measures with it: it is subtracted from a start timestamp or compared with one
+    (`time.perf_counter() - t0`, `t1 = time.time()` later used as `t1 - t0`). Date stamps
+    (`time.asctime(time.localtime(time.time()))`) and stamps that only open a region
+    (`t1 = time.perf_counter()` used only as `... - t1`) are never ends. The finding is at the
+    end-timestamp call.
 
-    The GPU work must be visible in that function: operations on tensors created on or
-    moved to a CUDA/`device` target (`.to(device)`, `.cuda()`, `device=` factories, values
-    computed from them), calls of a model after it was moved, `.backward()`, an optimizer
-    built from a moved model's parameters.
+    GPU work is what the code shows runs on the device between the start and the end: a
+    PyTorch operation that launches kernels (`launches` in the semantic layer's API table) on
+    device values, a module on the device called, arithmetic on device tensors, `.backward()`
+    of a device loss, a device factory, a `non_blocking=True` copy.
 
-    Counted as synchronising (silent after them): `torch.cuda.synchronize()`, any
-    `.synchronize()`, `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `.to("cpu")`, a blocking
-    host-to-device copy (`.to(device)` of a host tensor without `non_blocking=True`, which
-    PyTorch completes with a stream synchronisation), `print()`/`float()`/`int()`/`str()`
-    of a GPU value, and any call of another function with GPU values (it may synchronise;
-    the rule cannot see inside, so it stays silent). A loop whose body synchronises bounds
-    the error to one iteration and counts as synchronised.
+    Counted as synchronising (silent after them): `torch.cuda.synchronize()` (also through a
+    name bound to it, or a function of the file that calls it), `.item()`, `.tolist()`,
+    `.cpu()`, `.numpy()`, `.to("cpu")`, `print()`/`float()`/`int()` of a device value, a
+    blocking host-to-device copy (`.to(device)` of a host tensor without `non_blocking=True`,
+    which waits for the stream), a function of the file that reads its device argument on
+    the host, and any other call given device values (the rule cannot see inside it, so it
+    stays silent). When the end stamp is in a loop that the start stamp is outside of, the
+    work of the previous iteration counts too, unless the loop synchronises on every
+    iteration (a running total, off by at most one iteration); a start stamp taken again later in the loop
+    body (`t0 = t1`, `prev = time.time()`) opens the next iteration's interval, which crosses
+    the loop's back edge.
 
     Silent on functions that time with `torch.cuda.Event(enable_timing=True)`, on
     `torch.utils.benchmark` (it synchronises itself), on CPU-only work, on timing that
-    brackets no tensor work, inside branches the code marks as CPU-only
-    (`if device.type != "cuda":`, the `else` of `if torch.cuda.is_available():`), and on a
-    timestamp that only opens a region (`t1 = time.perf_counter()` whose name is only ever
-    subtracted from, `... - t1`): work queued before a start stamp is in no measured interval.
+    brackets no tensor work, and inside branches that run only without a GPU
+    (`if device.type != "cuda":`, the `else` of `if torch.cuda.is_available():`).
 
     ## Why is this bad?
     CUDA kernels run asynchronously: the Python call returns once the kernel is queued.
@@ -101,377 +88,323 @@ class UnsyncedGpuTiming(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.scopes: dict[int, tuple[cst.CSTNode, int]] = {}
+        self.stamps: dict[int, list[cst.Call]] = {}
+        self.scopes: dict[int, cst.CSTNode] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualname(node.func) in STAMPS:
+        stamps = self.ctx.semantic.api.stamps
+        # The import table first (cheap), then the semantic model (the import not shadowed).
+        if self.ctx.qualname(node.func) in stamps and self.ctx.semantic.qualname(node.func) in stamps:
             scope = self.ctx.scope(node)
             if isinstance(scope, (cst.FunctionDef, cst.Module)):
-                entry = self.scopes.get(id(scope))
-                self.scopes[id(scope)] = (scope, (entry[1] if entry else 0) + 1)
+                self.stamps.setdefault(id(scope), []).append(node)
+                self.scopes[id(scope)] = scope
 
     def leave_Module(self, node: cst.Module) -> None:
-        for scope, stamps in self.scopes.values():
-            if stamps >= 2:
-                self._check(scope)
-
-    def _check(self, scope: cst.CSTNode) -> None:
-        timeline = _Timeline(self.ctx, scope)
-        body = scope.body if isinstance(scope, cst.FunctionDef) else scope
-        body.visit(timeline)
-        if timeline.event_timing:
-            return
-        events = timeline.events
-        last_stamp = last_work = last_sync = -1
-        for index, (kind, node) in enumerate(events):
-            if kind == WORK:
-                last_work = index
-            elif kind == SYNC:
-                last_sync = index
-            else:
-                if (
-                    last_stamp >= 0
-                    and last_work > last_stamp
-                    and last_work > last_sync
-                    and not self._loop_bounded(node, events[last_stamp][1], timeline)
-                    and not self._start_only(node, scope)
-                ):
-                    self.report(node)
-                last_stamp = index
-
-    def _start_only(self, stamp: cst.CSTNode, scope: cst.CSTNode) -> bool:
-        """`t1 = time.perf_counter()` whose name is only ever subtracted from (`... - t1`):
-        it opens a region and closes none, so GPU work queued before it is outside every
-        measured interval (it is billed to the region it opens, which the end stamp's own
-        synchronisation covers)."""
-        assign = self.ctx.parent(stamp)
-        if isinstance(assign, cst.Assign):
-            if len(assign.targets) != 1:
-                return False
-            target = assign.targets[0].target
-        elif isinstance(assign, cst.AnnAssign):
-            target = assign.target
-        else:
-            return False
-        if not isinstance(target, cst.Name):
-            return False
-        uses = _NameUses(target.value, target)
-        scope.visit(uses)
-        if not uses.nodes:
-            return False
-        for use in uses.nodes:
-            operation = self.ctx.parent(use)
-            if not (
-                isinstance(operation, cst.BinaryOperation)
-                and isinstance(operation.operator, cst.Subtract)
-                and operation.right is use
-            ):
-                return False
-        return True
-
-    def _loop_bounded(self, end: cst.CSTNode, start: cst.CSTNode, timeline) -> bool:
-        """The end stamp is in a loop that synchronises every iteration and that the start
-        stamp is outside of: the error is at most one iteration."""
-        start_loops = {id(l) for l in self.ctx.loops(start)}
-        return any(
-            id(loop) in timeline.synced_loops and id(loop) not in start_loops
-            for loop in self.ctx.loops(end)
-        )
+        for key, stamps in self.stamps.items():
+            if len(stamps) >= 2:
+                _Scope(self, self.scopes[key], stamps).check()
 
 
-class _Timeline(cst.CSTVisitor):
-    """Stamps, GPU work and synchronisations of one scope, in evaluation order, with a
-    flow-sensitive (source-order) set of names that hold GPU tensors or moved models."""
+class _Scope:
+    """The stamps, GPU work and synchronisations of one function (or the module), in
+    evaluation order. Nodes are classified lazily, walking back from an end stamp until the
+    nearest work or synchronisation."""
 
-    def __init__(self, ctx, scope: cst.CSTNode) -> None:
-        self.ctx = ctx
+    def __init__(self, rule: UnsyncedGpuTiming, scope: cst.CSTNode, stamps: list[cst.Call]) -> None:
+        self.rule = rule
+        self.ctx = rule.ctx
+        self.sem = rule.ctx.semantic
         self.scope = scope
-        self.gpu: set[str] = set()
-        self.events: list[tuple[str, cst.CSTNode]] = []
+        self.stamps = stamps
+        self.nodes: list[cst.CSTNode] = []      # expressions in evaluation (post-)order
+        self.index: dict[int, int] = {}         # stamps -> position in `nodes`
+        self.kinds: dict[int, Optional[str]] = {}
+        self.names: dict[str, list[cst.Name]] = {}
         self.event_timing = False
-        self.cpu_blocks: set[int] = set()
-        self.cpu_depth = 0
-        self.loop_marks: list[int] = []
-        self.synced_loops: set[int] = set()
 
-    # -- structure -----------------------------------------------------------------
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.scope:
-            return False
-        if id(node) in self.cpu_blocks:
-            self.cpu_depth += 1
-        return super().on_visit(node)
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
-        if id(original_node) in self.cpu_blocks:
-            self.cpu_depth -= 1
-
-    def visit_If(self, node: cst.If) -> None:
-        branch = _cpu_branch(self.ctx, node)
-        if branch is not None:
-            self.cpu_blocks.add(id(branch))
-
-    def visit_For(self, node: cst.For) -> None:
-        self.loop_marks.append(len(self.events))
-
-    def visit_For_body(self, node: cst.For) -> None:
-        self._bind(node.target, node.iter)
-
-    def leave_For(self, node: cst.For) -> None:
-        self._leave_loop(node)
-
-    def visit_While(self, node: cst.While) -> None:
-        self.loop_marks.append(len(self.events))
-
-    def leave_While(self, node: cst.While) -> None:
-        self._leave_loop(node)
-
-    def _leave_loop(self, node: cst.CSTNode) -> None:
-        mark = self.loop_marks.pop()
-        if any(kind == SYNC for kind, _ in self.events[mark:]):
-            self.synced_loops.add(id(node))
-            self.events.append((SYNC, node))
-
-    # -- bindings ------------------------------------------------------------------
-    def leave_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._bind(target.target, node.value)
-
-    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind(node.target, node.value)
-
-    def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        if self.uses_gpu(node.value) or self.uses_gpu(node.target):
-            self._emit(WORK, node)
-
-    def leave_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._bind(node.asname.name, node.item)
-
-    def _bind(self, target: cst.CSTNode, value: cst.BaseExpression) -> None:
-        if (
-            isinstance(target, (cst.Tuple, cst.List))
-            and isinstance(value, (cst.Tuple, cst.List))
-            and len(target.elements) == len(value.elements)
-        ):
-            for t, v in zip(target.elements, value.elements):
-                self._bind(t.value, v.value)
-            return
-        names = bound_names(target) or [dotted_name(target) or ""]
-        gpu = self.cpu_depth == 0 and self.is_gpu(value)
-        for name in names:
-            if not name:
+    # -- evaluation order --------------------------------------------------------------
+    def _walk(self) -> None:
+        body = self.scope.body if isinstance(self.scope, cst.FunctionDef) else self.scope
+        children = self.sem.children
+        stamps = {id(s) for s in self.stamps}
+        events = self.sem.api.events
+        stack: list[tuple[cst.CSTNode, bool]] = [(body, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                if id(node) in stamps:
+                    self.index[id(node)] = len(self.nodes)
+                self.nodes.append(node)
                 continue
-            if gpu:
-                self.gpu.add(name)
-            else:
-                self.gpu.discard(name)
+            if isinstance(node, _NESTED) and node is not self.scope:
+                continue
+            if isinstance(node, cst.Name):
+                self.names.setdefault(node.value, []).append(node)
+            elif isinstance(node, cst.Call):
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value in ("record", "elapsed_time") \
+                        or self.sem.qualname(func) in events:
+                    if self.sem.qualname(func) in events or \
+                            self.sem.value(func.value).kind is Kind.EVENT:  # type: ignore[union-attr]
+                        self.event_timing = True
+            if isinstance(node, (cst.BaseExpression, cst.AugAssign, cst.FormattedStringExpression)):
+                stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children(node)))
 
-    def leave_Expr(self, node: cst.Expr) -> None:
-        # `model.to(device)` / `model.cuda()` as a statement: a module moves in place.
-        call = node.value
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
-            receiver = dotted_name(call.func.value)
-            if (
-                receiver is not None
-                and call.func.attr.value in ("to", "cuda")
-                and to_call_device(self.ctx, call) in (CUDA, DEVICE)
-                and self.cpu_depth == 0
-            ):
-                self.gpu.add(receiver)
+    def kind(self, position: int) -> Optional[str]:
+        found = self.kinds.get(position, False)
+        if found is not False:
+            return found  # type: ignore[return-value]
+        node = self.nodes[position]
+        if id(node) in self.index:
+            kind: Optional[str] = STAMP if self.sem.on_gpu_path(node) else None
+        else:
+            kind = self._classify(node)
+            owner = self.ctx.parent(node)
+            if isinstance(owner, (cst.If, cst.While, cst.IfExp, cst.Assert)) and node is owner.test:
+                # The truth value of a device tensor is read once the test is evaluated.
+                if any(self.sem.syncs.on_device(r.operand) for r in self.sem.syncs.reads(owner)):
+                    kind = SYNC
+        self.kinds[position] = kind
+        return kind
 
-    # -- what values are -----------------------------------------------------------
-    def is_gpu(self, node: cst.BaseExpression) -> bool:
+    def _classify(self, node: cst.CSTNode) -> Optional[str]:
+        sem = self.sem
         if isinstance(node, cst.Call):
-            func = node.func
-            method = func.attr.value if isinstance(func, cst.Attribute) else None
-            if method in ("to", "cuda", "cpu"):
-                kind = to_call_device(self.ctx, node)
-                if kind in (CUDA, DEVICE):
-                    return True
-                if kind == CPU:
-                    return False
-            if method in SYNC_METHODS or method in NO_WORK_METHODS - {"to", "type"}:
-                return False
-            if is_tensor_factory(self.ctx, node):
-                device = keyword_arg(node, "device")
-                if device is not None:
-                    return device_kind(self.ctx, device) in (CUDA, DEVICE)
-        return self.uses_gpu(node)
+            return self._call(node)
+        if isinstance(node, cst.BinaryOperation) or isinstance(node, cst.AugAssign):
+            value = sem.value(node) if isinstance(node, cst.BinaryOperation) else sem.value(node.value)
+            if value.kind is Kind.TENSOR and value.place is Place.DEVICE and sem.on_gpu_path(node):
+                return WORK
+            return None
+        if isinstance(node, cst.FormattedStringExpression):
+            if any(sem.syncs.on_device(r.operand) for r in sem.syncs.reads(node)):
+                return SYNC
+        return None
 
-    def uses_gpu(self, node: cst.CSTNode) -> bool:
-        if not self.gpu:
-            return False
-        finder = _GpuNames(self.gpu)
-        node.visit(finder)
-        return finder.found
-
-    # -- events --------------------------------------------------------------------
-    def _emit(self, kind: str, node: cst.CSTNode) -> None:
-        if kind == WORK and self.cpu_depth:
-            return
-        self.events.append((kind, node))
-
-    def leave_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if self.uses_gpu(node.left) or self.uses_gpu(node.right):
-            self._emit(WORK, node)
-
-    def leave_Call(self, node: cst.Call) -> None:
-        qual = self.ctx.qualname(node.func)
-        if qual in STAMPS:
-            self._emit(STAMP, node)
-            return
-        if qual in EVENT_TIMING:
+    def _call(self, call: cst.Call) -> Optional[str]:
+        sem = self.sem
+        syncs = sem.syncs
+        qual = sem.qualname(call.func)
+        if qual in sem.api.stamps:
+            return STAMP if sem.on_gpu_path(call) else None
+        if qual in sem.api.events:
             self.event_timing = True
-            return
-        if qual in SYNC_FUNCTIONS:
-            self._emit(SYNC, node)
-            return
-        func = node.func
+            return None
+        func = call.func
         method = func.attr.value if isinstance(func, cst.Attribute) else None
-        if self._may_synchronize(func):
-            self._emit(SYNC, node)
-            return
-        if method == "elapsed_time":
+        if method in ("record", "elapsed_time") and sem.value(func.value).kind is Kind.EVENT:
             self.event_timing = True
-            return
-        if method in SYNC_METHODS:
-            self._emit(SYNC, node)
-            return
+            return None
+        for read in syncs.reads(call):
+            if read.operand is None or syncs.on_device(read.operand):
+                return SYNC
+        if self._bound_synchronize(func):
+            return SYNC
         if method in ("to", "cuda"):
-            self._copy(node)
-            return
-        args_gpu = any(self.uses_gpu(arg.value) for arg in node.args)
-        if is_tensor_factory(self.ctx, node):
-            if self.is_gpu(node):
-                self._emit(WORK, node)
-            elif args_gpu:
-                self._emit(WORK, node)  # torch.cat/stack of GPU tensors
-            return
-        if method is not None:
-            receiver_gpu = self.uses_gpu(func.value)  # type: ignore[attr-defined]
-            if receiver_gpu and method not in NO_WORK_METHODS:
-                self._emit(WORK, node)
-                return
-        elif isinstance(func, cst.Name) and func.value in self.gpu:
-            self._emit(WORK, node)  # model(x) after the model moved
-            return
-        if not args_gpu:
-            return
-        if qual is not None and qual.startswith("torch.") and not qual.startswith("torch.cuda."):
-            self._emit(WORK, node)  # torch.matmul(a, b), F.relu(x)
-        elif isinstance(func, cst.Name) and func.value in TEXT_SYNCS:
-            self._emit(SYNC, node)  # print(t) / float(t): copies to the host
-        elif not (isinstance(func, cst.Name) and func.value in ("len", "isinstance", "type")):
-            # Another function given GPU values: it may synchronise inside; stay silent.
-            self._emit(SYNC, node)
+            return self._copy(call)
+        if syncs.call_reads(call):
+            return SYNC
+        value = sem.value(call)
+        receiver = sem.value(func.value) if isinstance(func, cst.Attribute) else None
+        device_args = any(syncs.on_device(a.value) for a in call.args)
+        on_gpu = sem.on_gpu_path(call)
+        if receiver is not None and (receiver.kind is Kind.MODULE or (
+                receiver.kind is Kind.UNKNOWN and receiver.place is Place.DEVICE)) \
+                and method not in ("forward",):
+            return None  # .eval(), .parameters(), .zero_grad() (moves are copies, above)
+        if receiver is not None and receiver.kind in (Kind.OPTIMIZER, Kind.SCALER, Kind.SCHEDULER):
+            return None
+        if method == "backward" and receiver is not None and receiver.place is Place.DEVICE:
+            return WORK if on_gpu else None
+        spec = None
+        if qual is not None:
+            spec = sem.api.function(qual)
+        elif method is not None and receiver is not None and receiver.kind is Kind.TENSOR:
+            spec = sem.api.method(method)
+        if spec is not None:
+            if spec.launches and (value.place is Place.DEVICE or device_args
+                                  or (receiver is not None and receiver.place is Place.DEVICE)):
+                return WORK if on_gpu else None
+            return None
+        callee = sem.value(func)
+        if callee.kind is Kind.MODULE or sem.moved_callable(callee):
+            return WORK if value.place is Place.DEVICE and on_gpu else None
+        if qual is not None and qual.startswith("torch."):
+            return None  # PyTorch's own API outside the table (compile, DDP, clip_grad_norm_)
+        if isinstance(func, cst.Name) and func.value in _INERT_BUILTINS and not sem.defs(func):
+            return None
+        if device_args or (receiver is not None and syncs.on_device(func.value)):
+            return SYNC  # code the rule cannot see, given device values: it may synchronise
+        return None
 
-    def _may_synchronize(self, func: cst.BaseExpression) -> bool:
-        """A helper that says it synchronises (`sync()`, `self._cuda_sync()`), or a local
-        name bound to code that calls `synchronize` (`sync = torch.cuda.synchronize if
-        ... else noop`, a `def` whose body synchronises). Errs towards silence."""
-        name = dotted_name(func)
-        if name is None:
-            return False
-        if "sync" in name.rsplit(".", 1)[-1].lower():
-            return True
+    def _copy(self, call: cst.Call) -> Optional[str]:
+        """`.to(device)` / `.cuda()`: a blocking host-to-device copy waits for the stream."""
+        sem = self.sem
+        func = call.func
+        receiver = sem.value(func.value)
+        result = sem.value(call)
+        if receiver.kind is Kind.MODULE:
+            return SYNC if result.place is Place.DEVICE else None  # parameters copied, blocking
+        if result.place is not Place.DEVICE:
+            return None
+        if receiver.place is Place.DEVICE:
+            return WORK if sem.on_gpu_path(call) else None  # a cast on the device (or nothing)
+        from devicelint.semantic.model import keyword_arg
+
+        blocking = keyword_arg(call, "non_blocking")
+        if blocking is not None and sem.value(blocking).literal is True:
+            return WORK if sem.on_gpu_path(call) else None
+        return SYNC
+
+    def _bound_synchronize(self, func: cst.BaseExpression) -> bool:
+        """`sync()` where `sync = torch.cuda.synchronize if ... else (lambda: None)`."""
         if not isinstance(func, cst.Name):
             return False
-        for binding in self.ctx.bindings_of(func.value, func):
-            if binding.kind in ("assign", "def") and binding.value is not None:
-                if "synchronize" in self.ctx.code(binding.value):
+        sem = self.sem
+        for d in sem.defs(func):
+            if d.kind not in ("assign", "annassign") or d.value is None or d.path:
+                continue
+            values = [d.value]
+            if isinstance(d.value, cst.IfExp):
+                values = [v for v in (d.value.body, d.value.orelse) if sem.branch_possible(d.value, v)]
+            for value in values:
+                qual = sem.qualname(value)
+                spec = sem.api.function(qual) if qual else None
+                if spec is not None and spec.syncs and spec.result == "none":
                     return True
         return False
 
-    def _copy(self, node: cst.Call) -> None:
-        kind = to_call_device(self.ctx, node)
-        receiver = node.func.value  # type: ignore[attr-defined]
-        if kind == CPU:
-            self._emit(SYNC, node)
+    # -- intervals ---------------------------------------------------------------------
+    def check(self) -> None:
+        self._walk()
+        if self.event_timing:
             return
-        if kind not in (CUDA, DEVICE):
-            if self.uses_gpu(receiver):
-                self._emit(WORK, node)  # a cast on the GPU
-            return
-        if self.uses_gpu(receiver):
-            return  # already there: no copy
-        non_blocking = keyword_arg(node, "non_blocking")
-        if isinstance(non_blocking, cst.Name) and non_blocking.value == "True":
-            self._emit(WORK, node)
-        else:
-            self._emit(SYNC, node)  # a blocking host-to-device copy waits for the stream
+        for stamp in self.stamps:
+            if id(stamp) not in self.index or self.kind(self.index[id(stamp)]) != STAMP:
+                continue
+            starts = self._starts_closed_by(stamp)
+            if not starts:
+                continue
+            loops = self.sem.loops.enclosing_loops(stamp)
+            restamped = any(self._within(start, loop) for start in starts for loop in loops)
+            if any(self._unsynced(start, stamp, restamped) for start in starts):
+                self.rule.report(stamp)
 
+    def _starts_closed_by(self, stamp: cst.Call) -> list[cst.Call]:
+        """The start stamps of the intervals `stamp` closes: `stamp - t0` / `stamp > t0`,
+        directly or through the name it is assigned to."""
+        uses: list[cst.CSTNode] = [stamp]
+        parent = self.ctx.parent(stamp)
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+            target = parent.targets[0].target if isinstance(parent, cst.Assign) and len(parent.targets) == 1 \
+                else getattr(parent, "target", None)
+            if isinstance(target, cst.Name):
+                for name in self.names.get(target.value, ()):
+                    if name is target:
+                        continue
+                    if any(d.node is parent for d in self.sem.defs(name)):
+                        uses.append(name)
+        starts: list[cst.Call] = []
+        for use in uses:
+            other = self._measured_against(use)
+            if other is not None:
+                for start in self._stamp_sources(other, 0):
+                    if start not in starts:  # itself: `t0 = t1` carried to the next iteration
+                        starts.append(start)
+        return starts
 
-class _NameUses(cst.CSTVisitor):
-    """Every `Name` node spelling `name` in a scope, other than `skip` (the binding)."""
-
-    def __init__(self, name: str, skip: cst.CSTNode) -> None:
-        self.name = name
-        self.skip = skip
-        self.nodes: list[cst.Name] = []
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value == self.name and node is not self.skip:
-            self.nodes.append(node)
-
-
-class _GpuNames(cst.CSTVisitor):
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-        self.found = False
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.found:
-            return False
-        if isinstance(node, cst.Attribute):
-            if node.attr.value in NO_WORK_ATTRS:
-                return False
-            name = dotted_name(node)
-            if name is not None and name in self.names:
-                self.found = True
-                return False
-        elif isinstance(node, cst.Name):
-            if node.value in self.names:
-                self.found = True
-            return False
-        elif isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("size", "dim", "numel"):
-                return False
-            if isinstance(func, cst.Name) and func.value in ("len", "isinstance", "type"):
-                return False
-        return True
-
-
-def _cpu_branch(ctx, node: cst.If) -> Optional[cst.CSTNode]:
-    """The branch of an `if` that the test itself says runs without CUDA."""
-    test = node.test
-    negate = False
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        test, negate = test.expression, True
-    says_cuda: Optional[bool] = None
-    if isinstance(test, cst.Call) and ctx.qualname(test.func) == "torch.cuda.is_available":
-        says_cuda = True
-    elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        comparison = test.comparisons[0]
-        text = string_value(comparison.comparator) or string_value(test.left)
-        op = comparison.operator
-        if text in ("cuda", "cpu"):
-            equal = isinstance(op, (cst.Equal, cst.Is))
-            unequal = isinstance(op, (cst.NotEqual, cst.IsNot))
-            if equal or unequal:
-                says_cuda = (text == "cuda") == equal
-    elif isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
-        says_cuda = True
-    if says_cuda is None:
+    def _measured_against(self, use: cst.CSTNode) -> Optional[cst.CSTNode]:
+        parent = self.ctx.parent(use)
+        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Subtract) \
+                and parent.left is use:
+            return parent.right
+        if isinstance(parent, cst.ComparisonTarget):
+            comparison = self.ctx.parent(parent)
+            if isinstance(comparison, cst.Comparison) and len(comparison.comparisons) == 1:
+                return comparison.left
+        if isinstance(parent, cst.Comparison) and parent.left is use and len(parent.comparisons) == 1:
+            return parent.comparisons[0].comparator
         return None
-    if negate:
-        says_cuda = not says_cuda
-    if says_cuda:
-        return node.orelse.body if isinstance(node.orelse, cst.Else) else None
-    return node.body
+
+    def _stamp_sources(self, node: cst.CSTNode, depth: int) -> list[cst.Call]:
+        """The stamp calls whose value `node` carries (`t0`, `start + timeout`)."""
+        if depth > 4:
+            return []
+        sem = self.sem
+        if isinstance(node, cst.Call):
+            return [node] if id(node) in self.index and self.kind(self.index[id(node)]) == STAMP else []
+        if isinstance(node, cst.Name):
+            found = []
+            for d in sem.defs(node):
+                if d.kind in ("assign", "annassign") and d.value is not None and not d.path:
+                    found.extend(self._stamp_sources(d.value, depth + 1))
+            return found
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)):
+            return self._stamp_sources(node.left, depth + 1)
+        return []
+
+    def _unsynced(self, start: cst.Call, end: cst.Call, restamped: bool) -> bool:
+        first = self.index[id(start)]
+        last = self.index[id(end)]
+        loops = self.sem.loops.enclosing_loops(end)
+        if first >= last:
+            # `prev = time.time()` at the end of the body, `time.time() - prev` at the top of
+            # the next iteration: the interval crosses the loop's back edge.
+            shared = next((l for l in loops if self._within(start, l)), None)
+            if shared is None:
+                return False
+            inside = self._inside(shared)
+            # Walked backwards: what ran before the end stamp in this iteration, then what ran
+            # after the start stamp in the previous one.
+            order = [i for i in range(last - 1, -1, -1) if inside(i)] + \
+                [i for i in range(len(self.nodes) - 1, first, -1) if inside(i)]
+        else:
+            loop = self._outer_loop_without(end, start)
+            if loop is not None and not restamped:
+                # From the second iteration on, what the loop body ran after the end stamp in
+                # the previous iteration also ran since the start (unless the loop takes a new
+                # start stamp: then this start opens only the first iteration's interval).
+                inside = self._inside(loop)
+                if self._syncs_every_iteration(loop, inside):
+                    return False  # a running total: off by at most one iteration of many
+                order = [i for i in range(last - 1, first, -1) if inside(i)] + \
+                    [i for i in range(len(self.nodes) - 1, last, -1) if inside(i)] + \
+                    [i for i in range(last - 1, first, -1) if not inside(i)]
+            else:
+                order = range(last - 1, first, -1)
+        for position in order:
+            kind = self.kind(position)
+            if kind == WORK:
+                return True
+            if kind == SYNC:
+                return False
+        return False
+
+    def _syncs_every_iteration(self, loop: cst.CSTNode, inside) -> bool:
+        loops = self.sem.loops
+        return any(inside(i) and self.kind(i) == SYNC and not loops.throttled(self.nodes[i], loop)
+                   for i in range(len(self.nodes)))
+
+    def _inside(self, loop: cst.CSTNode):
+        start = self.ctx.order(loop)
+        nodes = self.nodes
+        return lambda i: self.ctx.order(nodes[i]) > start and self._within(nodes[i], loop)
+
+    def _outer_loop_without(self, end: cst.CSTNode, start: cst.CSTNode) -> Optional[cst.CSTNode]:
+        found = None
+        for loop in self.sem.loops.enclosing_loops(end):
+            if not self._within(start, loop):
+                found = loop
+        return found
+
+    def _within(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        current: Optional[cst.CSTNode] = node
+        while current is not None:
+            if current is container:
+                return True
+            if current is self.scope:
+                return False
+            current = self.ctx.parent(current)
+        return False
