@@ -9,7 +9,7 @@ import textwrap
 import libcst as cst
 
 from devicelint.context import FileContext
-from devicelint.semantic import Kind, Place
+from devicelint.semantic import Place
 
 
 HEAD = """\
