@@ -3,7 +3,14 @@ render it in place. Engine level (the lint layer): rules import it, it imports n
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from typing import Optional
+
 import libcst as cst
+
+from devicelint.context import children
+from devicelint.names import dotted_name
 
 
 def block_indent(ctx, at: cst.CSTNode) -> str:
@@ -46,3 +53,116 @@ def reindent(ctx, at: cst.CSTNode, replacement: cst.CSTNode) -> cst.CSTNode:
     if not indent:
         return replacement
     return replacement.visit(_Reindent(indent))
+
+
+# -- hoisting: moving work out of a loop ---------------------------------------------------
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """Every name read in a (small) expression, attributes' owners included."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            found.add(current.value)
+            continue
+        if isinstance(current, cst.Attribute):
+            stack.append(current.value)
+            continue
+        stack.extend(children(current))
+    return found
+
+
+def plain_reference(node: cst.BaseExpression) -> bool:
+    """`x`, `self.x`: evaluating it again reads the same object and runs nothing."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
+# `.to`/`.cuda` arguments that mean the same wherever the call runs (and, for a batch, the
+# same as for each of its rows). `memory_format=` does not: `channels_last` needs 4-D.
+HOIST_KEYWORDS = frozenset({"device", "dtype", "non_blocking", "copy"})
+
+
+def hoistable_args(call: cst.Call, loop_names: set[str]) -> bool:
+    """A transfer's arguments can be evaluated once, before the loop: no loop variable, no
+    call other than `torch.device(...)`, only keywords in HOIST_KEYWORDS."""
+    for arg in call.args:
+        if arg.star:
+            return False
+        if arg.keyword is not None and arg.keyword.value not in HOIST_KEYWORDS:
+            return False
+        if names_in(arg.value) & loop_names:
+            return False
+        stack: list[cst.CSTNode] = [arg.value]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.Call) and dotted_name(current.func) not in ("torch.device",):
+                return False
+            if isinstance(current, (cst.Lambda, cst.Yield, cst.Await, cst.NamedExpr)):
+                return False
+            stack.extend(children(current))
+    return True
+
+
+@dataclass(frozen=True)
+class SourceText(cst.BaseExpression):
+    """A replacement given as finished source text, rendered exactly as written (for fixes
+    that move whole lines, such as a statement hoisted above its loop, which one node
+    cannot express). The text must already carry the indentation of where it lands,
+    except on its first line."""
+
+    text: str = ""
+    lpar: tuple = ()
+    rpar: tuple = ()
+
+    def _visit_and_replace_children(self, visitor) -> "SourceText":
+        return self
+
+    def _codegen_impl(self, state) -> None:
+        state.add_token(self.text)
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def hoist_statement(ctx, line: cst.SimpleStatementLine, loop: cst.CSTNode) -> Optional[SourceText]:
+    """The text that replaces `loop` when the one-line statement `line`, a direct statement
+    of the loop's body, moves above the loop: `line` (with its trailing comment), then the
+    loop without it. None where the text cannot be cut by whole lines: a multi-line
+    statement, a comment above it, a one-line loop body, or a body left empty."""
+    body = getattr(loop, "body", None)
+    if not isinstance(body, cst.IndentedBlock) or len(body.body) < 2 or line not in body.body:
+        return None
+    if any(empty.comment is not None for empty in line.leading_lines):
+        return None
+    try:
+        first, column, last, last_column = ctx.position(loop)
+        start, _, end, _ = ctx.position(line)
+    except (KeyError, RecursionError):
+        return None
+    if start != end:
+        return None
+    if end == last and line.trailing_whitespace.comment is not None:
+        return None  # the comment lies after the replaced span: it would stay behind
+    lines = _NEWLINE.split(ctx.source)
+    indent = lines[first - 1][: column - 1]
+    if indent.strip():
+        return None  # something else precedes the loop on its line
+    statement = lines[start - 1].strip()
+    cut_from = start - len(line.leading_lines)
+    kept = []
+    for number in range(first, last + 1):
+        if cut_from <= number <= end:
+            continue
+        text = lines[number - 1]
+        if number == last:
+            text = text[: last_column - 1]
+        if number == first:
+            text = text[column - 1:]
+        kept.append(text)
+    while len(kept) > 1 and not kept[-1].strip():
+        kept.pop()
+    return SourceText(statement + "\n" + indent + "\n".join(kept))

@@ -47,3 +47,50 @@ def test_rules_take_reindent_from_the_engine() -> None:
 
     for module in (dl001_transfer_in_loop, dl007_create_then_move, dl014_deprecated_cuda_amp):
         assert module.reindent is reindent
+
+
+def _loop_context(source: str):
+    module = cst.parse_module(source)
+    ctx = FileContext("t.py", source, module)
+    ctx.walk({}, {})
+    return ctx, next(ctx.iter_nodes(cst.For))
+
+
+def test_source_text_renders_as_written() -> None:
+    from devicelint.builders import SourceText
+
+    module = cst.parse_module("x = 1\n")
+    assert module.code_for_node(SourceText("a = 1\n    b = 2")) == "a = 1\n    b = 2"
+
+
+def test_hoist_statement_moves_one_line_above_its_loop() -> None:
+    from devicelint.builders import hoist_statement
+
+    source = (
+        "def f(x, d):\n"
+        "    for i in range(3):  # loop\n"
+        "        y = x.to(d)  # move\n"
+        "        z = y.cpu()  # back\n"
+        "    return z\n"
+    )
+    ctx, loop = _loop_context(source)
+    text = hoist_statement(ctx, loop.body.body[0], loop).text
+    assert text == "y = x.to(d)  # move\n    for i in range(3):  # loop\n        z = y.cpu()"
+    # The last statement of the body: its trailing comment lies outside the loop's span.
+    last = "for i in range(3):\n    z = i\n    y = x.to(d)  # move\nprint(y)\n"
+    ctx, loop = _loop_context(last)
+    assert hoist_statement(ctx, loop.body.body[-1], loop) is None
+    ctx, loop = _loop_context(last.replace("  # move", ""))
+    assert hoist_statement(ctx, loop.body.body[-1], loop).text == (
+        "y = x.to(d)\nfor i in range(3):\n    z = i")
+
+
+def test_hoist_statement_refuses_what_lines_cannot_cut() -> None:
+    from devicelint.builders import hoist_statement
+
+    only = "for i in range(3):\n    y = f(\n        i,\n    )\n    z = y\n"
+    ctx, loop = _loop_context(only)
+    assert hoist_statement(ctx, loop.body.body[0], loop) is None  # a multi-line statement
+    single = "for i in range(3):\n    y = g()\n"
+    ctx, loop = _loop_context(single)
+    assert hoist_statement(ctx, loop.body.body[0], loop) is None  # the body's only statement

@@ -354,3 +354,87 @@ def test_a_tensor_of_unknown_origin_is_taken_as_contiguous():
     value = value_at(source, "here")
     assert value.kind is Kind.TENSOR and value.layout.state == "permuted"
     assert view_outcome(value, ("B", "T", -1)) != OK
+
+
+def _loop_and_call(source: str, text: str):
+    ctx, sem = model_of(source)
+    call = next(c for c in ctx.iter_nodes(cst.Call) if ctx.code(c) == text)
+    return ctx, sem, ctx.loops(call)[0], call
+
+
+def test_dataflow_invariant_in_a_loop():
+    from devicelint.semantic import dataflow
+
+    source = """
+    import numpy as np
+    import torch
+    w = torch.randn(4)
+    table = [0.1, 0.2]
+    buf = torch.zeros(4)
+    for step in range(3):
+        a = w.to("cuda")
+        b = torch.tensor(table).to("cuda")
+        c = torch.randn(4).to("cuda")
+        d = (w * step).to("cuda")
+        buf.add_(1)
+        e = buf.to("cuda")
+        f = torch.tensor(float("-inf")).to("cuda")
+    """
+    ctx, sem, loop, _ = _loop_and_call(source, 'w.to("cuda")')
+    receivers = {ctx.code(c.func.value): c.func.value for c in ctx.iter_nodes(cst.Call)
+                 if isinstance(c.func, cst.Attribute) and c.func.attr.value == "to"}
+    assert dataflow.invariant(sem, receivers["w"], loop)
+    assert dataflow.invariant(sem, receivers["torch.tensor(table)"], loop)
+    assert dataflow.invariant(sem, receivers['torch.tensor(float("-inf"))'], loop)
+    assert not dataflow.invariant(sem, receivers["torch.randn(4)"], loop)  # random
+    assert not dataflow.invariant(sem, receivers["(w * step)"], loop)  # bound in the loop
+    assert not dataflow.invariant(sem, receivers["buf"], loop)  # changed in place
+
+
+def test_dataflow_changes_in_place():
+    from devicelint.semantic import dataflow
+
+    source = """
+    import torch
+    xs = []
+    t = torch.zeros(3)
+    n = 3
+    for i in range(3):
+        xs.append(i)
+        t[0] = i
+        helper(t, n)
+        print(xs)
+    """
+    ctx, sem = model_of(source)
+    loop = next(ctx.iter_nodes(cst.For))
+    names = {n.value: n for n in ctx.iter_nodes(cst.Name) if ctx.position(n)[0] == 9}
+    kinds = lambda name: sorted(kind for kind, _ in dataflow.changes(sem, name, loop))  # noqa: E731
+    xs = next(n for n in ctx.iter_nodes(cst.Name) if n.value == "xs" and ctx.position(n)[0] == 7)
+    assert kinds(xs) == ["method"]  # append; print only reads it
+    t = next(n for n in ctx.iter_nodes(cst.Name) if n.value == "t" and ctx.position(n)[0] == 9)
+    assert kinds(t) == ["escape", "store"]  # t[0] = i, and an unknown helper may change it
+    assert kinds(names["n"]) == []  # a number cannot change in place
+
+
+def test_dataflow_data_nodes_follow_data_not_metadata():
+    from devicelint.semantic import dataflow
+
+    source = """
+    import torch
+    rows = torch.randn(8, 4)
+    tokens = [1]
+    for i in range(8):
+        r = rows[i]
+        h = torch.ones(r.shape[0])
+        x = torch.tensor(tokens)
+        tokens.append(int(x.sum()))
+        moved = (r + h).to("cuda")
+    """
+    ctx, sem, loop, call = _loop_and_call(source, '(r + h).to("cuda")')
+    seen = {ctx.code(node) for node, _ in dataflow.data_nodes(sem, call.func.value, loop)}
+    assert "rows[i]" in seen  # through the binding of r inside the loop
+    assert "r.shape[0]" not in seen and "r.shape" not in seen  # a size, not data
+    upload = next(c for c in ctx.iter_nodes(cst.Call) if ctx.code(c) == "torch.tensor(tokens)")
+    plain = {ctx.code(node) for node, _ in dataflow.data_nodes(sem, upload, loop)}
+    grown = {ctx.code(node) for node, _ in dataflow.data_nodes(sem, upload, loop, through_changes=True)}
+    assert "int(x.sum())" not in plain and "int(x.sum())" in grown

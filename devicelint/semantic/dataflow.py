@@ -1,0 +1,392 @@
+"""Data flow inside a region of code (usually a loop): what a value is computed from, whether
+an expression computes the same thing on every iteration, and what changes a variable in place.
+
+    from devicelint.semantic import dataflow
+    for node, d in dataflow.data_nodes(sem, expr, loop):   # expr's data, through bindings in loop
+        ...
+    dataflow.invariant(sem, expr, loop)                    # same value on every iteration?
+    dataflow.changes(sem, name, loop)                      # in-place changes of that variable
+
+A value's *data* is what its elements are computed from, not its metadata: `x.shape`,
+`len(x)`, `x.size(0)`, `x.dtype` and the size arguments of factories (`torch.zeros(n)`) read
+no element of `x`. Reads are followed through the bindings that reach them from inside the
+region (assignments, loop and comprehension targets), to a bounded depth.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, Optional
+
+import libcst as cst
+
+from devicelint.semantic.flow import COMPREHENSIONS, Def
+from devicelint.semantic.values import Kind
+
+# Attributes that describe a tensor without reading its elements.
+METADATA_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout",
+                            "requires_grad", "is_leaf", "names"})
+# Builtins that read only an object's identity, type or length.
+METADATA_BUILTINS = frozenset({"len", "isinstance", "type", "id", "hasattr", "callable"})
+# Factories whose arguments are sizes, not data (`torch.zeros(n, d)`; `*_like` read the shape).
+_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy",
+                             "torch.normal", "torch.bernoulli"})
+# Calls that give a different value on every call, however constant their arguments.
+RANDOM = frozenset({"torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.normal",
+                    "torch.bernoulli", "torch.multinomial", "torch.rand_like", "torch.randn_like",
+                    "torch.randint_like", "torch.empty", "torch.empty_like", "torch.empty_strided"})
+# Methods that change their receiver (besides in-place tensor methods ending in `_`).
+_MUTATING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault",
+                               "remove", "pop", "clear", "discard", "popitem", "sort", "reverse",
+                               "put", "fill", "resize", "setflags", "itemset"})
+# NumPy functions that write into an argument.
+_NUMPY_WRITERS = frozenset({"numpy.copyto", "numpy.random.shuffle", "numpy.put", "numpy.place",
+                            "numpy.putmask", "numpy.fill_diagonal", "numpy.put_along_axis"})
+# Values whose in-place changes put data into them.
+_CONTAINERS = frozenset({Kind.SEQUENCE, Kind.MAPPING, Kind.ARRAY, Kind.TENSOR})
+# Values nothing can change in place.
+_IMMUTABLE = frozenset({Kind.NUMBER, Kind.BOOL, Kind.STRING, Kind.NONE, Kind.DEVICE, Kind.DTYPE})
+# Methods that return a moved or converted copy and leave their arguments alone.
+_MOVES = frozenset({"to", "cuda", "cpu", "type", "type_as"})
+# Builtins that build a value from their arguments without changing them.
+_PURE_BUILTINS = frozenset({"float", "int", "bool", "complex", "str", "list", "tuple", "dict",
+                            "set", "frozenset", "len", "range", "abs", "min", "max", "sum",
+                            "round", "sorted", "reversed", "enumerate", "zip", "isinstance"})
+
+Follow = Callable[[cst.Name, Def], bool]
+
+
+def within(sem, node: cst.CSTNode, region: cst.CSTNode) -> bool:
+    """`node` is `region` or inside it."""
+    current: Optional[cst.CSTNode] = node
+    while current is not None:
+        if current is region:
+            return True
+        current = sem.parent(current)
+    return False
+
+
+def _builtin(sem, func: cst.BaseExpression, names: frozenset) -> Optional[str]:
+    """The builtin a call names (`len`), unless the file binds that name."""
+    if isinstance(func, cst.Name) and func.value in names and not sem.defs(func):
+        return func.value
+    return None
+
+
+def is_metadata_read(sem, node: cst.CSTNode) -> bool:
+    """`x.shape`, `x.dtype`, `len(x)`, `x.size(0)`, `x.dim()`: reads no element of `x`."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in METADATA_ATTRS
+    if isinstance(node, cst.Call):
+        if _builtin(sem, node.func, METADATA_BUILTINS):
+            return True
+        if isinstance(node.func, cst.Attribute):
+            spec = sem.api.method(node.func.attr.value)
+            return spec is not None and spec.result == "number" and spec.place == "cpu" and not spec.syncs
+    return False
+
+
+def size_factory(sem, call: cst.Call) -> Optional[str]:
+    """The qualified name of a factory whose arguments are sizes (`torch.zeros(n)`,
+    `torch.arange(n)`, `torch.ones_like(x)`), else None."""
+    qual = sem.qualname(call.func)
+    if qual is None or qual in _DATA_FACTORIES or qual.rsplit(".", 1)[-1].endswith("Tensor"):
+        return None
+    spec = sem.api.function(qual)
+    if spec is None:
+        return None
+    if spec.place == "factory" or spec.rank == "like":
+        return qual
+    return None
+
+
+def data_nodes(sem, expr: cst.CSTNode, region: cst.CSTNode, depth: int = 4,
+               follow: Optional[Follow] = None,
+               through_changes: bool = False) -> Iterator[tuple[cst.CSTNode, Optional[Def]]]:
+    """Every expression `expr`'s data is computed from, and the bindings inside `region`
+    that its reads reach: yields `(node, None)` for the nodes of `expr` (and of the bound
+    values followed), and `(name, def)` for each binding of a read name made inside
+    `region`. Bindings made in `region` are followed into their values (an assignment's
+    right-hand side, a loop's iterable) up to `depth` bindings deep, unless
+    `follow(name, def)` says no. With `through_changes`, what `region` puts into a list,
+    dict, array or tensor in place is followed too (`xs.append(v)`, `xs[i] = v`: `v`; not
+    the arguments of methods of objects of unknown kind). Metadata reads,
+    size arguments, lambdas and nested functions are not entered."""
+    seen: set[int] = set()
+    stack: list[tuple[cst.CSTNode, int]] = [(expr, 0)]
+    while stack:
+        node, level = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            continue
+        if is_metadata_read(sem, node):
+            continue
+        yield node, None
+        if isinstance(node, cst.Name):
+            for d in sem.defs(node):
+                if d.node is None or not within(sem, d.node, region):
+                    continue
+                yield node, d
+                if level >= depth or d.value is None or d.kind in ("param", "import", "def", "class"):
+                    continue
+                if follow is not None and not follow(node, d):
+                    continue
+                stack.append((d.value, level + 1))
+            if through_changes and level < depth and sem.value(node).kind in _CONTAINERS:
+                for kind, change in changes(sem, node, region):
+                    if kind == "method" and isinstance(change, cst.Call):
+                        stack.extend((arg.value, level + 1) for arg in change.args)
+                    elif kind == "store":
+                        owner = sem.parent(change)
+                        while owner is not None and not isinstance(owner, (cst.Assign, cst.AugAssign)):
+                            owner = sem.parent(owner)
+                        if owner is not None:
+                            stack.append((owner.value, level + 1))
+            continue
+        if isinstance(node, cst.Attribute):
+            stack.append((node.value, level))
+            continue
+        if isinstance(node, cst.Call):
+            if size_factory(sem, node) is not None:
+                continue
+            if isinstance(node.func, cst.Attribute):
+                stack.append((node.func.value, level))
+            for arg in node.args:
+                stack.append((arg.value, level))
+            continue
+        if isinstance(node, COMPREHENSIONS):
+            clause = node.for_in
+            while clause is not None:
+                stack.append((clause.iter, level))
+                for condition in clause.ifs:
+                    stack.append((condition.test, level))
+                clause = clause.inner_for_in
+            if isinstance(node, cst.DictComp):
+                stack.append((node.key, level))
+                stack.append((node.value, level))
+            else:
+                stack.append((node.elt, level))
+            continue
+        for child in reversed(sem.children(node)):
+            stack.append((child, level))
+
+
+def reads(sem, expr: cst.CSTNode) -> list[cst.Name]:
+    """The names `expr` reads (nested lambdas and functions excluded; comprehension
+    targets are bindings, not reads)."""
+    found: list[cst.Name] = []
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, cst.Name):
+            found.append(node)
+            continue
+        if isinstance(node, cst.Attribute):
+            stack.append(node.value)
+            continue
+        if isinstance(node, cst.Arg):
+            stack.append(node.value)
+            continue
+        if isinstance(node, cst.CompFor):
+            stack.append(node.iter)
+            stack.extend(c.test for c in node.ifs)
+            if node.inner_for_in is not None:
+                stack.append(node.inner_for_in)
+            continue
+        stack.extend(sem.children(node))
+    return found
+
+
+def _same_variable(sem, a: cst.Name, b: cst.Name) -> bool:
+    if a.value != b.value:
+        return False
+    da, db = sem.defs(a), sem.defs(b)
+    if not da and not db:
+        return sem.scope_of(a) is sem.scope_of(b)
+    return bool({id(d) for d in da} & {id(d) for d in db})
+
+
+def changes(sem, name: cst.Name, region: cst.CSTNode) -> list[tuple[str, cst.CSTNode]]:
+    """In-place changes, inside `region`, of the variable `name` reads: `(kind, node)` with
+    kind `method` (`x.add_(1)`, `xs.append(v)`: node is the call), `store` (`x[i] = v`,
+    `x.attr = v`, `del x[i]`: node is the target), `out` (`f(..., out=x)`: the call), or
+    `escape` (passed to a call that may change it: the call). Rebinding the name is not a
+    change of the value (see `sem.defs`)."""
+    found: list[tuple[str, cst.CSTNode]] = []
+    if sem.value(name).kind in _IMMUTABLE:
+        return found
+    for other in _names_in(sem, region, name.value):
+        if not _same_variable(sem, name, other):
+            continue
+        parent = sem.parent(other)
+        if isinstance(parent, cst.Attribute) and parent.value is other:
+            owner = sem.parent(parent)
+            if isinstance(owner, cst.Call) and owner.func is parent:
+                method = parent.attr.value
+                in_place = method.endswith("_") and not method.startswith("_")
+                if in_place or (method in _MUTATING_METHODS
+                                and sem.value(other).kind not in (Kind.TENSOR, Kind.MODULE)):
+                    found.append(("method", owner))
+                continue
+            if _is_store(sem, parent):
+                found.append(("store", parent))
+            continue
+        if isinstance(parent, cst.Subscript) and parent.value is other:
+            if _is_store(sem, parent):
+                found.append(("store", parent))
+            continue
+        if isinstance(parent, cst.Arg) and parent.value is other:
+            call = sem.parent(parent)
+            if not isinstance(call, cst.Call):
+                continue
+            if parent.keyword is not None and parent.keyword.value == "out":
+                found.append(("out", call))
+            elif not _pure_call(sem, call):
+                found.append(("escape", call))
+    return found
+
+
+def _names_in(sem, region: cst.CSTNode, text: str) -> list[cst.Name]:
+    found = []
+    stack = [region]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            if node.value == text:
+                found.append(node)
+            continue
+        stack.extend(sem.children(node))
+    return found
+
+
+def _is_store(sem, target: cst.CSTNode) -> bool:
+    """`target` is written: an assignment or `del` target (or part of one)."""
+    child = target
+    parent = sem.parent(target)
+    while isinstance(parent, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+        child, parent = parent, sem.parent(parent)
+    if isinstance(parent, cst.AssignTarget):
+        return True
+    if isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is child:
+        return True
+    if isinstance(parent, cst.Del):
+        return True
+    if isinstance(parent, (cst.For, cst.CompFor)) and parent.target is child:
+        return True
+    return False
+
+
+def _pure_call(sem, call: cst.Call) -> bool:
+    """A call that leaves its arguments as they were: a builtin that only reads them, a
+    PyTorch function or method from the API table (not an in-place one), a module, print."""
+    if _builtin(sem, call.func, _PURE_BUILTINS | METADATA_BUILTINS | frozenset({"print"})):
+        return True
+    if isinstance(call.func, cst.Attribute):
+        method = call.func.attr.value
+        if method.endswith("_"):
+            return False
+        receiver = sem.value(call.func.value)
+        if receiver.kind in (Kind.TENSOR, Kind.ARRAY, Kind.UNKNOWN) and method in _MOVES:
+            return True
+        if receiver.kind in (Kind.TENSOR, Kind.ARRAY) and sem.api.method(method) is not None:
+            return True
+        if receiver.kind is Kind.MODULE and method in _MOVES:
+            return True
+    qual = sem.qualname(call.func)
+    if qual is not None and (sem.api.function(qual) is not None or qual in _DATA_FACTORIES
+                             or qual.startswith("numpy.")) and qual not in _NUMPY_WRITERS:
+        return True
+    callee = sem.value(call.func)
+    return callee.kind in (Kind.MODULE, Kind.MODULE_CLASS)
+
+
+def invariant(sem, expr: cst.CSTNode, region: cst.CSTNode) -> bool:
+    """`expr` computes the same value on every iteration of `region`: every name it reads is
+    bound only outside `region` and not changed in place inside it (nor handed to a call
+    that might change it), and it calls nothing but deterministic, side-effect-free
+    functions (PyTorch's, from the API table, not random; builtins that only read). A
+    read of an attribute (`self.table`) is invariant when nothing in `region` stores to
+    it or calls a method on its owner that is not a module or a pure PyTorch method."""
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await) + COMPREHENSIONS):
+            return False
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False", "None"):
+                continue
+            defs = sem.defs(node)
+            if any(d.node is not None and within(sem, d.node, region) for d in defs):
+                return False
+            if defs and all(d.kind == "import" for d in defs):
+                continue  # a module: `torch` in `torch.tensor(...)`
+            if changes(sem, node, region):
+                return False
+            continue
+        if isinstance(node, cst.Attribute):
+            if node.attr.value in ("grad", "data") or sem.value(node.value).kind is Kind.MODULE:
+                return False  # gradients, and parameters and buffers, change as a model trains
+            if not _attribute_invariant(sem, node, region):
+                return False
+            stack.append(node.value)
+            continue
+        if isinstance(node, cst.Call):
+            if not _deterministic(sem, node):
+                return False
+            if isinstance(node.func, cst.Attribute):
+                stack.append(node.func.value)
+            stack.extend(arg.value for arg in node.args)
+            continue
+        if isinstance(node, cst.Subscript):
+            stack.append(node.value)
+            for element in node.slice:
+                stack.extend(sem.children(element.slice))
+            continue
+        stack.extend(sem.children(node))
+    return True
+
+
+def _deterministic(sem, call: cst.Call) -> bool:
+    if _builtin(sem, call.func, _PURE_BUILTINS | METADATA_BUILTINS):
+        return True
+    qual = sem.qualname(call.func)
+    if qual is not None:
+        if qual in RANDOM or qual.startswith(("numpy.random.", "random.")):
+            return False
+        return sem.api.function(qual) is not None or qual in _DATA_FACTORIES
+    if isinstance(call.func, cst.Attribute):
+        method = call.func.attr.value
+        if method.endswith("_") or sem.api.method(method) is None:
+            return False
+        if method in ("normal", "bernoulli", "multinomial", "uniform", "random", "exponential"):
+            return False
+        return sem.value(call.func.value).kind in (Kind.TENSOR, Kind.ARRAY)
+    return False
+
+
+def _attribute_invariant(sem, node: cst.Attribute, region: cst.CSTNode) -> bool:
+    """No store to this attribute chain in `region`, and no call there of a method of its
+    owner that could reassign it."""
+    from devicelint.names import dotted_name
+
+    chain = dotted_name(node)
+    if chain is None:
+        return True  # `f().x`: the call decides
+    owner = dotted_name(node.value)
+    stack = [region]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Attribute):
+            text = dotted_name(current)
+            if text == chain and _is_store(sem, current):
+                return False
+        if isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute) \
+                and dotted_name(current.func.value) == owner:
+            callee = sem.value(current.func)
+            if callee.kind is not Kind.MODULE and not _pure_call(sem, current):
+                return False
+        stack.extend(sem.children(current))
+    return True
