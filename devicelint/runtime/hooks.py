@@ -39,18 +39,48 @@ def _wrap(owner, name, make):
     setattr(owner, name, wrapper)
 
 
+# Up to this many elements, host data is compared by value: `torch.tensor(float("-inf"))` or
+# `torch.tensor([0.1, 0.2])` rebuilt on every iteration is the same data copied again.
+_BY_VALUE = 256
+
+
 def _source_key(data):
-    """What was copied: the same key twice means the same host data copied again (a
-    tensor's memory and layout; a Python scalar's value); anything else counts as new."""
+    """What was copied: the same key twice means the same host data copied again (a small
+    tensor's or list's values; a larger tensor's memory and layout; a Python scalar's value);
+    anything else counts as new."""
     if isinstance(data, torch.Tensor):
         try:
+            if data.numel() <= _BY_VALUE and data.device.type == "cpu":
+                return ("values", str(data.dtype), tuple(data.shape),
+                        tuple(data.detach().reshape(-1).tolist()))
             return ("tensor", data.untyped_storage().data_ptr(), data.storage_offset(),
                     tuple(data.shape), tuple(data.stride()))
         except (RuntimeError, NotImplementedError, TypeError):
             return None
     if isinstance(data, (bool, int, float, complex)):
         return ("scalar", type(data).__name__, data)
+    if isinstance(data, (list, tuple)):
+        leaves = _scalars(data, _BY_VALUE)
+        return ("list", repr(data)) if leaves is not None else None
     return None
+
+
+def _scalars(data, limit: int):
+    """The number of Python scalars in a nested list/tuple of scalars, or None (too many, or
+    something else inside)."""
+    count = 0
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, (bool, int, float, complex)):
+            count += 1
+            if count > limit:
+                return None
+        else:
+            return None
+    return count
 
 
 def _add_copy(tracker, rec, src, dst, nbytes, seconds, pinned, non_blocking,

@@ -351,10 +351,48 @@ def dl013(ctx, rec) -> dict:
                     "is_available()/device_count() may still have fixed the visible devices")
 
 
+def dl016(ctx, rec) -> dict:
+    """Repeated transfers: the same host data copied to the device again and again at the
+    line, data copied back to the host at the line on every iteration (a round trip's way
+    back), or new uploads at the line while the same file read device data back to the host
+    (a round trip's way out; the runtime cannot see where the uploaded data came from)."""
+    h2d = rec["copies"].get("h2d")
+    d2h = rec["copies"].get("d2h")
+    if h2d and h2d["count"] >= 2 and h2d.get("distinct", h2d["count"]) < h2d["count"]:
+        count, distinct = h2d["count"], h2d.get("distinct", h2d["count"])
+        measured = _copies(ctx, h2d, "h2d")
+        return ctx.base(
+            "confirmed",
+            f"{count:,} host-to-device copies of {distinct} distinct host data ({h2d['bytes']:,} B, "
+            f"{measured:.3f} ms): copied once, {count - distinct:,} of them would not be made",
+            count=count, distinct=distinct, bytes=h2d["bytes"], measured_ms=_round(measured),
+            counterfactual_ms=_round(measured * distinct / count))
+    if d2h and d2h["count"] >= 2:
+        measured = _copies(ctx, d2h, "d2h")
+        return ctx.base("confirmed", f"{d2h['count']:,} device-to-host copies at this line "
+                        f"({d2h['bytes']:,} B, {measured:.3f} ms), one per iteration",
+                        count=d2h["count"], bytes=d2h["bytes"], measured_ms=_round(measured))
+    if h2d and h2d["count"] >= 2:
+        reads = [(line, other["syncs"]["count"]) for (path, line), other in ctx.tracker.records.items()
+                 if path == ctx.current_path and other["syncs"]["count"] >= 2]
+        measured = _copies(ctx, h2d, "h2d")
+        figures = dict(count=h2d["count"], bytes=h2d["bytes"], measured_ms=_round(measured))
+        if reads:
+            here = ctx.current_site[1]
+            line, count = min(reads, key=lambda read: (abs(read[0] - here), read[0]))
+            return ctx.base("confirmed", f"{h2d['count']:,} host-to-device copies of new data at this "
+                            f"line while line {line} read device data back {count:,} times",
+                            **figures)
+        return ctx.base("inconclusive", f"{h2d['count']:,} host-to-device copies of new data each "
+                        "time; no read back from the device was watched in this file", **figures)
+    return ctx.base("refuted", "the line ran but did not copy the same data again, nor back and "
+                    "forth on every iteration", count=(h2d or d2h or {}).get("count", 0))
+
+
 PROBES = {
     "DL001": dl001, "DL002": dl002, "DL003": dl003, "DL004": dl004, "DL005": dl005,
     "DL006": dl006, "DL007": dl007, "DL009": dl009, "DL011": dl011, "DL012": dl012,
-    "DL013": dl013, "DL015": dl002,
+    "DL013": dl013, "DL015": dl002, "DL016": dl016,
 }
 
 

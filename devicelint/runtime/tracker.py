@@ -45,6 +45,7 @@ PATCHES_BY_CODE = {
     "DL012": {"clock"},
     "DL013": {"driver_queries"},
     "DL015": set(),
+    "DL016": {"moves", "factories", "syncs"},
 }
 
 
