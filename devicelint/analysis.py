@@ -13,6 +13,8 @@ import libcst as cst
 
 from devicelint.context import FileContext
 from devicelint.names import dotted_name
+# One definition of the argument and literal helpers: the semantic model's.
+from devicelint.semantic.model import call_arg, keyword_arg, string_value  # noqa: F401
 
 CUDA, CPU, DEVICE, DTYPE = "cuda", "cpu", "device", "dtype"
 OTHER_ACCELERATORS = ("mps", "xpu", "hpu", "npu", "xla", "meta", "mtia", "privateuseone")
@@ -40,17 +42,6 @@ _DTYPE_NAME = re.compile(r"(^|_)dtype$", re.I)
 _RANK_NAME = re.compile(r"^(local_rank|rank|gpu_id|device_id|gpu|cuda_id|device_index)$", re.I)
 
 
-def string_value(node: cst.CSTNode) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
-        try:
-            value = node.evaluated_value
-        except Exception:  # noqa: BLE001 - odd literals are just "unknown"
-            return None
-        return value if isinstance(value, str) else None
-    if isinstance(node, cst.ConcatenatedString):
-        left, right = string_value(node.left), string_value(node.right)
-        return left + right if left is not None and right is not None else None
-    return None
 
 
 def kind_of_device_string(text: str) -> Optional[str]:
@@ -64,27 +55,8 @@ def kind_of_device_string(text: str) -> Optional[str]:
     return None
 
 
-def call_arg(call: cst.Call, index: int, keyword: str) -> Optional[cst.BaseExpression]:
-    """The argument at position `index` or named `keyword`, if given."""
-    positional = 0
-    for arg in call.args:
-        if arg.keyword is not None:
-            if arg.keyword.value == keyword:
-                return arg.value
-            continue
-        if arg.star:
-            return None
-        if positional == index:
-            return arg.value
-        positional += 1
-    return None
 
 
-def keyword_arg(call: cst.Call, keyword: str) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    return None
 
 
 def has_star_kwargs(call: cst.Call) -> bool:

@@ -286,44 +286,36 @@ class SemanticModel:
     def module_classes(self) -> dict[str, cst.ClassDef]:
         """Classes of this file that derive, through bases here, from an nn.Module class."""
         if self._module_classes is None:
-            classes: dict[str, cst.ClassDef] = {c.name.value: c for c in self.ctx.class_defs}
-            found: dict[str, cst.ClassDef] = {}
-            changed = True
-            while changed:
-                changed = False
-                for name, node in classes.items():
-                    if name in found:
-                        continue
-                    for base in node.bases:
-                        qual = self.ctx.qualname(base.value) or ""
-                        if self.api.is_module_class(qual) or dotted_name(base.value) in found \
-                                or qual.startswith(("pytorch_lightning.", "lightning.")) and qual.endswith("Module"):
-                            found[name] = node
-                            changed = True
-                            break
-            self._module_classes = found
+            self._module_classes = self._subclasses(
+                lambda qual: self.api.is_module_class(qual)
+                or qual.startswith(("pytorch_lightning.", "lightning.")) and qual.endswith("Module"))
         return self._module_classes
 
     def dataset_classes(self) -> dict[str, cst.ClassDef]:
         """Classes of this file that derive, through bases here, from a torch dataset class
         (`torch.utils.data.Dataset`, `IterableDataset`, ...): their instances yield samples."""
         if self._dataset_classes is None:
-            classes: dict[str, cst.ClassDef] = {c.name.value: c for c in self.ctx.class_defs}
-            found: dict[str, cst.ClassDef] = {}
-            changed = True
-            while changed:
-                changed = False
-                for name, node in classes.items():
-                    if name in found:
-                        continue
-                    for base in node.bases:
-                        qual = self.ctx.qualname(base.value) or ""
-                        if self.api.is_dataset_class(qual) or dotted_name(base.value) in found:
-                            found[name] = node
-                            changed = True
-                            break
-            self._dataset_classes = found
+            self._dataset_classes = self._subclasses(self.api.is_dataset_class)
         return self._dataset_classes
+
+    def _subclasses(self, is_root) -> dict[str, cst.ClassDef]:
+        """Classes of this file with a base `is_root` accepts, directly or through other
+        classes of this file."""
+        classes: dict[str, cst.ClassDef] = {c.name.value: c for c in self.ctx.class_defs}
+        found: dict[str, cst.ClassDef] = {}
+        changed = True
+        while changed:
+            changed = False
+            for name, node in classes.items():
+                if name in found:
+                    continue
+                for base in node.bases:
+                    qual = self.ctx.qualname(base.value) or ""
+                    if is_root(qual) or dotted_name(base.value) in found:
+                        found[name] = node
+                        changed = True
+                        break
+        return found
 
     def functions(self) -> dict[str, list[cst.FunctionDef]]:
         if self._functions is None:
