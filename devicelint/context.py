@@ -375,7 +375,18 @@ def _positions(module: cst.Module, statements: Optional[list] = None) -> Mapping
                 default_indent=module.default_indent, default_newline=module.default_newline,
                 provider=provider, line=line, column=column,
             )
-            node._codegen(state)
+            try:
+                node._codegen(state)
+            except KeyError as error:
+                # libcst's position bookkeeping turns a RecursionError in code generation
+                # (an expression nested deeper than the recursion limit) into KeyErrors,
+                # one per frame it unwinds.
+                cause: Optional[BaseException] = error
+                while isinstance(cause, KeyError):
+                    cause = cause.__context__
+                if isinstance(cause, RecursionError):
+                    raise RecursionError("code generation nested too deeply") from None
+                raise
             return provider._computed, state
 
         if statements is None or any(statement is None for statement in statements):

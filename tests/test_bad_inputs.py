@@ -90,7 +90,8 @@ PLAIN_BLOCK = (
     "    return x\n\n"
 )
 BAD_BLOCK = (
-    "def rows_{i}(model, batch, device):\n"
+    "def rows_{i}(model, device):\n"
+    "    batch = torch.randn(8, 4)\n"
     "    out = []\n"
     "    for row in batch:\n"
     "        out.append(model(row.to(device)).sum().item())\n"
