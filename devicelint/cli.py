@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import click
@@ -143,6 +146,10 @@ def _open_output(path: Optional[str]):
         _fail(f"cannot write the report to {path}: {error.strerror or error}")
 
 
+TEXT_MODES = ("concise", "full", "text")  # `text` is the former name of `full`
+OUTPUT_FORMATS = (*TEXT_MODES, "json", "json-lines", "github", "sarif", "gitlab", "rdjson", "rdjsonl")
+
+
 @main.command("check")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the defaults).")
@@ -152,73 +159,235 @@ def _open_output(path: Optional[str]):
 @click.option("--extend-exclude", multiple=True, help="Glob patterns to exclude in addition.")
 @click.option("--per-file-ignores", multiple=True, help="PATTERN:CODES, e.g. 'tests/*:DL010'.")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too.")
-@click.option("--format", "output_format", default="text",
-              type=click.Choice(["text", "json", "json-lines", "github", "sarif", "gitlab", "rdjson", "rdjsonl"]))
+@click.option("--output-format", "--format", "output_format", default="full", show_default=True,
+              type=click.Choice(OUTPUT_FORMATS),
+              help="full: findings with their source line and the rule's fix; concise: one line each.")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report here.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-@click.option("--statistics", is_flag=True, help="Count findings per rule.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 if any fix was applied, even if nothing remains.")
+@click.option("--statistics", is_flag=True, help="Print only the number of findings per rule.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
 @click.option("--config", type=click.Path(dir_okay=False), help="A pyproject.toml to use instead of the nearest.")
 @click.option("-q", "--quiet", count=True, help="-q: findings only; -qq: nothing (exit code only).")
 @click.option("--no-show-source", is_flag=True, help="Do not print the source line under each finding.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour text output (auto: on a terminal, unless NO_COLOR; FORCE_COLOR forces it).")
+@click.option("--show-files", is_flag=True, help="List the files that would be linted, and exit.")
+@click.option("--show-settings", is_flag=True, help="Print the settings in effect, and exit.")
+@click.option("--stdin-filename", metavar="PATH",
+              help="Lint standard input as this file (its config, excludes and per-file ignores).")
 @click.option("--list-rules", is_flag=True, help="List all rules and exit.")
 @click.option("--explain", metavar="CODE", help="Print a rule's documentation and exit.")
 @click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix/--diff, also apply unsafe fixes.")
+@click.option("--fix-only", is_flag=True, help="Apply fixes (like --fix) but do not report what remains.")
+@click.option("--show-fixes", is_flag=True, help="With --fix: list the fixes applied, per rule and file.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; change nothing.")
+@click.option("-w", "--watch", is_flag=True, help="Lint again whenever a linted file changes (Ctrl-C stops).")
 @click.option("--add-noqa", is_flag=True,
               help="Add `# noqa: CODE` to every line with a finding (adopt devicelint today).")
 @verbose_option
 def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_file_ignores,
-          force_exclude, output_format, output_file, exit_zero, statistics, no_cache, jobs,
-          config, quiet, no_show_source, list_rules, explain, fix, unsafe_fixes, diff,
-          add_noqa=False) -> None:
-    """Lint PATHS (default: the current directory)."""
+          force_exclude, output_format, output_file, exit_zero, exit_non_zero_on_fix, statistics,
+          no_cache, jobs, config, quiet, no_show_source, color, show_files, show_settings,
+          stdin_filename, list_rules, explain, fix, unsafe_fixes, fix_only, show_fixes, diff,
+          watch, add_noqa=False) -> None:
+    """Lint PATHS (default: the current directory; `-` reads standard input)."""
     if list_rules:
         _list_rules()
         return
     if explain:
         _explain(explain)
         return
-    from devicelint.config import ConfigError
-    from devicelint.runner import Overrides, lint_paths
+    from devicelint.runner import Overrides
 
     overrides = Overrides(
-        select=_codes(select), ignore=_codes(ignore), extend_select=_codes(extend_select),
+        select=_cli_codes(select, "--select"), ignore=_cli_codes(ignore, "--ignore"),
+        extend_select=_cli_codes(extend_select, "--extend-select"),
         exclude=_patterns(exclude), extend_exclude=_patterns(extend_exclude),
         per_file_ignores=_per_file_ignores(per_file_ignores),
         force_exclude=True if force_exclude else None, config=config,
     )
-    targets = list(paths) or ["."]
-    report = _open_output(output_file) if quiet < 2 and not (add_noqa or diff) else None
+    options = Options(
+        output_format=output_format, quiet=quiet, statistics=statistics,
+        show_source=not no_show_source and quiet == 0 and output_format != "concise",
+        color=color, fix=fix or fix_only, unsafe_fixes=unsafe_fixes, fix_only=fix_only,
+        show_fixes=show_fixes, diff=diff, exit_zero=exit_zero,
+        exit_non_zero_on_fix=exit_non_zero_on_fix, use_cache=not no_cache, jobs=jobs,
+    )
+    if paths == ("-",) or (stdin_filename and not paths):
+        if watch or add_noqa or show_files:
+            _fail("--watch, --add-noqa and --show-files need files, not standard input")
+        sys.exit(_check_stdin(stdin_filename or "-", overrides, options))
+    targets = [p for p in paths] or ["."]
+    if "-" in targets:
+        _fail("`-` (standard input) must be the only path")
+    if show_files or show_settings:
+        _show(targets, overrides, show_files, show_settings)
+        return
+    if add_noqa:
+        run = _lint(targets, overrides, options)
+        _add_noqa(run.findings, quiet)
+        return
+    if watch:
+        _watch(targets, overrides, options, output_file)
+        return
+    sys.exit(_check_once(targets, overrides, options, output_file))
+
+
+@dataclass
+class Options:
+    """How `check` reports and fixes (from the command line)."""
+
+    output_format: str = "full"
+    quiet: int = 0
+    statistics: bool = False
+    show_source: bool = True
+    color: str = "auto"
+    fix: bool = False
+    unsafe_fixes: bool = False
+    fix_only: bool = False
+    show_fixes: bool = False
+    diff: bool = False
+    exit_zero: bool = False
+    exit_non_zero_on_fix: bool = False
+    use_cache: bool = True
+    jobs: Optional[int] = None
+
+
+def _cli_codes(values: tuple[str, ...], option: str) -> Optional[list[str]]:
+    """The codes of a command-line option, checked here so that a wrong one is blamed on
+    the option that carried it, not on the configuration file."""
+    codes = _codes(values)
+    if codes:
+        _check_codes(codes, option)
+    return codes
+
+
+def _check_codes(codes: list[str], origin: str) -> None:
+    from devicelint.config import ConfigError, expand_codes
+    from devicelint.rule import rule_catalog
+
     try:
-        try:
-            run = lint_paths(targets, overrides, use_cache=not no_cache, jobs=jobs)
-        except ConfigError as error:
-            _fail(str(error))
-            return
+        expand_codes(codes, list(rule_catalog()), origin)
+    except ConfigError as error:
+        _fail(str(error))
+
+
+def _settings(targets: list[str], overrides):
+    from devicelint.config import ConfigError
+    from devicelint.runner import resolve_settings
+
+    try:
+        return resolve_settings(targets, overrides)
+    except ConfigError as error:
+        _fail(str(error))
+
+
+def _lint(targets: list[str], overrides, options: Options):
+    from devicelint.config import ConfigError
+    from devicelint.runner import lint_paths
+
+    try:
+        return lint_paths(targets, overrides, use_cache=options.use_cache, jobs=options.jobs)
+    except ConfigError as error:
+        _fail(str(error))
+
+
+def _check_once(targets: list[str], overrides, options: Options, output_file: Optional[str]) -> int:
+    """One lint (and fix) run: report, and return the exit code."""
+    report = _open_output(output_file) if options.quiet < 2 and not options.diff else None
+    outcome = None
+    try:
+        run = _lint(targets, overrides, options)
         findings = run.findings
-        if add_noqa:
-            _add_noqa(findings, quiet)
-            return
-        fixed = 0
-        if fix or diff:
+        if options.fix or options.diff:
             from devicelint.fix import apply_fixes
 
-            outcome = apply_fixes(findings, unsafe=unsafe_fixes, diff_only=diff,
+            outcome = apply_fixes(findings, unsafe=options.unsafe_fixes, diff_only=options.diff,
                                   settings=run.settings, enabled=run.enabled)
             for message in outcome.messages:  # dropped fixes: never silent, never in the diff
                 _warn(message)
-            if diff:
+            if options.diff:
                 click.echo(outcome.diff, nl=False)
-                sys.exit(EXIT_FINDINGS if outcome.fixable and not exit_zero else EXIT_CLEAN)
-            findings, fixed = outcome.remaining, outcome.fixed
-        _emit(findings, run, output_format, report, statistics, quiet, no_show_source, fixed)
+                return EXIT_FINDINGS if outcome.fixable and not options.exit_zero else EXIT_CLEAN
+            findings = outcome.remaining
+        _emit(findings, run, options, report, outcome)
     finally:
         if report is not None:
             report.close()
-    sys.exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+    return _exit_code([] if options.fix_only else findings, outcome, options)
+
+
+def _exit_code(findings, outcome, options: Options) -> int:
+    if options.exit_zero:
+        return EXIT_CLEAN
+    if options.exit_non_zero_on_fix and outcome is not None and outcome.fixed:
+        return EXIT_FINDINGS
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _check_stdin(filename: str, overrides, options: Options) -> int:
+    """Lint standard input as `filename` (an editor's buffer). With --fix, the fixed text
+    goes to stdout and the findings that remain to stderr, as ruff does."""
+    from devicelint.runner import lint_text
+
+    named = filename != "-"
+    settings = _settings([filename] if named else [], overrides)
+    data = sys.stdin.buffer.read()
+    if named and settings.force_exclude and _excluded(filename, settings):
+        if options.fix and not options.diff:
+            sys.stdout.buffer.write(data)
+        return EXIT_CLEAN
+    run = lint_text(data, filename, settings)
+    if not (options.fix or options.diff):
+        _emit(run.findings, run, options, None, None)
+        return _exit_code(run.findings, None, options)
+    text, remaining, fixed = _fix_stdin(data, filename, run, options.unsafe_fixes)
+    if options.diff:
+        from devicelint.fix import unified_diff
+
+        click.echo(unified_diff(filename, data.decode("utf-8", "replace"), text), nl=False)
+        return EXIT_FINDINGS if fixed and not options.exit_zero else EXIT_CLEAN
+    sys.stdout.buffer.write(text.encode("utf-8") if text is not None else data)
+    sys.stdout.flush()
+    if not options.fix_only and options.quiet < 2:
+        from devicelint.reporters import ReportContext, renderer
+
+        ctx = ReportContext(files=1, show_source=False, fixed=len(fixed), unsafe_fixes=options.unsafe_fixes)
+        click.echo(renderer("text")(remaining, ctx), nl=False, err=True)
+    if options.exit_zero:
+        return EXIT_CLEAN
+    if options.exit_non_zero_on_fix and fixed:
+        return EXIT_FINDINGS
+    return EXIT_FINDINGS if remaining and not options.fix_only else EXIT_CLEAN
+
+
+def _fix_stdin(data: bytes, filename: str, run, unsafe: bool):
+    """(fixed text or None, findings that remain, findings fixed) for a buffer."""
+    if filename.endswith(".ipynb"):
+        _fail("--fix on standard input: notebooks are fixed in place only (name the file)")
+    from devicelint.engine import enabled_rules
+    from devicelint.fix import fix_text
+    from devicelint.runner import _ignored_by_path
+    from devicelint.source import decode_source
+
+    try:
+        text = decode_source(data)
+    except ValueError:
+        return None, run.findings, []
+    if not any(f.fix is not None for f in run.findings):
+        return text, run.findings, []
+    codes = set(run.enabled)
+    result = fix_text(
+        filename, text, enabled_rules(run.enabled),
+        accept=lambda fix: fix.safe or unsafe,
+        keep=lambda f: f.code in codes and not _ignored_by_path(f, run.settings),
+    )
+    for message in result.messages:
+        _warn(message)
+    return result.text, result.findings, result.applied
 
 
 def _add_noqa(findings, quiet: int) -> None:
@@ -242,41 +411,183 @@ def _per_file_ignores(values: tuple[str, ...]) -> Optional[dict[str, list[str]]]
         if not sep or not pattern:
             _fail(f"--per-file-ignores expects PATTERN:CODES, got {value!r}")
         table.setdefault(pattern, []).extend(c for c in codes.split(",") if c)
+    for codes in table.values():
+        _check_codes(codes, "--per-file-ignores")
     return table
 
 
-def use_color(stream) -> bool:
-    if os.environ.get("NO_COLOR"):
-        return False
+def use_color(stream, choice: str = "auto") -> bool:
+    """--color always/never decide; else FORCE_COLOR (set and not empty) turns colour on,
+    NO_COLOR off, and otherwise colour is used only on a terminal."""
+    if choice != "auto":
+        return choice == "always"
     if os.environ.get("FORCE_COLOR"):
         return True
+    if os.environ.get("NO_COLOR"):
+        return False
     return hasattr(stream, "isatty") and stream.isatty()
 
 
-def _emit(findings, run, output_format, report, statistics, quiet, no_show_source, fixed) -> None:
+def _fix_applies(finding, unsafe: bool) -> bool:
+    return finding.fix is not None and (finding.fix.safe or unsafe)
+
+
+def _emit(findings, run, options: Options, report, outcome) -> None:
     from devicelint.reporters import ReportContext, renderer
 
-    if quiet >= 2:
+    if options.quiet >= 2:
         return
     to_file = report is not None
-    extra = {"enabled": run.enabled}
-    if run.settings is not None:
-        extra["max_file_size"] = run.settings.max_file_size
-    ctx = ReportContext(
-        files=run.files, cached=run.cached, statistics=statistics,
-        color=not to_file and output_format == "text" and use_color(sys.stdout),
-        show_source=not no_show_source and quiet == 0, fixed=fixed, extra=extra,
-    )
-    text = renderer(output_format)(findings, ctx)
-    if output_format == "text" and quiet == 1:
-        text = "".join(line + "\n" for line in text.splitlines() if line and line[0] not in " " and not line.startswith(("Found ", "All checks")))
+    text_mode = options.output_format in TEXT_MODES
+    color = not to_file and text_mode and use_color(sys.stdout, options.color)
+    if options.fix_only:
+        text = _fixed_summary(outcome, options.show_fixes)
+    elif options.statistics:
+        text = _statistics(findings, run.files, options)
+    else:
+        extra = {"enabled": run.enabled}
+        if run.settings is not None:
+            extra["max_file_size"] = run.settings.max_file_size
+        ctx = ReportContext(
+            files=run.files, cached=run.cached, color=color, show_source=options.show_source,
+            fixed=outcome.fixed if outcome is not None and not options.show_fixes else 0, extra=extra,
+            unsafe_fixes=options.unsafe_fixes, summary=options.quiet == 0,
+            full=options.output_format != "concise",
+        )
+        text = renderer("text" if text_mode else options.output_format)(findings, ctx)
+        if options.show_fixes and outcome is not None and options.quiet == 0:
+            text += _fixed_summary(outcome, True)
     if to_file:
         if report.seekable():  # opened for appending before the run: replace the content now
             report.seek(0)
             report.truncate()
         report.write(text)
     elif text:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=color)
+
+
+def _statistics(findings, files: int, options: Options) -> str:
+    """Findings per rule, most frequent first (ruff's `--statistics`): the table and the
+    summary, no findings; with `--output-format json` the table as a JSON array."""
+    from collections import Counter
+
+    counts = Counter((f.code, f.name) for f in findings)
+    fixable = {f.code for f in findings if _fix_applies(f, options.unsafe_fixes)}
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if options.output_format == "json":
+        import json
+
+        table = [{"code": code, "name": name, "count": count, "fixable": code in fixable}
+                 for (code, name), count in rows]
+        return json.dumps(table, indent=2) + "\n"
+    width = max((len(str(count)) for _, count in rows), default=1)
+    lines = [f"{count:>{width}}\t{code}\t{'[*]' if code in fixable else '[ ]'} {name}"
+             for (code, name), count in rows]
+    if options.quiet == 0:  # as ruff: the table, then the summary (-q: the table alone)
+        from devicelint.reporters import ReportContext
+        from devicelint.reporters.text import summary
+
+        lines.extend(summary(findings, ReportContext(files=files, unsafe_fixes=options.unsafe_fixes)))
+    return "".join(line + "\n" for line in lines)
+
+
+def _fixed_summary(outcome, per_rule: bool) -> str:
+    """`Fixed N findings.`, and with --show-fixes what was fixed, per rule and file."""
+    if outcome is None or not outcome.fixed:
+        return "No fixes applied.\n"
+    from devicelint.rule import rule_catalog
+
+    plural = "s" if outcome.fixed != 1 else ""
+    if not per_rule:
+        return f"Fixed {outcome.fixed} finding{plural}.\n"
+    catalog = rule_catalog()
+    lines = [f"Fixed {outcome.fixed} finding{plural}:"]
+    for code, count in sorted(outcome.fixed_by_code.items()):
+        name = catalog[code].name if code in catalog else ""
+        lines.append(f"    {count} × {code} ({name})")
+    lines.append(f"in {len(outcome.files_changed)} file{'s' if len(outcome.files_changed) != 1 else ''}:")
+    lines.extend(f"- {path}" for path in outcome.files_changed)
+    return "".join(_escaped(line) + "\n" for line in lines)
+
+
+def _excluded(path: str, settings) -> bool:
+    from devicelint.discovery import Excluder
+
+    return Excluder(settings).excluded_with_parents(Path(path))
+
+
+def _show(targets: list[str], overrides, show_files: bool, show_settings: bool) -> None:
+    """--show-files: what a run would lint; --show-settings: the settings in effect and
+    where they came from (ruff's options of the same names)."""
+    from devicelint.config import enabled_codes
+    from devicelint.discovery import discover
+    from devicelint.rule import rule_catalog
+
+    settings = _settings(targets, overrides)
+    if show_settings:
+        from devicelint.config import ConfigError
+
+        try:
+            enabled = enabled_codes(settings, rule_catalog())
+        except ConfigError as error:
+            _fail(str(error))
+        click.echo(f"config = {settings.config_path or '(none: defaults)'}")
+        click.echo(f"project-root = {settings.root}")
+        click.echo(f"enabled = {enabled}")
+        for key in ("select", "ignore", "extend_select", "exclude", "extend_exclude",
+                    "per_file_ignores", "respect_gitignore", "force_exclude", "max_file_size",
+                    "cache_dir"):
+            click.echo(f"{key.replace('_', '-')} = {getattr(settings, key)!r}")
+    if show_files:
+        candidates, problems = discover(targets, settings, bool(settings.force_exclude))
+        for candidate in candidates:
+            click.echo(_escaped(candidate.display))
+        for problem in problems:
+            _warn(f"{problem.display}: {problem.message}")
+
+
+WATCH_INTERVAL = 0.5  # seconds between two looks at the files' modification times
+
+
+def _watch(targets: list[str], overrides, options: Options, output_file: Optional[str]) -> None:
+    """Lint, then lint again whenever a linted file (or the config) changes; Ctrl-C ends it
+    (exit 130). A configuration error is reported and waited out, not fatal."""
+    click.echo(f"[{time.strftime('%H:%M:%S')}] Watching for file changes (Ctrl-C stops).", err=True)
+    seen = None
+    while True:
+        state = _watched_state(targets, overrides)
+        if state != seen:
+            if seen is not None:
+                click.echo(f"[{time.strftime('%H:%M:%S')}] File change detected; linting again.", err=True)
+            try:
+                _check_once(targets, overrides, options, output_file)
+            except SystemExit:  # a configuration error: said on stderr; wait for a change
+                pass
+            seen = _watched_state(targets, overrides)  # --fix may have changed files itself
+        time.sleep(WATCH_INTERVAL)
+
+
+def _watched_state(targets: list[str], overrides) -> frozenset:
+    """(path, mtime, size) of every file a run would lint, and of the config file."""
+    from devicelint.config import ConfigError
+    from devicelint.discovery import discover
+    from devicelint.runner import resolve_settings
+
+    try:
+        settings = resolve_settings(targets, overrides)
+    except ConfigError as error:
+        return frozenset({("config-error", str(error), 0)})
+    paths = [c.path for c in discover(targets, settings, bool(settings.force_exclude))[0]]
+    if settings.config_path:
+        paths.append(settings.config_path)
+    state = set()
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        state.add((path, info.st_mtime_ns, info.st_size))
+    return frozenset(state)
 
 
 def _list_rules() -> None:

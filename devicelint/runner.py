@@ -211,6 +211,24 @@ def lint_paths(
     return LintRun(findings, len(candidates), cached, codes, settings)
 
 
+def lint_text(data: bytes, display: str, settings: Settings) -> LintRun:
+    """Lint a buffer that is not read from disk (standard input: an editor's buffer) as the
+    file `display` would be: its rules, per-file ignores and path-dependent rules apply."""
+    codes = enabled_codes(settings, rule_catalog())
+    project = ProjectPaths(settings.root)
+    relative = project.relative(display) if display != "-" else None
+    if len(data) > settings.max_file_size:
+        found = [_diagnostic(UNREADABLE, display, f"File is {len(data):,} bytes, over max-file-size "
+                                                  f"({settings.max_file_size:,}); skipped")]
+    else:
+        found = [Finding.from_dict({**f, "path": display})
+                 for f in _worker((display, relative or display, data, tuple(codes)))]
+    path_ignores = PathIgnores(settings, project)
+    found = [f for f in found if f.code in codes and not path_ignores.ignored(f, relative)]
+    found.sort(key=Finding.sort_key)
+    return LintRun(found, 1, 0, codes, settings)
+
+
 def _open_cache(settings: Settings, project: ProjectPaths, codes: list[str]) -> Optional[Cache]:
     """The project's cache, or None when its directory is refused (a symbolic link, outside
     the project root): linting goes on uncached, with a warning."""

@@ -22,8 +22,9 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def run_cli(args: list[str], cwd: Path, **env):
-    """Run the CLI in `cwd` in-process; returns click's Result (exit_code, output)."""
+def run_cli(args: list[str], cwd: Path, input=None, **env):
+    """Run the CLI in `cwd` in-process (`input`: standard input); returns click's Result
+    (exit_code, output)."""
     import os
 
     runner = CliRunner()
@@ -32,7 +33,8 @@ def run_cli(args: list[str], cwd: Path, **env):
     try:
         color = bool(env.get("FORCE_COLOR"))
         return runner.invoke(
-            main, args, env={"NO_COLOR": "1", **env}, catch_exceptions=False, color=color
+            main, args, input=input, env={"NO_COLOR": "1", **env}, catch_exceptions=False,
+            color=color,
         )
     finally:
         os.chdir(old)

@@ -40,6 +40,9 @@ class ReportContext:
     show_source: bool = True
     fixed: int = 0
     extra: dict = field(default_factory=dict)
+    unsafe_fixes: bool = False  # --unsafe-fixes: unsafe fixes count as applicable ([*])
+    summary: bool = True  # the closing `Found ...` lines (not under -q)
+    full: bool = True  # text: each finding's source line and the rule's fix (`--output-format full`)
 
 
 def renderer(name: str) -> Callable:

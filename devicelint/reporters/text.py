@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections import Counter
 from functools import lru_cache
 from typing import Optional
 
@@ -61,6 +60,11 @@ def _snippet(finding: Finding, color: bool, limit: Optional[int]) -> list[str]:
     return [_paint(gutter, DIM, color) + escape_control(text), _paint(caret, RED, color)]
 
 
+def applicable(finding: Finding, unsafe: bool) -> bool:
+    """The finding has a fix that `--fix` applies (an unsafe one only with --unsafe-fixes)."""
+    return finding.fix is not None and (finding.fix.safe or unsafe)
+
+
 def render(findings: list[Finding], ctx: ReportContext) -> str:
     color = ctx.color
     limit = ctx.extra.get("max_file_size", DEFAULT_MAX_FILE_SIZE)
@@ -71,28 +75,41 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
         # Paths and messages may hold a newline (a file named "x\n::error::y.py") or ESC:
         # escaped, so that no output line is anything but devicelint's own.
         location = _paint(f"{escape_control(f.path)}:{where}:{f.column}:", BOLD, color)
-        out.append(f"{location} {_paint(f.code, RED + BOLD, color)} {escape_control(f.message)}")
+        marker = _paint("[*] ", CYAN, color) if applicable(f, ctx.unsafe_fixes) else ""
+        out.append(f"{location} {_paint(f.code, RED + BOLD, color)} {marker}{escape_control(f.message)}")
         if f.confirmation:
             out.append(f"     {_paint('runtime:', CYAN, color)} {escape_control(describe(f.confirmation))}")
         if ctx.show_source:
             out.extend(_snippet(f, color, limit))
+            if ctx.full and f.fix is not None and f.fix.description:
+                unsafe = "" if f.fix.safe else " (unsafe: needs --unsafe-fixes)"
+                out.append(f"     {_paint('help:', CYAN, color)} {escape_control(f.fix.description)}{unsafe}")
             out.append("")
-    if ctx.statistics and findings:
-        counts = Counter((f.code, f.name) for f in findings)
-        for (code, name), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-            out.append(f"{count:>5}  {code}  {name}")
-    fixable = sum(1 for f in findings if f.fix is not None)
-    if findings:
-        summary = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}"
-        summary += f" in {ctx.files} file{'s' if ctx.files != 1 else ''} checked."
-        if fixable:
-            summary += f" {fixable} fixable with `--fix` (some may need `--unsafe-fixes`)."
-        out.append(summary)
-    elif ctx.files:
-        out.append(f"All checks passed ({ctx.files} file{'s' if ctx.files != 1 else ''} checked).")
-    if ctx.fixed:
-        out.append(f"Fixed {ctx.fixed} finding{'s' if ctx.fixed != 1 else ''}.")
+    if ctx.summary:
+        out.extend(summary(findings, ctx))
     return "\n".join(out) + ("\n" if out else "")
+
+
+def summary(findings: list[Finding], ctx: ReportContext) -> list[str]:
+    """`Found N findings ...`, and how many `--fix` applies: safe fixes, and the unsafe
+    ones that need `--unsafe-fixes` counted apart (as ruff says it)."""
+    lines = []
+    if findings:
+        line = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}"
+        lines.append(line + f" in {ctx.files} file{'s' if ctx.files != 1 else ''} checked.")
+        fixable = sum(1 for f in findings if applicable(f, ctx.unsafe_fixes))
+        hidden = sum(1 for f in findings if f.fix is not None and not applicable(f, ctx.unsafe_fixes))
+        note = (f"{hidden} unsafe fix{'es' if hidden != 1 else ''} available with "
+                "`--fix --unsafe-fixes`") if hidden else ""
+        if fixable:
+            lines.append(f"[*] {fixable} fixable with `--fix`" + (f" ({note})." if note else "."))
+        elif note:
+            lines.append(f"{note}.")
+    elif ctx.files:
+        lines.append(f"All checks passed ({ctx.files} file{'s' if ctx.files != 1 else ''} checked).")
+    if ctx.fixed:
+        lines.append(f"Fixed {ctx.fixed} finding{'s' if ctx.fixed != 1 else ''}.")
+    return lines
 
 
 def describe(confirmation: dict) -> str:
