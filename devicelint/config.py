@@ -15,11 +15,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+# ruff's default excludes (ruff 0.17: `ruff check --show-settings`), plus devicelint's own
+# cache. Not `env`/`.env` (an RL project's `env/` is source) nor `build` (ruff dropped it).
 DEFAULT_EXCLUDE = (
-    ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".env", "env", ".tox", ".nox",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".devicelint_cache", "__pycache__",
-    "__pypackages__", "build", "dist", "site-packages", "node_modules", ".eggs",
-    "*.egg-info", ".ipynb_checkpoints",
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
+    ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache",
+    ".svn", ".tox", ".venv", ".vscode", "__pypackages__", "_build", "buck-out", "dist",
+    "node_modules", "site-packages", "venv", ".devicelint_cache",
 )
 DEFAULT_MAX_FILE_SIZE = 5_000_000  # bytes; larger files get DL902 instead of a slow parse
 

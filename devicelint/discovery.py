@@ -106,6 +106,8 @@ class Excluder:
         # Set while walking a directory named on the command line that is itself ignored:
         # .gitignore files above it do not apply to what is inside.
         self.floor: Optional[Path] = None
+        # (git work tree, its .git/info/exclude and global patterns), found on first use.
+        self._repository: Optional[tuple[Optional[Path], list]] = None
 
     def _relative(self, path: Path) -> Optional[str]:
         return self.paths.relative(path)
@@ -136,34 +138,111 @@ class Excluder:
 
     def _gitignore(self, directory: Path) -> Optional[pathspec.GitIgnoreSpec]:
         if directory not in self._gitignores:
-            spec = None
-            file = directory / ".gitignore"
-            try:
-                if file.is_file():  # read as a regular file only, bounded (it is the project's)
-                    data = read_regular(str(file), MAX_GITIGNORE_BYTES)
-                    spec = pathspec.GitIgnoreSpec.from_lines(
-                        data.decode("utf-8", errors="replace").splitlines()
-                    )
-            except (OSError, SkippedFile):
-                spec = None
-            self._gitignores[directory] = spec
+            self._gitignores[directory] = _read_spec(directory / ".gitignore")
         return self._gitignores[directory]
 
     def _gitignored(self, path: Path, is_dir: bool) -> bool:
-        """Check every .gitignore from the path's directory up to the project root."""
+        """As git decides: the nearest .gitignore with a pattern matching the path (the
+        last such pattern in it, `!` re-including) wins, from the path's directory up to
+        the project root; then the repository's .git/info/exclude, then the user's global
+        excludes file."""
         path = self.paths.canonical(path)
         directory = path.parent
         while True:
             spec = self._gitignore(directory)
             if spec is not None:
                 relative = path.relative_to(directory).as_posix() + ("/" if is_dir else "")
-                if spec.match_file(relative):
-                    return True
-            if directory in (self.root, self.floor) or directory.parent == directory:
-                return False
-            if self.root not in directory.parents:
-                return False
+                verdict = spec.check_file(relative).include
+                if verdict is not None:
+                    return verdict
+            if directory == self.floor:
+                return False  # inside a directory named on the command line that is ignored
+            if directory == self.root or directory.parent == directory or self.root not in directory.parents:
+                break
             directory = directory.parent
+        return self._repository_ignored(path, is_dir)
+
+    def _repository_ignored(self, path: Path, is_dir: bool) -> bool:
+        if self._repository is None:
+            self._repository = _repository_excludes(self.root)
+        top, specs = self._repository
+        if top is None or (path != top and top not in path.parents):
+            return False
+        relative = path.relative_to(top).as_posix() + ("/" if is_dir else "")
+        for spec in specs:
+            verdict = spec.check_file(relative).include
+            if verdict is not None:
+                return verdict
+        return False
+
+
+def _repository_excludes(root: Path) -> tuple[Optional[Path], list[pathspec.GitIgnoreSpec]]:
+    """The git work tree holding `root` (a parent with `.git`) and its patterns besides the
+    .gitignore files: .git/info/exclude, then the global excludes file (git's order)."""
+    for top in (root, *root.parents):
+        if (top / ".git").exists():
+            break
+    else:
+        return None, []
+    specs = []
+    for file in (top / ".git" / "info" / "exclude", global_excludes_file()):
+        spec = _read_spec(file) if file is not None else None
+        if spec is not None:
+            specs.append(spec)
+    return top, specs
+
+
+def _read_spec(file: Path) -> Optional[pathspec.GitIgnoreSpec]:
+    """Git ignore patterns from `file`; None if there is no such file."""
+    text = _read_text(file)
+    return pathspec.GitIgnoreSpec.from_lines(text.splitlines()) if text is not None else None
+
+
+def global_excludes_file() -> Optional[Path]:
+    """git's `core.excludesFile` from the user's configuration (~/.gitconfig wins over
+    $XDG_CONFIG_HOME/git/config, as git reads them), else git's default
+    $XDG_CONFIG_HOME/git/ignore. Read from the files: git itself is never run."""
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError):  # no home directory to find
+        return None
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    user_config = os.environ.get("GIT_CONFIG_GLOBAL")
+    for config in (Path(user_config) if user_config else home / ".gitconfig", xdg / "git" / "config"):
+        value = _excludes_file_setting(config)
+        if value:
+            return Path(os.path.expanduser(value))
+    return xdg / "git" / "ignore"
+
+
+def _excludes_file_setting(config: Path) -> Optional[str]:
+    """`excludesfile` of the `[core]` section of a git config file (the last one set)."""
+    text = _read_text(config)
+    if text is None:
+        return None
+    section, value = "", None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip().lower()
+            continue
+        key, sep, rest = line.partition("=")
+        if sep and section == "core" and key.strip().lower() == "excludesfile":
+            rest = rest.strip()
+            if len(rest) >= 2 and rest[0] == rest[-1] == '"':
+                rest = rest[1:-1]
+            value = rest or None
+    return value
+
+
+def _read_text(file: Path) -> Optional[str]:
+    """A small file of the user's or the project's, read as a regular file only, bounded."""
+    try:
+        if not file.is_file():
+            return None
+        return read_regular(str(file), MAX_GITIGNORE_BYTES).decode("utf-8", errors="replace")
+    except (OSError, SkippedFile):
+        return None
 
 
 def _display(path: Path, given: str) -> str:

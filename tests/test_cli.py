@@ -114,7 +114,7 @@ def test_explicit_config_flag(tmp_path: Path) -> None:
 
 
 def test_default_excludes_and_gitignore(tmp_path: Path) -> None:
-    for folder in (".venv/lib", "build", "node_modules/x", "generated"):
+    for folder in (".venv/lib", "dist", "node_modules/x", "generated"):
         write(tmp_path / folder / "m.py", BAD_DP)
     write(tmp_path / ".gitignore", "generated/\n")
     write(tmp_path / "src" / "m.py", BAD_DP)
