@@ -1,15 +1,23 @@
-"""Throughput of devicelint against TorchFix and ruff on real PyTorch code.
+"""Speed of devicelint against ruff and TorchFix (and against an earlier devicelint) on real
+PyTorch code. A script, not a test: it prints ratios.
 
-    python bench/throughput.py [--runs 3] [--tools-venv DIR] [--skip-scale]
+    python bench/throughput.py [--runs 3] [--tools-venv DIR] [--baseline-site DIR]
+                               [--corpora torchvision,pytorch-lightning,timm] [--scale]
 
-Needs `torchfix` and `ruff` in a separate environment (they pin their own libcst):
+Needs `ruff` and `torchfix` in a separate environment (TorchFix pins its own libcst):
 
     python3 -m venv /tmp/benchenv && /tmp/benchenv/bin/pip install torchfix ruff
 
-Corpora (pinned, `pip download --no-deps`, see bench/corpus.py): the main corpus is
-torchvision + pytorch-lightning sources copied to a temporary directory; the scale curve
-uses 1/4, 1/2 and all of transformers. Every tool runs on the same files, alternating,
-`--runs` times; the table shows medians of whole-process wall time and peak RSS.
+`--baseline-site DIR`: a directory holding another devicelint (e.g. `pip install --no-deps
+--target DIR <wheel of an older commit>`); it runs as `PYTHONPATH=DIR python -m devicelint`
+beside the current one, so before/after ratios come from one run on one machine.
+
+Rows, per corpus (pinned in bench/corpus.py, copied to a temporary directory): cold wall and
+CPU time of every tool, run alternately so that machine noise hits all alike, medians of
+`--runs`. Then, on the last corpus: devicelint warm (cache primed, nothing changed) and warm
+with one file touched; TorchFix lines/s against devicelint's on 40 timm model files; one small
+file uncached (start-up included); peak RSS on one ~4.9 MB file (copies of timm's
+vision_transformer.py); with `--scale`, a curve over 1/4, 1/2 and all of transformers.
 """
 
 from __future__ import annotations
@@ -28,144 +36,173 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import CORPORA, corpus  # noqa: E402
 
 DEVICELINT = [sys.executable, "-m", "devicelint"]
+BIG_FILE_BYTES = 4_900_000  # under the default max-file-size (5,000,000)
 
 
 def count_lines(root: Path) -> tuple[int, int]:
-    files = list(root.rglob("*.py"))
+    files = list(root.rglob("*.py")) if root.is_dir() else [root]
     return len(files), sum(f.read_bytes().count(b"\n") for f in files)
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of the process tree's largest member."""
+def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system of the process and the children it waited
+    for) and peak RSS in MB of the largest process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    before = os.times()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
+    after = os.times()
+    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 1):
-        raise RuntimeError(f"{cmd} exited {code}")
-    return wall, usage.ru_maxrss / 1024
+        raise RuntimeError(f"{cmd} exited {code}: {stderr[-2000:]}")
+    # wait4 gives the direct child's usage; its workers are in the grandchildren that the
+    # child waited for, which os.times() counts for this process's children.
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    cpu = max(cpu, usage.ru_utime + usage.ru_stime)
+    return wall, cpu, usage.ru_maxrss / 1024
 
 
-def copy_tree(sources: list[Path], target: Path) -> Path:
-    for source in sources:
-        shutil.copytree(source, target / source.name, ignore=shutil.ignore_patterns(".complete"))
-    return target
+class Tool:
+    def __init__(self, label: str, cmd: list[str], env: dict | None = None) -> None:
+        self.label, self.cmd, self.env = label, cmd, env
 
 
-def measure(label: str, cmd: list[str], cwd: Path, runs: int, before=None) -> dict:
-    walls, rss = [], []
+def tools_for(args: argparse.Namespace) -> list[Tool]:
+    tools = Path(args.tools_venv) / "bin"
+    found = [Tool("devicelint", DEVICELINT + ["--no-cache", "-q", "."])]
+    if args.baseline_site:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [args.baseline_site, *filter(None, [os.environ.get("PYTHONPATH")])]))
+        found.append(Tool("devicelint (baseline)", DEVICELINT + ["--no-cache", "-q", "."], env))
+    found.append(Tool("ruff --select ALL", [str(tools / "ruff"), "check", "--select", "ALL",
+                                            "--no-cache", "--exit-zero", "-q", "."]))
+    return found
+
+
+def alternate(tools: list[Tool], cwd: Path, runs: int) -> dict[str, dict]:
+    results: dict[str, list] = {tool.label: [] for tool in tools}
     for _ in range(runs):
-        if before:
-            before()
-        wall, peak = timed(cmd, cwd)
-        walls.append(wall)
-        rss.append(peak)
-    return {"label": label, "wall": statistics.median(walls), "rss": max(rss), "walls": walls}
+        for tool in tools:
+            results[tool.label].append(timed(tool.cmd, cwd, tool.env))
+    return {label: {"wall": statistics.median(r[0] for r in rows),
+                    "cpu": statistics.median(r[1] for r in rows),
+                    "rss": max(r[2] for r in rows), "walls": [round(r[0], 2) for r in rows]}
+            for label, rows in results.items()}
 
 
-def table(rows: list[dict], lines: int, files: int, reference: dict[str, float]) -> str:
-    out = [
-        f"{'tool':<34} {'files':>6} {'lines':>8} {'seconds':>8} {'lines/s':>9} "
-        f"{'vs TorchFix':>11} {'vs ruff':>8} {'peak RSS':>9}"
-    ]
-    for row in rows:
-        rate = lines / row["wall"]
-        vs_torchfix = rate / (lines / reference["torchfix"]) if "torchfix" in reference else float("nan")
-        vs_ruff = row["wall"] / reference["ruff"] if "ruff" in reference else float("nan")
-        out.append(
-            f"{row['label']:<34} {files:>6} {lines:>8} {row['wall']:>8.2f} {rate:>9.0f} "
-            f"{vs_torchfix:>10.1f}x {vs_ruff:>7.2f}x {row['rss']:>7.0f}MB"
-        )
-    return "\n".join(out)
+def print_corpus(name: str, files: int, lines: int, rows: dict[str, dict]) -> None:
+    ruff = rows.get("ruff --select ALL")
+    base = rows.get("devicelint (baseline)")
+    print(f"\n{name}: {files} files, {lines:,} lines")
+    print(f"{'tool':<24} {'wall s':>7} {'cpu s':>7} {'lines/s':>9} {'vs ruff':>8} "
+          f"{'vs baseline':>11} {'peak RSS':>9}  walls")
+    for label, row in rows.items():
+        vs_ruff = f"{row['wall'] / ruff['wall']:.2f}x" if ruff else "-"
+        vs_base = f"{row['wall'] / base['wall']:.2f}x" if base and label.startswith("devicelint") else "-"
+        print(f"{label:<24} {row['wall']:>7.2f} {row['cpu']:>7.2f} {lines / row['wall']:>9.0f} "
+              f"{vs_ruff:>8} {vs_base:>11} {row['rss']:>7.0f}MB  {row['walls']}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--tools-venv", default="/tmp/benchenv")
-    parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--baseline-site", default=None)
+    parser.add_argument("--corpora", default="torchvision,pytorch-lightning,timm")
     parser.add_argument("--skip-torchfix", action="store_true")
-    parser.add_argument("--only-scale", action="store_true", help="Only the transformers scale curve.")
+    parser.add_argument("--scale", action="store_true", help="Also the transformers scale curve.")
     args = parser.parse_args()
-    tools = Path(args.tools_venv) / "bin"
-    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; corpora: "
-          + ", ".join(f"{k}=={v}" for k, v in CORPORA.items()))
+    print(f"machine: {len(os.sched_getaffinity(0))} usable cores of {os.cpu_count()}, "
+          f"Python {sys.version.split()[0]}; corpora: "
+          + ", ".join(f"{k}=={CORPORA[k]}" for k in args.corpora.split(",")))
+    tools = tools_for(args)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        last = tmp
+        for name in args.corpora.split(","):
+            target = tmp / name
+            shutil.copytree(corpus(name), target, ignore=shutil.ignore_patterns(".complete"))
+            files, lines = count_lines(target)
+            print_corpus(name, files, lines, alternate(tools, target, args.runs))
+            last = target
+        warm(last, args.runs)
+        if not args.skip_torchfix and "timm" in args.corpora.split(","):
+            versus_torchfix(tmp / "timm", tmp, Path(args.tools_venv) / "bin", tools[:1])
+        startup(tmp)
+        big_file(tmp)
+        if args.scale:
+            scale_curve(tmp, Path(args.tools_venv) / "bin")
 
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.only_scale:
-            scale_curve(Path(tmp), tools)
-            return
-        main_corpus = copy_tree([corpus("torchvision"), corpus("pytorch-lightning")], Path(tmp) / "main")
-        files, lines = count_lines(main_corpus)
-        cache = main_corpus / ".devicelint_cache"
-        touched = next(main_corpus.rglob("*.py"))
 
-        def clear_cache() -> None:
-            shutil.rmtree(cache, ignore_errors=True)
+def warm(root: Path, runs: int) -> None:
+    cmd = DEVICELINT + ["-q", "."]
+    shutil.rmtree(root / ".devicelint_cache", ignore_errors=True)
+    timed(cmd, root)  # prime the cache
+    unchanged = [timed(cmd, root) for _ in range(runs)]
+    touched_file = sorted(root.rglob("*.py"))[0]
+    touched = []
+    for _ in range(runs):
+        touched_file.write_text(touched_file.read_text() + f"\n# touched {time.time()}\n")
+        touched.append(timed(cmd, root))
+    print(f"\nwarm on {root.name} (cache primed): nothing changed median "
+          f"{statistics.median(w for w, _, _ in unchanged):.2f} s wall; one file touched median "
+          f"{statistics.median(w for w, _, _ in touched):.2f} s wall")
 
-        def touch_one() -> None:
-            touched.write_text(touched.read_text() + f"\n# touched {time.time()}\n")
 
-        rows = []
-        reference: dict[str, float] = {}
-        # Alternate tools run by run so that machine noise hits all of them alike.
-        plan = [
-            ("devicelint cold (--no-cache)", DEVICELINT + ["--no-cache", "-q", "."], None),
-            ("ruff check --select ALL --no-cache", [str(tools / "ruff"), "check", "--select", "ALL",
-                                                   "--no-cache", "--exit-zero", "-q", "."], None),
-        ]
-        if not args.skip_torchfix:
-            plan.append(("torchfix", [str(tools / "torchfix"), "."], None))
-        results: dict[str, list] = {label: [] for label, _, _ in plan}
-        for _ in range(args.runs):
-            for label, cmd, before in plan:
-                results[label].append(timed(cmd, main_corpus))
-        for label, _, _ in plan:
-            walls = [w for w, _ in results[label]]
-            rows.append({"label": label, "wall": statistics.median(walls),
-                         "rss": max(r for _, r in results[label]), "walls": walls})
-        for row in rows:
-            if row["label"].startswith("ruff"):
-                reference["ruff"] = row["wall"]
-            if row["label"] == "torchfix":
-                reference["torchfix"] = row["wall"]
-        clear_cache()
-        timed(DEVICELINT + ["-q", "."], main_corpus)  # prime the cache
-        rows.append(measure("devicelint warm (cache, no change)", DEVICELINT + ["-q", "."], main_corpus, args.runs))
-        rows.append(measure("devicelint warm, one file touched", DEVICELINT + ["-q", "."], main_corpus,
-                            args.runs, before=touch_one))
-        print(f"\nMain corpus: torchvision + pytorch-lightning, {files} files, {lines:,} lines\n")
-        print(table(rows, lines, files, reference))
+def versus_torchfix(timm: Path, tmp: Path, tools: Path, devicelint: list[Tool]) -> None:
+    models = tmp / "timm-models-40"
+    models.mkdir()
+    for path in sorted((timm / "timm" / "models").glob("*.py"))[:40]:
+        shutil.copyfile(path, models / path.name)
+    files, lines = count_lines(models)
+    rows = alternate([*devicelint, Tool("torchfix", [str(tools / "torchfix"), "."])], models, 1)
+    dl, tf = rows["devicelint"]["wall"], rows["torchfix"]["wall"]
+    print(f"\n40 timm model files ({lines:,} lines): devicelint {dl:.2f} s ({lines / dl:,.0f} lines/s), "
+          f"TorchFix {tf:.2f} s ({lines / tf:,.0f} lines/s): devicelint {tf / dl:.1f}x TorchFix's lines/s")
 
-        small = Path(tmp) / "one.py"
-        small.write_text("import torch\nx = torch.zeros(3)\n")
-        startup = measure("devicelint one small file", DEVICELINT + ["--no-cache", str(small)], Path(tmp), 10)
-        print(f"\nStart-up on one small file: median {startup['wall']:.3f} s, peak RSS {startup['rss']:.0f} MB")
 
-        if not args.skip_scale:
-            scale_curve(Path(tmp), tools)
+def startup(tmp: Path) -> None:
+    small = tmp / "one.py"
+    small.write_text("import torch\nx = torch.zeros(3)\n")
+    walls = [timed(DEVICELINT + ["--no-cache", str(small)], tmp) for _ in range(10)]
+    print(f"\none small file, uncached: median {statistics.median(w for w, _, _ in walls):.3f} s wall, "
+          f"peak RSS {max(r for _, _, r in walls):.0f} MB")
+
+
+def big_file(tmp: Path) -> None:
+    source = corpus("timm") / "timm" / "models" / "vision_transformer.py"
+    text = source.read_text(encoding="utf-8")
+    copies = max(1, BIG_FILE_BYTES // len(text.encode("utf-8")))
+    big = tmp / "big" / "copies.py"
+    big.parent.mkdir()
+    big.write_text(text * copies, encoding="utf-8")
+    wall, cpu, rss = timed(DEVICELINT + ["--no-cache", "-q", str(big)], tmp)
+    print(f"\none {big.stat().st_size / 1e6:.1f} MB file ({copies} copies of vision_transformer.py): "
+          f"{wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss:.0f} MB")
 
 
 def scale_curve(tmp: Path, tools: Path) -> None:
-    if True:
-        source = corpus("transformers")
-        all_files = sorted(source.rglob("*.py"))
-        print("\nScale curve (transformers, cold, no cache):")
-        print(f"{'fraction':<10} {'files':>6} {'lines':>9} {'devicelint s':>13} {'lines/s':>9} {'ruff s':>8} {'ratio':>6} {'RSS':>7}")
-        for fraction in (4, 2, 1):
-            subset = tmp / f"tf-{fraction}"
-            for path in all_files[: len(all_files) // fraction]:
-                target = subset / path.relative_to(source)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target)
-            n_files, n_lines = count_lines(subset)
-            dl = measure("devicelint", DEVICELINT + ["--no-cache", "-q", "."], subset, 1)
-            rf = measure("ruff", [str(tools / "ruff"), "check", "--select", "ALL", "--no-cache",
-                                  "--exit-zero", "-q", "."], subset, 1)
-            print(f"1/{fraction:<8} {n_files:>6} {n_lines:>9,} {dl['wall']:>13.2f} {n_lines / dl['wall']:>9.0f} "
-                  f"{rf['wall']:>8.2f} {dl['wall'] / rf['wall']:>5.1f}x {dl['rss']:>5.0f}MB")
-            shutil.rmtree(subset)
+    source = corpus("transformers")
+    all_files = sorted(source.rglob("*.py"))
+    print("\nScale curve (transformers, cold, no cache):")
+    print(f"{'fraction':<10} {'files':>6} {'lines':>9} {'devicelint s':>13} {'lines/s':>9} {'ruff s':>8} "
+          f"{'ratio':>6} {'RSS':>7}")
+    for fraction in (4, 2, 1):
+        subset = tmp / f"tf-{fraction}"
+        for path in all_files[: len(all_files) // fraction]:
+            target = subset / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        n_files, n_lines = count_lines(subset)
+        dl = timed(DEVICELINT + ["--no-cache", "-q", "."], subset)
+        rf = timed([str(tools / "ruff"), "check", "--select", "ALL", "--no-cache", "--exit-zero",
+                    "-q", "."], subset)
+        print(f"1/{fraction:<8} {n_files:>6} {n_lines:>9,} {dl[0]:>13.2f} {n_lines / dl[0]:>9.0f} "
+              f"{rf[0]:>8.2f} {dl[0] / rf[0]:>5.1f}x {dl[2]:>5.0f}MB")
+        shutil.rmtree(subset)
 
 
 if __name__ == "__main__":
