@@ -111,3 +111,14 @@ def test_gitlab_code_quality(tmp_path: Path) -> None:
 def test_every_format_renders(tmp_path: Path, fmt: str) -> None:
     result = run_cli(["--format", fmt, "pkg"], sample(tmp_path))
     assert result.exit_code == 1 and result.output
+
+
+def test_rule_pages_and_readme_table_are_current() -> None:
+    """docs/rules/*.md (SARIF's helpUri, rdjson's links) and the README's rule table are
+    generated from the rules' docstrings and metadata: a rule change must regenerate them."""
+    from conftest import ROOT
+
+    from devicelint import rule_docs
+
+    stale = [str(path.relative_to(ROOT)) for path in rule_docs.stale(ROOT)]
+    assert not stale, f"regenerate with `.venv/bin/python -m devicelint.rule_docs`: {stale}"

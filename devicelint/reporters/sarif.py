@@ -8,6 +8,7 @@ from pathlib import PurePath
 from urllib.parse import quote
 
 from devicelint import __version__
+from devicelint.docs_url import rule_url
 from devicelint.finding import Finding
 from devicelint.notebook import viewer_region
 from devicelint.reporters import ReportContext
@@ -35,8 +36,8 @@ def _rule_entry(code: str) -> dict:
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": full},
-        "help": {"text": docs},
-        "helpUri": f"{INFO_URI}/blob/main/docs/rules.md#{code.lower()}",
+        "help": {"text": docs, "markdown": docs},
+        "helpUri": rule_url(code),
         "defaultConfiguration": {"level": LEVEL.get(rule.severity, "warning")},
     }
 
