@@ -13,9 +13,10 @@ import sys
 import time
 
 STEPS = int(os.environ.get("STEPS", "300"))
-# Modes that install one group of wrappers each (DL002 installs none: line/raise monitoring only).
-GROUPS = {"monitor-only": {"DL002"}, "moves-only": {"DL006"}, "syncs-only": {"DL004"},
-          "view-only": {"DL003"}}
+# Modes that install one group of wrappers each (none: line/raise monitoring only).
+GROUPS = {"monitor-only": set(), "moves-only": {"MOVES"}, "syncs-only": {"SYNCS"},
+          "view-only": {"VIEWS"}}
+EVERY_COPY_AND_SYNC = {"MOVES", "FACTORIES", "SYNCS", "VIEWS"}
 
 
 def loop(flagged_line_holder):
@@ -44,14 +45,15 @@ def child(mode):
 
     path = os.path.realpath(__file__)
     if mode != "plain":
+        from devicelint.runtime import hooks
         from devicelint.runtime.tracker import Tracker
+        from devicelint.runtime_spec import Watch
 
         source = open(path).read().splitlines()
         item_line = next(i for i, l in enumerate(source, 1) if "# the flagged line" in l)
         line = item_line if mode == "flagged" else 10**6
         tracker = Tracker({path: {line: line}}, lambda t: str(t.device))
-        codes = GROUPS.get(mode, {"DL001", "DL003", "DL004", "DL006", "DL007", "DL009"})
-        tracker.install(codes)
+        hooks.install(tracker, {Watch[name] for name in GROUPS.get(mode, EVERY_COPY_AND_SYNC)})
     median, _ = loop(None)
     print(json.dumps({"mode": mode, "median_ms": median * 1000}))
 

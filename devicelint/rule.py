@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Optional
 
+from devicelint.runtime_spec import RuntimeSpec
+
 if TYPE_CHECKING:  # libcst is imported only when a file is actually parsed
     import libcst as cst
 
@@ -49,6 +51,9 @@ class Rule:
     # An empty tuple means the rule needs every file.
     tokens: ClassVar[tuple[str, ...]] = ()
     fixable: ClassVar[bool] = False
+    # What `devicelint confirm` watches and how it judges a flagged line; None: no probe
+    # (the runtime reports the rule's findings as inconclusive). See devicelint/runtime_spec.py.
+    runtime: ClassVar[Optional[RuntimeSpec]] = None
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx

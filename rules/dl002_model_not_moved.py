@@ -7,6 +7,7 @@ import libcst as cst
 from devicelint.analysis import CPU, DTYPE, local_module_classes, to_call_device
 from devicelint.rule import Rule
 from devicelint.rules._devices import GPU, GPU_BOX, MODEL, DeviceFlow, is_model_builder
+from devicelint.runtime_spec import RuntimeSpec, device_mismatch
 
 _MOVES = {"to", "cuda", "to_empty", "xpu", "mps", "ipu"}
 _KEEPS_SELF = {"eval", "train", "float", "double", "half", "bfloat16", "requires_grad_", "cpu",
@@ -311,6 +312,9 @@ class ModelNotMoved(Rule):
                 if isinstance(e, cst.DictElement)
             )
         return isinstance(node, cst.Call) and is_model_builder(self.ctx, node)
+
+    # -- devicelint confirm: the mismatch error PyTorch raises at the line ---------------
+    runtime = RuntimeSpec(probe=device_mismatch, whole_file=True)
 
 
 def _plain_container(value: cst.CSTNode) -> Optional[list[cst.CSTNode]]:

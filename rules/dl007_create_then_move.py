@@ -15,6 +15,7 @@ from devicelint.analysis import (
 )
 from devicelint.builders import reindent
 from devicelint.rule import Rule
+from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
 
 # Factories that fill a new tensor themselves (so `device=` makes the fill happen there).
 DETERMINISTIC = {
@@ -193,3 +194,19 @@ class CreateThenMove(Rule):
             args=args + new, lpar=node.lpar, rpar=node.rpar
         )
         return replacement, safe
+
+    # -- devicelint confirm ------------------------------------------------------------
+    @staticmethod
+    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+        copies = rec.copies.get("h2d")
+        if copies is None:
+            return ctx.base("refuted", "the line ran but made no host-to-device copy", count=0)
+        count, nbytes = copies.count, copies.bytes
+        measured = ctx.copy_ms(copies, "h2d")
+        fill = ctx.time_fill(nbytes // count) * count
+        return ctx.base("confirmed", f"{count} CPU-built tensor(s) copied to the GPU, "
+                        f"{nbytes:,} B, {measured:.3f} ms; built on the device: {fill:.3f} ms",
+                        count=count, bytes=nbytes, measured_ms=round(measured, 4),
+                        counterfactual_ms=round(fill, 4))
+
+    runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES))

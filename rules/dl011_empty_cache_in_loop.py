@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devicelint.rule import Rule
+from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
 
 EMPTY_CACHE = {"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"}
 
@@ -78,3 +79,21 @@ class EmptyCacheInLoop(Rule):
                 return True
             current = self.ctx.parent(current)
         return False
+
+    # -- devicelint confirm. Not whole_file: the runtime counts empty_cache calls but cannot
+    # tell a step loop from an epoch loop or a sweep, which is all the rule's distinction is.
+    @staticmethod
+    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+        calls = rec.empty_cache
+        if calls.count < 2:
+            return ctx.base("refuted", f"empty_cache ran {calls.count} time(s): not per step",
+                            count=calls.count)
+        if ctx.estimated:
+            measured = calls.count * ctx.table["empty_cache_us"] / 1000
+        else:
+            measured = calls.seconds * 1000
+        return ctx.base("confirmed", f"empty_cache ran {calls.count} times, {measured:.3f} ms; "
+                        "the allocator then had to cudaMalloc its blocks again",
+                        count=calls.count, measured_ms=round(measured, 4), counterfactual_ms=0.0)
+
+    runtime = RuntimeSpec(probe=probe, watch=(Watch.EMPTY_CACHE,))

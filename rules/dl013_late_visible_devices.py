@@ -8,6 +8,7 @@ from devicelint.analysis import (
     CUDA, call_arg, device_kind, is_tensor_factory, keyword_arg, string_value,
 )
 from devicelint.rule import Rule
+from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
 
 VARIABLE = "CUDA_VISIBLE_DEVICES"
 # torch.cuda calls that initialise the CUDA driver (cuInit) or create the context. Measured
@@ -139,6 +140,26 @@ class LateVisibleDevices(Rule):
             device = keyword_arg(node, "device")
             return device is not None and _literal_cuda(self.ctx, device)
         return False
+
+    # -- devicelint confirm ------------------------------------------------------------
+    @staticmethod
+    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+        state = rec.cuda_state
+        if state is not None and state.initialized:
+            return ctx.base("confirmed", "CUDA was already initialised when "
+                            "CUDA_VISIBLE_DEVICES was set: the setting had no effect")
+        if state is not None and state.driver_queried:
+            # cudaGetDeviceCount (behind is_available/device_count) initialises the driver,
+            # which reads CUDA_VISIBLE_DEVICES once; PYTORCH_NVML_BASED_CUDA_CHECK=1 avoids it.
+            return ctx.base("confirmed", "torch.cuda.is_available()/device_count() had already "
+                            "initialised the CUDA driver when CUDA_VISIBLE_DEVICES was set: the "
+                            "driver read the variable then, so the setting had no effect")
+        # torch had no CUDA context yet, but torch.cuda.is_available()/device_count() call
+        # cudaGetDeviceCount, which already reads the variable: this cannot be refuted here.
+        return ctx.base("inconclusive", "torch had not created a CUDA context yet; an earlier "
+                        "is_available()/device_count() may still have fixed the visible devices")
+
+    runtime = RuntimeSpec(probe=probe, watch=(Watch.DRIVER_QUERIES, Watch.CUDA_STATE))
 
 
 def _literal_cuda(ctx, node: cst.BaseExpression) -> bool:

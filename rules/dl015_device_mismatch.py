@@ -7,6 +7,7 @@ import libcst as cst
 from devicelint.analysis import method_name
 from devicelint.rule import Rule
 from devicelint.rules._devices import CPU_NDIM, GPU, DeviceFlow, is_mismatch
+from devicelint.runtime_spec import RuntimeSpec, device_mismatch
 
 # torch functions whose tensor arguments must share a device (checked on an H200: each raises
 # "Expected all tensors to be on the same device" with one CPU and one CUDA operand).
@@ -207,3 +208,6 @@ class DeviceMismatch(Rule):
             "this raises \"Expected all tensors to be on the same device\" on a GPU; create "
             "the CPU tensor with `device=` or move it first (e.g. `.to(x.device)`)",
         )
+
+    # -- devicelint confirm: the mismatch error PyTorch raises at the line ---------------
+    runtime = RuntimeSpec(probe=device_mismatch, whole_file=True)

@@ -5,8 +5,9 @@ this takes minutes: `-m "not slow"` deselects it); the assertions are split per 
 failure names the rule and the lines.
 
 What must hold: exit code 0; no finding refuted or left unreached; every finding confirmed,
-except the codes the simulated device cannot decide (no runtime probe, 2 GPUs, asynchronous
-timing), which must say so; no good fixture shows its rule's pitfall (lines marked
+except those of rules the simulated device cannot decide (no runtime probe, or a
+`RuntimeSpec.sim_cannot_judge` reason: 2 GPUs, asynchronous timing), which may say
+inconclusive; no good fixture shows its rule's pitfall (lines marked
 `# runtime-gap: CODE reason` are reported as known gaps instead).
 """
 
@@ -22,16 +23,15 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT
+from devicelint.rule import all_rules
 
-# Codes the simulated device reports as inconclusive, and why (docs/runtime.md).
-INCONCLUSIVE_ON_SIM = {
-    "DL005": "needs 2 real GPUs",
-    "DL008": "no runtime probe",
-    "DL010": "no runtime probe",
-    "DL012": "simulated device is synchronous",
-    "DL014": "no runtime probe",
-    "DL017": "no runtime probe",
-}
+
+def sim_cannot_judge(code: str) -> bool:
+    """The simulated device reports the rule's findings as inconclusive (the rule says why)."""
+    runtime = all_rules()[code].runtime
+    return runtime is None or bool(runtime.sim_cannot_judge)
+
+
 RULE_DIRS = sorted(p.name for p in FIXTURES.glob("DL*") if p.is_dir())
 TIME_LIMIT = 900  # seconds for the whole run; about 3 minutes on 2 idle cores
 
@@ -79,7 +79,7 @@ def test_bad_fixtures_confirmed(confirmed, rule: str) -> None:
         conf = finding["confirmation"]
         status = conf["status"]
         where = f"{finding['path']}:{finding['line']} {finding['code']}"
-        if finding["code"] in INCONCLUSIVE_ON_SIM:
+        if sim_cannot_judge(finding["code"]):
             if status not in ("confirmed", "inconclusive"):
                 wrong.append(f"{where}: {status}: {conf.get('summary')}")
         elif status != "confirmed":

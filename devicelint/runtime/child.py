@@ -149,8 +149,9 @@ def run(plan_path: str, result_path: str) -> int:
         _write(result_path, result)
         return 2
 
-    from devicelint.runtime import probes
+    from devicelint.runtime import hooks, probes
     from devicelint.runtime.tracker import Tracker
+    from devicelint.runtime_spec import Watch
 
     sim = None
     if device == "sim":
@@ -165,10 +166,7 @@ def run(plan_path: str, result_path: str) -> int:
             return str(tensor.device)
 
     tracker = Tracker(plan.watched(), device_of, sim)
-    codes = plan.codes()
-    if "DL013" in codes:
-        tracker.line_hooks.append(_cuda_state_hook(torch, sim))
-    tracker.install(codes)
+    hooks.install(tracker, {Watch(value) for value in plan.watch})
 
     old_argv, old_path = sys.argv, list(sys.path)
     sys.argv = argv
@@ -194,7 +192,9 @@ def run(plan_path: str, result_path: str) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     result["run_seconds"] = round(time.perf_counter() - started, 3)
 
-    ctx = probes.Context(device, tracker, sim)
+    # The rules (and libcst) are imported only now: not a moment of the run is spent on them.
+    rules = {code: _load_rule(where) for code, where in plan.rules.items()}
+    ctx = probes.Context(device, tracker)
     result["device"] = device
     result["device_name"] = ctx.device_name
     result["torch"] = torch.__version__
@@ -203,19 +203,18 @@ def run(plan_path: str, result_path: str) -> int:
         for line, line_codes in lines.items():
             for code in line_codes:
                 try:
-                    confirmation = probes.verdict(ctx, path, line, code)
+                    confirmation = probes.verdict(ctx, path, line, rules.get(code))
                 except Exception as error:  # noqa: BLE001 - one probe must not lose the rest
                     confirmation = ctx.base("inconclusive", f"probe failed: {error!r}")
                 verdicts.append({"path": path, "line": line, "code": code,
                                  "confirmation": confirmation})
     result["verdicts"] = verdicts
     result["premise"] = {
-        path: {code: probes.pitfall_lines(ctx, path, code) for code in codes_}
+        path: {code: probes.pitfall_lines(ctx, path, rules.get(code)) for code in codes_}
         for path, codes_ in plan.whole_files.items()
     }
     if sim is not None:
-        result["sim_counts"] = {"copies": sim.copies, "copy_bytes": sim.copy_bytes,
-                                "syncs": sim.syncs}
+        result["sim_counts"] = {"copies": sim.copies, "syncs": sim.syncs}
     _write(result_path, result)
     return 0
 
@@ -249,15 +248,15 @@ def _prepare(plan):
     return kind, what, argv, torch, device
 
 
-def _cuda_state_hook(torch, sim):
-    def hook(tracker, rec):
-        if sim is not None:
-            rec["line_events"]["cuda_initialized"] = sim.initialized
-        else:
-            rec["line_events"]["cuda_initialized"] = torch.cuda.is_initialized()
-        rec["line_events"]["driver_queried"] = tracker.driver_queried
+def _load_rule(where: str):
+    """The rule class at "module:ClassName" (Plan.rules)."""
+    import importlib
 
-    return hook
+    module, _, name = where.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except Exception:  # noqa: BLE001 - its lines are judged "no runtime probe", the rest go on
+        return None
 
 
 def _write(path: str, result: dict) -> None:

@@ -20,10 +20,6 @@ from devicelint.runtime.plan import (
 )
 from devicelint.runtime.report import _rel, format_json, format_text, ran_on
 
-# Codes whose pitfall the runtime alone can recognise on any line (used on good fixtures).
-# Not DL011: the runtime counts empty_cache calls but cannot tell a step loop from an epoch
-# loop or a sweep, which is all the rule's distinction is (docs/runtime.md).
-WHOLE_FILE_CODES = {"DL001", "DL002", "DL003", "DL009", "DL012", "DL015"}
 EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
 
@@ -311,6 +307,7 @@ def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, 
 def _confirm_runs(paths, command, codes, device, timeout, jobs, sim_gpus):
     """Lint, say what will run, run it: (runs, findings)."""
     from devicelint.config import ConfigError
+    from devicelint.diagnostics import DIAGNOSTICS
 
     try:
         if not command:
@@ -318,7 +315,9 @@ def _confirm_runs(paths, command, codes, device, timeout, jobs, sim_gpus):
             findings = _lint_fixtures(files, codes)
             return _run_fixtures(files, findings, device, timeout or 120.0, jobs, sim_gpus), \
                 findings
-        findings = [f for f in _lint(paths or ["."], codes) if not f.code.startswith("DL9")]
+        # The engine's diagnostics (unparsable, unreadable file...) have no line to run.
+        engine = {diagnostic.code for diagnostic in DIAGNOSTICS}
+        findings = [f for f in _lint(paths or ["."], codes) if f.code not in engine]
     except ConfigError as error:
         _fail(str(error))
     watched = [f for f in findings if not _is_notebook(f.path)]
@@ -332,16 +331,21 @@ def _confirm_runs(paths, command, codes, device, timeout, jobs, sim_gpus):
 
 
 def _run_fixtures(files, findings, device, timeout, jobs, sim_gpus) -> list[dict]:
+    from devicelint.rule import all_rules
+
     by_file: dict[str, list] = {}
     for finding in findings:
         by_file.setdefault(finding.path, []).append(finding)
     plans = []
     for path in files:
         plan = plan_for(by_file.get(path, []), [path], device, sim_gpus)
-        code = fixture_code(path)
+        rule = all_rules().get(fixture_code(path) or "")
         good = is_good_fixture(path)
-        if good and code in WHOLE_FILE_CODES:
-            plan.whole_files[real(path)] = [code]
+        # A good fixture of a rule whose pitfall the runtime alone recognises on any line
+        # (RuntimeSpec.whole_file): every line is watched, and none may show the pitfall.
+        if good and rule is not None and rule.runtime is not None and rule.runtime.whole_file:
+            plan.whole_files[real(path)] = [rule.code]
+            plan.add_rule(rule)
         if plan.lines or good:
             plans.append((plan, path, good))
     if not plans:

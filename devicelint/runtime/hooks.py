@@ -1,4 +1,4 @@
-"""The wrappers the tracker installs, one group per kind of event.
+"""The wrappers the tracker installs, one group per `Watch` (devicelint/runtime_spec.py).
 
 Each wrapper costs one Python call plus a frame look-up when the caller is not on a flagged
 line; only calls on flagged lines are timed and counted.
@@ -13,7 +13,8 @@ import time
 
 import torch
 
-from devicelint.runtime.tracker import clock
+from devicelint.runtime.tracker import CapturedDataParallel, clock
+from devicelint.runtime_spec import CopyStats, CudaState, LineRecord, ViewSample, Watch
 
 
 def timed_call(tracker, original, *args, **kwargs):
@@ -83,30 +84,27 @@ def _scalars(data, limit: int):
     return count
 
 
-def _add_copy(tracker, rec, src, dst, nbytes, seconds, pinned, non_blocking,
+def _add_copy(rec: LineRecord, src, dst, nbytes, seconds, pinned, non_blocking,
               source=None) -> None:
     kind = "h2d" if src == "cpu" else ("d2h" if dst == "cpu" else "d2d")
-    entry = rec["copies"].setdefault(kind, {
-        "count": 0, "bytes": 0, "seconds": 0.0, "pinned": 0, "pageable_non_blocking": 0,
-        "sources": [], "distinct": 0,
-    })
+    copies = rec.copies.setdefault(kind, CopyStats())
     key = _source_key(source)
-    if key is None or key not in entry["sources"]:
-        entry["distinct"] += 1
-        if key is not None and len(entry["sources"]) < 64:
-            entry["sources"].append(key)
-    entry["count"] += 1
-    entry["bytes"] += nbytes
-    entry["seconds"] += seconds
-    entry["pinned"] += bool(pinned)
-    entry["pageable_non_blocking"] += bool(non_blocking and not pinned and kind == "h2d")
+    if key is None or key not in copies.sources:
+        copies.distinct += 1
+        if key is not None and len(copies.sources) < 64:
+            copies.sources.append(key)
+    copies.count += 1
+    copies.bytes += nbytes
+    copies.seconds += seconds
+    copies.pinned += bool(pinned)
+    copies.pageable_non_blocking += bool(non_blocking and not pinned and kind == "h2d")
 
 
-def _add_sync(rec, kind: str, seconds: float) -> None:
-    syncs = rec["syncs"]
-    syncs["count"] += 1
-    syncs["seconds"] += seconds
-    syncs["kinds"][kind] = syncs["kinds"].get(kind, 0) + 1
+def _add_sync(rec: LineRecord, kind: str, seconds: float) -> None:
+    syncs = rec.syncs
+    syncs.count += 1
+    syncs.seconds += seconds
+    syncs.kinds[kind] = syncs.kinds.get(kind, 0) + 1
 
 
 def install_moves(tracker) -> None:
@@ -120,8 +118,7 @@ def install_moves(tracker) -> None:
             if getattr(tracker._local, "module_move", 0):
                 # nn.Module.to/.cuda moving its parameters: one move of a whole model, which
                 # no rule flags as a per-row copy; counted apart.
-                tracker.record(site)["moves"]["module"] = (
-                    tracker.record(site)["moves"].get("module", 0) + 1)
+                tracker.record(site).moves.module += 1
                 return original(self, *args, **kwargs)
             src = tracker.device_of(self)
             pinned = src == "cpu" and self.is_pinned()
@@ -129,19 +126,18 @@ def install_moves(tracker) -> None:
                 a is True for a in args if isinstance(a, bool))
             out, seconds = timed_call(tracker, original, self, *args, **kwargs)
             rec = tracker.record(site)
-            rec["moves"]["count"] += 1
+            rec.moves.count += 1
             if out is self or not isinstance(out, torch.Tensor):
-                rec["moves"]["noop"] += 1
+                rec.moves.noop += 1
                 return out
             dst = tracker.device_of(out)
             if src != dst:
-                _add_copy(tracker, rec, src, dst, _nbytes(out), seconds, pinned, non_blocking,
+                _add_copy(rec, src, dst, _nbytes(out), seconds, pinned, non_blocking,
                           source=self)
                 if dst == "cpu":
                     _add_sync(rec, method, seconds)
             else:
-                rec["moves"].setdefault("same_device", 0)
-                rec["moves"]["same_device"] += 1
+                rec.moves.same_device += 1
             return out
 
         return wrapper
@@ -177,8 +173,8 @@ def install_factories(tracker) -> None:
             out, seconds = timed_call(tracker, original, *args, **kwargs)
             if tracker.is_cuda(out):
                 rec = tracker.record(site)
-                rec["moves"]["count"] += 1
-                _add_copy(tracker, rec, "cpu", tracker.device_of(out), _nbytes(out), seconds,
+                rec.moves.count += 1
+                _add_copy(rec, "cpu", tracker.device_of(out), _nbytes(out), seconds,
                           False, False, source=data)
             return out
 
@@ -233,29 +229,25 @@ def install_view(tracker) -> None:
             site = tracker.site(sys._getframe(1))
             if site is None:
                 return original(self, *args, **kwargs)
-            rec = tracker.record(site)
-            views = rec["views"]
-            views["count"] += 1
+            views = tracker.record(site).views
+            views.count += 1
             sample = None
             if not (args and isinstance(args[0], torch.dtype)) and "dtype" not in kwargs:
-                sample = {
-                    "size": list(self.shape), "stride": list(self.stride()),
-                    "target": _view_target(args, kwargs),
-                }
+                sample = ViewSample(list(self.shape), list(self.stride()),
+                                    _view_target(args, kwargs))
             tracker.busy(True)
             try:
                 out = original(self, *args, **kwargs)
             except RuntimeError:
-                views["failed"] += 1
+                views.failed += 1
                 if sample is not None:
-                    sample["failed"] = True
+                    sample.failed = True
                     _keep_sample(views, sample)
                 raise
             finally:
                 tracker.busy(False)
             if sample is not None:
-                sample["failed"] = False
-                sample["result"] = list(out.shape)
+                sample.result = list(out.shape)
                 _keep_sample(views, sample)
             return out
 
@@ -271,9 +263,9 @@ def _view_target(args, kwargs) -> list:
     return [int(s) for s in shape]
 
 
-def _keep_sample(views: dict, sample: dict) -> None:
-    if sample not in views["samples"] and len(views["samples"]) < 20:
-        views["samples"].append(sample)
+def _keep_sample(views, sample: ViewSample) -> None:
+    if sample not in views.samples and len(views.samples) < 20:
+        views.samples.append(sample)
 
 
 def install_empty_cache(tracker) -> None:
@@ -284,11 +276,9 @@ def install_empty_cache(tracker) -> None:
                 return original(*args, **kwargs)
             start = clock()
             out = original(*args, **kwargs)
-            seconds = clock() - start
-            call = tracker.record(site)["calls"].setdefault(
-                "empty_cache", {"count": 0, "seconds": 0.0})
-            call["count"] += 1
-            call["seconds"] += seconds
+            calls = tracker.record(site).empty_cache
+            calls.count += 1
+            calls.seconds += clock() - start
             return out
 
         return wrapper
@@ -320,12 +310,10 @@ def install_clock(tracker) -> None:
             if site is None:
                 return value
             busy, lag = pending()
-            rec = tracker.record(site)
-            stamps = rec["calls"].setdefault(
-                "timestamp", {"count": 0, "pending": 0, "lag_seconds": 0.0})
-            stamps["count"] += 1
-            stamps["pending"] += busy
-            stamps["lag_seconds"] += lag
+            stamps = tracker.record(site).stamps
+            stamps.count += 1
+            stamps.pending += busy
+            stamps.lag_seconds += lag
             return value
 
         return wrapper
@@ -368,15 +356,15 @@ def install_data_parallel(tracker) -> None:
         if site is None:
             return
         tracker.record(site)
-        entry = {"module": self, "batch": None}
+        entry = CapturedDataParallel(self)
         tracker.captured_dp.setdefault(site, []).append(entry)
         forward = type(self).forward
 
         def capture(*a, **k):
-            if entry["batch"] is None:
+            if entry.batch is None:
                 tracker.busy(True)  # the capture's own copies are not the user's
                 try:
-                    entry["batch"] = (_to_cpu(a), _to_cpu(k))
+                    entry.batch = (_to_cpu(a), _to_cpu(k))
                 finally:
                     tracker.busy(False)
             return forward(self, *a, **k)
@@ -390,3 +378,35 @@ def _to_cpu(tree):
     from torch.utils._pytree import tree_map
 
     return tree_map(lambda x: x.detach().to("cpu") if isinstance(x, torch.Tensor) else x, tree)
+
+
+def install_cuda_state(tracker) -> None:
+    """When a watched line first runs: had CUDA been initialised, had the driver been asked
+    for its devices (which reads CUDA_VISIBLE_DEVICES once)?"""
+    sim = tracker.sim
+
+    def on_line(tracker, rec: LineRecord) -> None:
+        initialized = sim.initialized if sim is not None else torch.cuda.is_initialized()
+        rec.cuda_state = CudaState(initialized, tracker.driver_queried)
+
+    tracker.line_hooks.append(on_line)
+
+
+INSTALLERS = {
+    Watch.MOVES: install_moves,
+    Watch.FACTORIES: install_factories,
+    Watch.SYNCS: install_syncs,
+    Watch.VIEWS: install_view,
+    Watch.EMPTY_CACHE: install_empty_cache,
+    Watch.CLOCK: install_clock,
+    Watch.DRIVER_QUERIES: install_driver_queries,
+    Watch.CUDA_STATE: install_cuda_state,
+    Watch.DATA_PARALLEL: install_data_parallel,
+}
+
+
+def install(tracker, watches) -> None:
+    """Install the wrappers of `watches` (in a fixed order), then start the tracker."""
+    for watch in sorted(set(watches), key=lambda w: w.value):
+        INSTALLERS[watch](tracker)
+    tracker.start()

@@ -1,6 +1,9 @@
 """What the child must watch: flagged lines per file, rule codes, and what to run.
 
-Torch-free: built by the parent from findings, read back by the child as JSON.
+Torch-free: built by the parent from findings, read back by the child as JSON. The plan
+carries the call groups to wrap (each rule's `RuntimeSpec.watch`) and where each rule class
+lives, so the child installs its wrappers before the user's code runs and imports the rules
+(and libcst) only afterwards, to judge the lines.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from typing import Optional
+
+from devicelint.rule import Rule, all_rules
 
 CODE_DIR_RE = re.compile(r"^[A-Z]+[0-9]+$")
 
@@ -35,6 +40,14 @@ class Plan:
     # realpath -> {line: head line}: the other lines of a multi-line flagged call, since a
     # frame reports the line of the sub-expression it is running, not where the call starts
     spans: dict[str, dict[int, int]] = field(default_factory=dict)
+    # code -> "module:ClassName" of the rule, and the Watch values of their runtime specs
+    rules: dict[str, str] = field(default_factory=dict)
+    watch: list[str] = field(default_factory=list)
+
+    def add_rule(self, rule: type[Rule]) -> None:
+        self.rules[rule.code] = f"{rule.__module__}:{rule.__qualname__}"
+        if rule.runtime is not None:
+            self.watch = sorted(set(self.watch) | {watch.value for watch in rule.runtime.watch})
 
     def codes(self) -> set[str]:
         found = {code for lines in self.lines.values() for codes in lines.values() for code in codes}
@@ -61,6 +74,8 @@ class Plan:
             "device": self.device,
             "sim_gpus": self.sim_gpus,
             "spans": {p: {str(n): h for n, h in span.items()} for p, span in self.spans.items()},
+            "rules": self.rules,
+            "watch": self.watch,
         })
 
     @classmethod
@@ -74,6 +89,8 @@ class Plan:
             sim_gpus=data.get("sim_gpus", 2),
             spans={p: {int(n): h for n, h in span.items()}
                    for p, span in data.get("spans", {}).items()},
+            rules=data.get("rules", {}),
+            watch=data.get("watch", []),
         )
 
 
@@ -83,7 +100,10 @@ def real(path: str) -> str:
 
 def plan_for(findings, argv: list[str], device: str, sim_gpus: int = 2) -> Plan:
     plan = Plan(argv=list(argv), device=device, sim_gpus=sim_gpus)
+    registry = all_rules()
     for finding in findings:
+        if finding.code in registry:
+            plan.add_rule(registry[finding.code])
         lines = plan.lines.setdefault(real(finding.path), {})
         codes = lines.setdefault(finding.line, [])
         if finding.code not in codes:

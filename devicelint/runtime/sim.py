@@ -19,7 +19,7 @@ import weakref
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_flatten
 
 CPU = "cpu"
 
@@ -41,14 +41,11 @@ class SimDevice:
         self._tags: dict[int, tuple[weakref.ref, str]] = {}
         self._pinned: dict[int, weakref.ref] = {}
         self.initialized = False
+        # What a GPU run would count (the child reports them as `sim_counts`).
         self.copies = {"h2d": 0, "d2h": 0, "d2d": 0}
-        self.copy_bytes = {"h2d": 0, "d2h": 0, "d2d": 0}
         self.syncs = 0
-        # Ops on the device since the last sync: "is GPU work pending?" for DL012.
+        # Ops on the device since the last sync: "is GPU work pending?" (Watch.CLOCK).
         self.pending_ops = 0
-        self.empty_cache_calls = 0
-        # torch.cuda.is_available()/device_count() ran: on a GPU that initialises the driver
-        self.driver_queried = False
 
     # -- tags --------------------------------------------------------------------------
     def device_of(self, tensor: torch.Tensor) -> str:
@@ -111,12 +108,11 @@ class SimDevice:
             )
         return f"cuda:{index}"
 
-    def record_copy(self, src: str, dst: str, nbytes: int) -> None:
+    def record_copy(self, src: str, dst: str) -> None:
         if src == dst and src == CPU:
             return
         kind = "h2d" if src == CPU else ("d2h" if dst == CPU else "d2d")
         self.copies[kind] += 1
-        self.copy_bytes[kind] += nbytes
         if kind == "d2h":
             self.sync()
         else:
@@ -125,10 +121,6 @@ class SimDevice:
     def sync(self) -> None:
         self.syncs += 1
         self.pending_ops = 0
-
-
-def _nbytes(tensor: torch.Tensor) -> int:
-    return tensor.numel() * tensor.element_size()
 
 
 def _tensors(tree) -> list[torch.Tensor]:
@@ -185,13 +177,13 @@ class SimDispatchMode(TorchDispatchMode):
                 sim.mark_pinned(tensor)
         if name in ("copy_", "_copy_from"):
             dst, src = (args[0], args[1]) if name == "copy_" else (args[1], args[0])
-            sim.record_copy(sim.device_of(src), sim.device_of(dst), _nbytes(dst))
+            sim.record_copy(sim.device_of(src), sim.device_of(dst))
             return out
         if name == "_to_copy" and target is not None:
             # Explicit device moves from C++ paths; Python-level .to/.cuda/.cpu count in
             # SimFunctionMode._move, which calls _to_copy without a device.
             result = target
-            sim.record_copy(sim.device_of(args[0]), result, _nbytes(out))
+            sim.record_copy(sim.device_of(args[0]), result)
         elif name == "_to_copy":
             result = sim.device_of(args[0])
         else:
@@ -293,7 +285,7 @@ class SimFunctionMode(TorchFunctionMode):
                     if func in (torch.tensor, torch.as_tensor) or getattr(func, "__name__", "") in (
                         "tensor", "as_tensor", "new_tensor",
                     ):
-                        self.sim.record_copy(CPU, target, _nbytes(tensor))
+                        self.sim.record_copy(CPU, target)
                     self.sim.tag(tensor, target)
                 return out
         return func(*args, **kwargs)
@@ -355,7 +347,7 @@ class SimFunctionMode(TorchFunctionMode):
             options["memory_format"] = memory_format
         out = self._raw_to(tensor, **options)
         if target != src:
-            self.sim.record_copy(src, target, _nbytes(out))
+            self.sim.record_copy(src, target)
         self.sim.tag(out, target)
         return out
 
@@ -434,14 +426,11 @@ class Simulation:
             sim.sync()
 
         def empty_cache():
-            sim.empty_cache_calls += 1
+            pass  # no caching allocator to release
 
         def driver_query(answer):
-            def query(*args, **kwargs):
-                # cudaGetDeviceCount initialises the driver, which reads CUDA_VISIBLE_DEVICES
-                sim.driver_queried = True
-                return answer
-            return query
+            # Whether the user's code asked is recorded by the tracker (Watch.DRIVER_QUERIES).
+            return lambda *args, **kwargs: answer
 
         def exchange_device(device):
             # `with torch.cuda.device(i):` checks the ordinal and returns the previous one
@@ -494,7 +483,6 @@ class Simulation:
                 warnings.simplefilter("ignore", UserWarning)  # "no accelerator is found"
                 single_init(self, loader)
             if loader.pin_memory:
-                sim.driver_queried = True  # the real loader asked torch.accelerator
                 self._pin_memory, self._pin_memory_device = True, "cuda"
 
         single.__init__ = init
@@ -514,6 +502,3 @@ class Simulation:
     def device_of(self, tensor) -> str:
         return self.sim.device_of(tensor)
 
-
-def tree_to_cpu(tree):
-    return tree_map(lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x, tree)

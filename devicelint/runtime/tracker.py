@@ -14,11 +14,13 @@ import os
 import sys
 import threading
 import time
-from typing import Callable, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 import torch
 
 from devicelint.runtime.plan import ALL_LINES
+from devicelint.runtime_spec import LineRecord, RaisedError
 
 clock = time.perf_counter  # bound before any patching of the time module (DL012)
 
@@ -31,38 +33,12 @@ ERROR_MARKERS = (
     "on the same device as the indexed tensor",
 )
 
-# Which wrappers each rule needs; a plan installs the union.
-PATCHES_BY_CODE = {
-    "DL001": {"moves", "factories"},
-    "DL002": set(),
-    "DL003": {"view"},
-    "DL004": {"syncs", "moves"},
-    "DL005": {"data_parallel"},
-    "DL006": {"moves"},
-    "DL007": {"moves", "factories"},
-    "DL009": {"moves"},
-    "DL011": {"empty_cache"},
-    "DL012": {"clock"},
-    "DL013": {"driver_queries"},
-    "DL015": set(),
-    "DL016": {"moves", "factories", "syncs"},
-}
+@dataclass
+class CapturedDataParallel:
+    """A DataParallel built at a flagged line, and the first batch it was called with."""
 
-
-def new_record() -> dict:
-    return {
-        "reached": False,
-        "copies": {},  # kind -> {count, bytes, seconds, pageable_non_blocking, sizes}
-        "syncs": {"count": 0, "seconds": 0.0, "kinds": {}},
-        "moves": {"count": 0, "noop": 0},
-        "views": {"count": 0, "failed": 0, "samples": []},
-        "errors": [],
-        "calls": {},
-        "stamps": [],
-        "first": None,
-        "last": None,
-        "line_events": {},
-    }
+    module: Any
+    batch: Any = None
 
 
 class Tracker:
@@ -71,12 +47,13 @@ class Tracker:
         self.lines = lines
         self.device_of = device_of
         self.sim = sim
-        self.records: dict[tuple[str, int], dict] = {}
+        self.records: dict[tuple[str, int], LineRecord] = {}
         self._paths: dict[str, Optional[str]] = {}
         self._local = threading.local()
         self._seen_errors: dict[int, BaseException] = {}
+        # Called with (tracker, record) when a watched line first runs (Watch.CUDA_STATE).
         self.line_hooks: list[Callable] = []
-        self.captured_dp: dict[tuple[str, int], list] = {}
+        self.captured_dp: dict[tuple[str, int], list[CapturedDataParallel]] = {}
         # Errors raised in a watched file but on a line that is not flagged: path -> [(line, msg)]
         self.file_errors: dict[str, list] = {}
         # torch.cuda.is_available()/device_count() called by the user's code (DL013)
@@ -185,15 +162,15 @@ class Tracker:
             return self.flagged_caller(frame)
         return path, head
 
-    def record(self, site) -> dict:
+    def record(self, site) -> LineRecord:
         rec = self.records.get(site)
         if rec is None:
-            rec = self.records[site] = new_record()
-        rec["reached"] = True
+            rec = self.records[site] = LineRecord()
+        rec.reached = True
         now = clock()
-        if rec["first"] is None:
-            rec["first"] = now
-        rec["last"] = now
+        if rec.first is None:
+            rec.first = now
+        rec.last = now
         return rec
 
     def busy(self, flag: bool) -> None:
@@ -203,17 +180,8 @@ class Tracker:
         return isinstance(tensor, torch.Tensor) and self.device_of(tensor) != "cpu"
 
     # -- installation ------------------------------------------------------------------
-    def install(self, codes: set[str]) -> None:
-        wanted = set()
-        for code in codes:
-            wanted |= PATCHES_BY_CODE.get(code, set())
-        from devicelint.runtime import hooks
-
-        for name in sorted(wanted):
-            getattr(hooks, f"install_{name}")(self)
-        self._install_monitoring()
-
-    def _install_monitoring(self) -> None:
+    def start(self) -> None:
+        """Start watching lines and errors (the wrappers are installed by hooks.install)."""
         monitoring = getattr(sys, "monitoring", None)
         if monitoring is not None:
             self._install_sys_monitoring(monitoring)
@@ -289,7 +257,7 @@ class Tracker:
     # -- events ------------------------------------------------------------------------
     def line_reached(self, path: str, line: int) -> None:
         rec = self.records.get((path, line))
-        if rec is None or not rec["reached"]:
+        if rec is None or not rec.reached:
             rec = self.record((path, line))
             for hook in self.line_hooks:
                 hook(self, rec)
@@ -317,11 +285,8 @@ class Tracker:
                 return
             found = flagged
         rec = self.record(found)
-        for error in rec["errors"]:
-            if error["message"] == message:
-                error["count"] += 1
+        for error in rec.errors:
+            if error.message == message:
+                error.count += 1
                 return
-        rec["errors"].append({"type": type(exc).__name__, "message": message, "count": 1})
-
-    def summary(self) -> dict:
-        return {f"{path}:{line}": rec for (path, line), rec in self.records.items()}
+        rec.errors.append(RaisedError(type(exc).__name__, message))

@@ -1,0 +1,198 @@
+"""What a rule declares for `devicelint confirm`, and the records its probe reads.
+
+A rule that the runtime checker can judge carries its whole runtime part as data in its own
+module:
+
+    class CreateThenMove(Rule):
+        ...
+        @staticmethod
+        def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+            copies = rec.copies.get("h2d")
+            if copies is None:
+                return ctx.base("refuted", "the line ran but made no host-to-device copy")
+            return ctx.base("confirmed", f"{copies.count} CPU-built tensor(s) copied")
+
+        runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES))
+
+The runtime (devicelint/runtime) installs the wrappers of every `Watch` the plan's rules
+name, attributes what they see to the flagged lines (one `LineRecord` per line), and asks
+each rule's probe for a verdict. It names no rule by its code.
+
+This module is torch-free and imports nothing of devicelint: rules import it (the lint
+layer), the runtime builds on it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Protocol
+
+
+class Watch(enum.Enum):
+    """A group of calls the runtime wraps (devicelint/runtime/hooks.py installs each)."""
+
+    MOVES = "moves"  # Tensor.to/.cuda/.cpu: copies, no-op moves; .cpu() as a sync
+    FACTORIES = "factories"  # torch.tensor/as_tensor with a device: a host->device copy
+    SYNCS = "syncs"  # .item/.tolist/bool/float/int/print of a device tensor; cuda.synchronize
+    VIEWS = "views"  # Tensor.view: sizes, strides, and whether it raised
+    EMPTY_CACHE = "empty_cache"  # torch.cuda.empty_cache calls
+    CLOCK = "clock"  # time.time/perf_counter/monotonic: was device work pending?
+    DRIVER_QUERIES = "driver_queries"  # torch.cuda.is_available/device_count (driver init)
+    CUDA_STATE = "cuda_state"  # when a flagged line runs: CUDA initialised? driver queried?
+    DATA_PARALLEL = "data_parallel"  # nn.DataParallel built at the line, and its first batch
+
+
+@dataclass(frozen=True)
+class RuntimeSpec:
+    """A rule's runtime part.
+
+    probe: (ctx, rec) -> confirmation dict, built with `ctx.base(status, summary, **figures)`
+        where status is "confirmed", "refuted" or "inconclusive".
+    watch: the call groups the probe needs recorded.
+    whole_file: on a good fixture (`fixtures/DLnnn/good_*.py`) every line of the file is
+        watched and the probe must not confirm the pitfall on any of them. Only for rules whose
+        pitfall the runtime alone recognises wherever it happens.
+    sim_cannot_judge: why the simulated device answers "inconclusive" for this rule (needs two
+        GPUs, asynchronous execution...); empty when the simulated device decides.
+    """
+
+    probe: Callable[["ProbeContext", "LineRecord"], dict]
+    watch: tuple[Watch, ...] = ()
+    whole_file: bool = False
+    sim_cannot_judge: str = ""
+
+
+# -- what the runtime recorded at one flagged line ------------------------------------------
+
+
+@dataclass
+class CopyStats:
+    """Copies of one direction ("h2d", "d2h", "d2d") made at the line."""
+
+    count: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    pinned: int = 0  # copies from pinned host memory
+    pageable_non_blocking: int = 0  # non_blocking=True copies from pageable memory
+    distinct: int = 0  # different host data among the copies
+    sources: list = field(default_factory=list)  # keys of the data seen (at most 64)
+
+
+@dataclass
+class SyncStats:
+    """Host reads of device values at the line."""
+
+    count: int = 0
+    seconds: float = 0.0  # wall time the host was blocked
+    kinds: dict[str, int] = field(default_factory=dict)  # "item", "tolist", "print"...
+
+
+@dataclass
+class MoveStats:
+    """Tensor.to/.cuda/.cpu calls at the line."""
+
+    count: int = 0
+    noop: int = 0  # returned the tensor itself: it was already there
+    module: int = 0  # parameters moved by nn.Module.to/.cuda (not the user's own move)
+    same_device: int = 0  # a new tensor on the same device (a dtype change)
+
+
+@dataclass
+class ViewSample:
+    size: list[int]
+    stride: list[int]
+    target: list[int]
+    failed: bool = False
+    result: Optional[list[int]] = None
+
+
+@dataclass
+class ViewStats:
+    count: int = 0
+    failed: int = 0
+    samples: list[ViewSample] = field(default_factory=list)  # distinct shapes, at most 20
+
+
+@dataclass
+class RaisedError:
+    type: str
+    message: str
+    count: int = 1
+
+
+@dataclass
+class CallStats:
+    """Calls of one function at the line (torch.cuda.empty_cache)."""
+
+    count: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class StampStats:
+    """Timestamps taken at the line and whether device work was pending at each."""
+
+    count: int = 0
+    pending: int = 0
+    lag_seconds: float = 0.0  # how long the GPU kept running after them (real GPU only)
+
+
+@dataclass
+class CudaState:
+    """The CUDA state when the line first ran."""
+
+    initialized: bool
+    driver_queried: bool
+
+
+@dataclass
+class LineRecord:
+    reached: bool = False
+    first: Optional[float] = None  # clock() of the first and last event at the line
+    last: Optional[float] = None
+    copies: dict[str, CopyStats] = field(default_factory=dict)
+    syncs: SyncStats = field(default_factory=SyncStats)
+    moves: MoveStats = field(default_factory=MoveStats)
+    views: ViewStats = field(default_factory=ViewStats)
+    errors: list[RaisedError] = field(default_factory=list)
+    empty_cache: CallStats = field(default_factory=CallStats)
+    stamps: StampStats = field(default_factory=StampStats)
+    cuda_state: Optional[CudaState] = None
+
+
+class ProbeContext(Protocol):
+    """What a probe may ask the runtime (devicelint/runtime/probes.py implements it)."""
+
+    device: str  # "cuda" or "sim"
+    estimated: bool  # times come from the cost table (the simulated device)
+    table: dict[str, Any]  # the cost table (devicelint/runtime/costs.json)
+
+    def base(self, status: str, summary: str, **figures) -> dict: ...
+    def copy_ms(self, copies: CopyStats, kind: str) -> float: ...
+    def time_copy(self, nbytes: int, pinned: bool) -> float: ...
+    def time_fill(self, nbytes: int) -> float: ...
+    def errors_elsewhere(self) -> list[tuple[int, str]]: ...
+    def records_in_file(self) -> list[tuple[int, LineRecord]]: ...
+    def line(self) -> int: ...
+    def latent_view_failure(self, sample: ViewSample) -> Optional[dict]: ...
+    def gpu_count(self) -> int: ...
+    def data_parallel_batches(self) -> list[tuple[Any, Any]]: ...
+    def compare_data_parallel(self, module: Any, batch: Any, gpus: int) -> dict: ...
+
+
+def device_mismatch(ctx: ProbeContext, rec: LineRecord) -> dict:
+    """Confirmed when the line raised PyTorch's "same device" error; inconclusive when the
+    file raised it elsewhere (the rule flagged where the tensors meet, the error came from
+    the module's forward, say)."""
+    errors = [e for e in rec.errors if "same device" in e.message]
+    if errors:
+        first = errors[0]
+        return ctx.base("confirmed", f"raised {first.type}: {first.message}",
+                        count=sum(e.count for e in errors), error=first.message)
+    elsewhere = ctx.errors_elsewhere()
+    if elsewhere:
+        line, message = elsewhere[0]
+        return ctx.base("inconclusive", f"a device mismatch was raised at line {line} of this "
+                        f"file, not at this line: {message}", error=message, error_line=line)
+    return ctx.base("refuted", "the line ran with every tensor on one device")
