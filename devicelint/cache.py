@@ -223,21 +223,24 @@ _FIX_FIELDS = ("line", "column", "end_line", "end_column", "content", "safe", "d
 def pack(finding: dict) -> Optional[list]:
     """The row for `finding` (a `Finding.to_dict()` without `path`), or None if it holds
     something a lint result never does (then the file is not cached)."""
-    if not set(finding) <= {*_FIELDS, "fix", "cell", "cell_line"}:
+    if not set(finding) <= {*_FIELDS, "fix", "cell", "cell_line", "related"}:
         return None
     fix = finding.get("fix")
     row = [finding.get(name) for name in _FIELDS]
     row.append([fix.get(name) for name in _FIX_FIELDS] if isinstance(fix, dict) else None)
     row.append(finding.get("cell"))
     row.append(finding.get("cell_line"))
+    related = finding.get("related")
+    if related:
+        row.append([[r.get("line"), r.get("column"), r.get("message"), r.get("path")] for r in related])
     return row if unpack(row) is not None else None
 
 
 def unpack(row: Any) -> Optional[dict]:
     """The finding dict of a stored row, or None unless every field has its type."""
-    if type(row) is not list or len(row) != 11:
+    if type(row) is not list or len(row) not in (11, 12):
         return None
-    code, name, line, column, end_line, end_column, message, severity, fix, cell, cell_line = row
+    code, name, line, column, end_line, end_column, message, severity, fix, cell, cell_line = row[:11]
     if (
         type(code) is not str or type(name) is not str or type(message) is not str or type(severity) is not str
         or type(line) is not int or type(column) is not int
@@ -264,7 +267,31 @@ def unpack(row: Any) -> Optional[dict]:
         finding["cell_line"] = cell_line
     elif cell_line is not None:
         return None
+    if len(row) == 12:
+        related = _related(row[11])
+        if related is None:
+            return None
+        finding["related"] = related
     return finding
+
+
+def _related(rows: Any) -> Optional[list]:
+    """The related locations of a stored row (each [line, column, message, path or None])."""
+    if type(rows) is not list or not rows:
+        return None
+    found = []
+    for item in rows:
+        if type(item) is not list or len(item) != 4:
+            return None
+        line, column, message, path = item
+        if not (_count(line) and _count(column) and type(message) is str
+                and (path is None or type(path) is str)):
+            return None
+        entry = {"line": line, "column": column, "message": message}
+        if path is not None:
+            entry["path"] = path
+        found.append(entry)
+    return found
 
 
 def _count(value: Any) -> bool:

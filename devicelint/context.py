@@ -95,6 +95,8 @@ class Report:
     fix_node: Optional[cst.CSTNode]
     fix_safe: bool
     fix_description: str
+    # (node of this file, message) pairs the finding also points at (SARIF relatedLocations).
+    related: tuple = ()
 
 
 class FileContext:

@@ -169,10 +169,23 @@ def _findings(ctx: FileContext, rules: Sequence[type[Rule]] = (), honour_noqa: b
         )
         if report.fix is not None and not positions_failed:
             finding.fix = _fix(ctx, report)
+        if report.related and not positions_failed:
+            finding.related = _related(ctx, report.related)
         findings.append(finding)
     findings.extend(_unused(ctx.path, ctx.source, suppressions, rules))
     findings.sort(key=Finding.sort_key)
     return FileResult(ctx.path, findings, suppressions)
+
+
+def _related(ctx: FileContext, related) -> list[dict]:
+    found = []
+    for node, message in related:
+        try:
+            line, column, _end_line, _end_column = ctx.position(node)
+        except (RecursionError, KeyError):
+            continue
+        found.append({"line": line, "column": column, "message": message})
+    return found
 
 
 def _fix(ctx: FileContext, report) -> Optional[Fix]:

@@ -36,6 +36,9 @@ class Finding:
     # stays the line of the notebook's virtual source (see devicelint/notebook.py).
     cell: Optional[int] = None
     cell_line: Optional[int] = None
+    # Other places the finding names (SARIF relatedLocations): a host read inside the helper
+    # a reported call runs. Each {"line", "column", "message"} and, in another file, "path".
+    related: list[dict[str, Any]] = field(default_factory=list)
     # Not part of the JSON contract: the source line, for text output.
     source_line: str = field(default="", compare=False, repr=False)
 
@@ -61,10 +64,13 @@ class Finding:
         if self.cell is not None:
             data["cell"] = self.cell
             data["cell_line"] = self.cell_line
+        if self.related:
+            data["related"] = [dict(r) for r in self.related]
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Finding":
         data = dict(data)
         fix = data.pop("fix", None)
-        return cls(fix=Fix(**fix) if fix else None, **data)
+        related = [dict(r) for r in data.pop("related", None) or []]
+        return cls(fix=Fix(**fix) if fix else None, related=related, **data)

@@ -67,9 +67,11 @@ class Rule:
         replace: Optional[cst.CSTNode] = None,
         safe: bool = True,
         fix_description: str = "",
+        related: tuple = (),
     ) -> None:
         """Report a finding at `node`. A fix replaces `replace` (default: `node`) with
-        `replacement`; `safe=False` marks it as needing `--unsafe-fixes`."""
+        `replacement`; `safe=False` marks it as needing `--unsafe-fixes`. `related`:
+        (node, message) pairs the finding also points at (a host read inside a helper)."""
         from devicelint.context import Report
 
         self.ctx.report(
@@ -81,6 +83,7 @@ class Rule:
                 fix_node=replace if replace is not None else node,
                 fix_safe=safe,
                 fix_description=fix_description,
+                related=tuple(related),
             )
         )
 

@@ -101,6 +101,8 @@ class SyncInLoop(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.candidates: list[cst.CSTNode] = []
+        # call node id -> (read node inside the helper, message): SARIF relatedLocations
+        self.related: dict[int, list[tuple[cst.CSTNode, str]]] = {}
 
     # -- collection: nodes that may read on the host ------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -150,6 +152,8 @@ class SyncInLoop(Rule):
                         line = ctx.position(inner.node)[0]
                         found.append((candidate, f"`{_called(candidate)}()` ({inner.what} at line {line})",
                                       None))
+                        self.related.setdefault(id(candidate), []).append(
+                            (inner.node, f"{inner.what} inside `{_called(candidate)}()`, run on every step"))
             for target, what, evidence in found:
                 statement = _statement(ctx, target)
                 groups.setdefault(id(statement), []).append((target, what, evidence))
@@ -167,7 +171,8 @@ class SyncInLoop(Rule):
             message = self.message.format(what=what, verb=verb)
             if all(e is not None and e.hint for _, _, e in reads):
                 message += self.hint_note
-            self.report(reads[0][0], message)
+            related = [r for target, _w, _e in reads for r in self.related.get(id(target), [])]
+            self.report(reads[0][0], message, related=related)
 
     def _on_device(self, operand: cst.CSTNode, loop: cst.CSTNode) -> Optional[Evidence]:
         """Why the operand is on the device, or None when the code does not show it."""

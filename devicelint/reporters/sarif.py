@@ -78,6 +78,18 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
                 }
             ],
         }
+        if f.related:
+            result["relatedLocations"] = [
+                {
+                    "id": number,
+                    "message": {"text": r["message"]},
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(r.get("path", f.path)), "uriBaseId": "%SRCROOT%"},
+                        "region": {"startLine": r["line"], "startColumn": r["column"]},
+                    },
+                }
+                for number, r in enumerate(f.related, 1)
+            ]
         if f.cell is not None:
             # Notebooks: the region is in the .ipynb JSON text; these say where in the cell.
             result["properties"] = {"cell": f.cell, "cell_line": f.cell_line, "column": f.column}

@@ -129,6 +129,7 @@ class SemanticModel:
         self._calls_by_name: Optional[dict[str, list[cst.Call]]] = None
         self._param_values: dict[int, Value] = {}
         self._returns: dict[int, Value] = {}
+        self._summaries: dict = {}
         self._loops = None
         self._syncs = None
 
@@ -1155,6 +1156,16 @@ class SemanticModel:
             result = join_all(values) if values else NONE
         self._returns[key] = result
         return result
+
+    def summary(self, function: cst.FunctionDef):
+        """What calling `function` does: devicelint.semantic.summaries.Summary (returns,
+        moves, host_reads, device_reads)."""
+        found = self._summaries.get(id(function))
+        if found is None:
+            from devicelint.semantic.summaries import summarise
+
+            found = self._summaries[id(function)] = summarise(self, function)
+        return found
 
     def device_place(self, node: Optional[cst.BaseExpression]) -> tuple[Optional[Place], bool]:
         """Where a `.to(...)`/`device=` argument sends data: (place, hint); place None for a
