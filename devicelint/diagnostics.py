@@ -24,9 +24,11 @@ class SyntaxErrorDiagnostic(Rule):
 class UnusedSuppression(Rule):
     """## What it does
     Reports a `# noqa: DLxxx` or `# devicelint: ignore[DLxxx]` comment naming a code that
-    suppresses nothing on its line. Only codes of enabled rules are judged (a disabled rule
-    never had the chance to report); a bare `# noqa` and other tools' codes (`E501`) are
-    never reported.
+    suppresses nothing on its line, a DL code that no rule has (`# noqa: DL099`), an entry
+    that is no code (`ignore[DL 5]`), and `# noqa DL005` without its colon (which flake8,
+    ruff and devicelint read as a bare `# noqa`: every code on the line is suppressed).
+    Only codes of enabled rules are judged unused (a disabled rule never had the chance to
+    report); a bare `# noqa` and other tools' codes (`E501`) are never reported.
 
     ## Why is this bad?
     A stale suppression hides the next real finding on that line. After a fix, or after
@@ -43,12 +45,19 @@ class UnusedSuppression(Rule):
     model = DistributedDataParallel(net)
     ```
     To keep such a comment on purpose, add DL901 to it: `# noqa: DL005, DL901`.
+
+    ## Fix safety
+    The fix removes the codes it reports from the comment, and the whole directive when no
+    code is left (other text in the comment stays). It is safe: those codes suppress
+    nothing. Adding the missing colon to `# noqa DL005` is unsafe: the line's other codes
+    are reported again.
     """
 
     code = "DL901"
     name = "unused-suppression"
     summary = "Suppression comment for a code that reports nothing here"
     severity = "warning"
+    fixable = True
 
 
 class UnreadableFileDiagnostic(Rule):

@@ -108,34 +108,86 @@ def _suppressions(source: str, honour_noqa: bool) -> dict:
 
 
 def _unused(path: str, source: str, table: dict, rules: Sequence[type[Rule]]) -> list[Finding]:
-    """DL901: suppression comments naming enabled rules that suppressed nothing. Only codes
-    of enabled rules can be judged (a disabled rule never had the chance to fire); bare
-    `# noqa` and other tools' codes are never reported; DL901 on its own line is honoured."""
+    """DL901: suppression comments naming enabled rules that suppressed nothing, DL codes no
+    rule has, entries that are no code, and `# noqa DL005` without its colon (a bare noqa).
+    Only codes of enabled rules can be judged unused (a disabled rule never had the chance
+    to fire); a bare `# noqa` and other tools' codes are never reported; DL901 on its own
+    line is honoured. Each finding carries a fix: the directive rewritten without the codes
+    it reports (removed when none is left)."""
     judged = {rule.code for rule in rules} - {UNUSED_SUPPRESSION}
-    if not table or not judged:
+    if not table:
         return []
+    known = set(all_rules()) | judged
     lines = split_lines(source)
     found = []
     for line in sorted(table):
+        text = lines[line - 1] if line <= len(lines) else ""
         for suppression in table[line]:
-            if suppression.codes is None:
+            unused = sorted((suppression.codes or frozenset()) & judged - suppression.used)
+            unknown = [c for c in suppression.written if c.startswith("DL") and c not in known]
+            problems = _suppression_problems(suppression, unused, unknown)
+            if not problems or _keeps_dl901(table[line], suppression):
                 continue
-            unused = sorted((suppression.codes & judged) - suppression.used)
-            if not unused:
-                continue
-            if is_suppressed(table, UNUSED_SUPPRESSION, (line,)):
-                continue
-            kind = "`# noqa`" if suppression.kind == "noqa" else "`# devicelint: ignore[...]`"
-            finding = _diagnostic(
-                UNUSED_SUPPRESSION, path,
-                f"Unused {kind} code{'s' if len(unused) > 1 else ''} {', '.join(unused)}: "
-                "nothing is reported here; remove it",
-                line, suppression.column,
-            )
-            text = lines[line - 1] if line <= len(lines) else ""
+            finding = _diagnostic(UNUSED_SUPPRESSION, path, "; ".join(problems), line, suppression.column)
             finding.end_column = max(len(text) + 1, suppression.column)
+            finding.fix = _suppression_fix(suppression, text, {*unused, *unknown})
             found.append(finding)
     return found
+
+
+def _keeps_dl901(entries: list, judged) -> bool:
+    """DL901 itself is suppressed on the line (`# noqa: DL005, DL901`, a bare `# noqa`),
+    except by the very `# noqa DL005` without a colon that it reports."""
+    return any((entry.codes is None and not entry.missing_colon and entry is not judged)
+               or (entry.codes is not None and UNUSED_SUPPRESSION in entry.codes)
+               for entry in entries)
+
+
+def _suppression_problems(suppression, unused: list[str], unknown: list[str]) -> list[str]:
+    kind = "`# noqa`" if suppression.kind == "noqa" else "`# devicelint: ignore[...]`"
+    problems = []
+    if suppression.missing_colon:
+        written = ", ".join(suppression.written)
+        problems.append(f"`# noqa {written}` without a colon suppresses every code on this line; "
+                        f"write `# noqa: {written}`")
+    if unused:
+        problems.append(f"Unused {kind} code{'s' if len(unused) > 1 else ''} {', '.join(unused)}: "
+                        "nothing is reported here; remove it")
+    if unknown:
+        problems.append(f"Unknown code{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} in {kind}: "
+                        "no such rule")
+    for entry in suppression.malformed:
+        problems.append(f"`{entry}` in {kind} is not a rule code")
+    return problems
+
+
+def _suppression_fix(suppression, text: str, drop: set[str]) -> Optional[Fix]:
+    """The directive without the codes in `drop` (and without malformed entries); the
+    whole directive, and the comment if nothing else is in it, when no code is left.
+    `# noqa DL005` gets its colon (unsafe: the line then reports other codes again)."""
+    start, end = suppression.start, suppression.end
+    if start < 1 or end <= start:
+        return None
+    if suppression.missing_colon:
+        content = f"# noqa: {', '.join(suppression.written)}"
+        return Fix(suppression.line, start, suppression.line, end, content, safe=False,
+                   description="Add the colon that makes `# noqa` name its codes")
+    keep = [code for code in suppression.written if code not in drop]
+    if keep:
+        content = (f"# noqa: {', '.join(keep)}" if suppression.kind == "noqa"
+                   else f"# devicelint: ignore[{', '.join(keep)}]")
+        return Fix(suppression.line, start, suppression.line, end, content,
+                   description="Remove the codes that suppress nothing")
+    rest = text[end - 1:]
+    if start == suppression.column and rest.strip():
+        # `# noqa: DL005 -- reason`: the comment goes on; its `#` stays.
+        return Fix(suppression.line, start, suppression.line, end, "#",
+                   description="Remove the unused suppression")
+    # Remove the directive and the spaces before it: the comment (`x = 1  # noqa: DL005`)
+    # or the end of another comment (`# type: ignore  # noqa: DL005`).
+    first = len(text[:start - 1].rstrip()) + 1
+    return Fix(suppression.line, first, suppression.line, end, "",
+               description="Remove the unused suppression")
 
 
 def _findings(ctx: FileContext, rules: Sequence[type[Rule]] = (), honour_noqa: bool = True) -> FileResult:
