@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 LOOP_NODES = (cst.For, cst.While)
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+_SCOPE_TYPES = frozenset(SCOPE_NODES)
+_LOOP_PARTS = frozenset(SCOPE_NODES + (cst.For, cst.While, cst.CompFor) + COMPREHENSIONS)
 
 # Fields that only hold tokens and whitespace: never visited, so rules see fewer nodes.
 _SKIPPED_FIELD_PREFIXES = (
@@ -230,7 +232,11 @@ class FileContext:
         found = []
         child = node
         for ancestor in self.ancestors(node):
-            if isinstance(ancestor, SCOPE_NODES):
+            kind = type(ancestor)  # exact types: isinstance() on libcst's ABCs is slow here
+            if kind not in _LOOP_PARTS:
+                child = ancestor
+                continue
+            if kind in _SCOPE_TYPES:
                 break
             if isinstance(ancestor, cst.For):
                 if child is ancestor.body:

@@ -19,6 +19,9 @@ import libcst as cst
 
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 FUNCTIONS = (cst.FunctionDef, cst.Lambda)
+# Expressions _expr does more with than reading the names inside.
+_SPECIAL_EXPRESSIONS = frozenset((cst.NamedExpr, cst.Lambda, cst.Yield, cst.Await) + COMPREHENSIONS)
+_NESTED_SCOPES = frozenset((cst.FunctionDef, cst.ClassDef, cst.Lambda) + COMPREHENSIONS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,6 +95,8 @@ class ScopeFlow:
 
     # -- setup -------------------------------------------------------------------------
     def _declarations(self, scope: cst.CSTNode) -> None:
+        if not self.model.declares_names:
+            return  # no `global`/`nonlocal` anywhere in the file
         body = getattr(scope, "body", None)
         if isinstance(body, (list, tuple)):
             stack = list(body)
@@ -103,7 +108,7 @@ class ScopeFlow:
                 names = {n.name.value for n in node.names}
                 (self.globals if isinstance(node, cst.Global) else self.nonlocals).update(names)
                 continue
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda) + COMPREHENSIONS):
+            if type(node) in _NESTED_SCOPES:
                 continue
             for child in self.model.children(node):
                 stack.append(child)
@@ -404,16 +409,22 @@ class ScopeFlow:
         stack = [node]
         while stack:
             current = stack.pop()
-            if isinstance(current, cst.Name):
+            # Exact type tests: isinstance() against libcst's ABC-based classes costs a
+            # Python-level __instancecheck__ for every miss, and this loop sees every node.
+            kind = type(current)
+            if kind is cst.Name:
                 defs = state.get(current.value)
                 if defs is not None:
                     self.reaching[id(current)] = defs
                 continue
-            if isinstance(current, cst.Attribute):
+            if kind is cst.Attribute:
                 stack.append(current.value)  # the attribute name itself is not a read
                 continue
-            if isinstance(current, cst.Arg):
+            if kind is cst.Arg:
                 stack.append(current.value)  # keyword names are not reads
+                continue
+            if kind not in _SPECIAL_EXPRESSIONS:
+                stack.extend(reversed(self.model.children(current)))
                 continue
             if isinstance(current, cst.NamedExpr):
                 self._expr(current.value, state)

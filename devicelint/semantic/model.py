@@ -33,6 +33,7 @@ from devicelint.semantic.values import (
 
 SCOPES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPREHENSIONS
 _MAX_DEPTH = 40
+_SCOPES = frozenset(FUNCTIONS + (cst.ClassDef,) + COMPREHENSIONS)
 _NO_CYCLE = 1 << 30
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|gpu|cuda_device|target_device)$", re.I)
 _OTHER_ACCELERATORS = ("mps", "xpu", "hpu", "npu", "xla", "meta", "mtia", "privateuseone")
@@ -132,12 +133,11 @@ class SemanticModel:
         self._summaries: dict = {}
         self._loops = None
         self._syncs = None
+        # ScopeFlow looks for `global`/`nonlocal` statements only where the text has them.
+        self.declares_names = "global" in ctx.source or "nonlocal" in ctx.source
+        from devicelint.context import children  # the engine's traversal (context imports us)
 
-    # -- structure ---------------------------------------------------------------------
-    def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
-        from devicelint.context import children
-
-        return children(node)
+        self.children = children  # a node's child nodes in source order
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.ctx.parent(node)
@@ -149,6 +149,10 @@ class SemanticModel:
         child = node
         parent = self.parent(node)
         while parent is not None:
+            if type(parent) not in _SCOPES:  # exact type: isinstance() on libcst's ABCs is slow
+                child = parent
+                parent = self.parent(parent)
+                continue
             if isinstance(parent, FUNCTIONS):
                 if child is parent.body or (isinstance(parent, cst.FunctionDef) and child is parent.params) \
                         or (isinstance(parent, cst.Lambda) and child is parent.params):
