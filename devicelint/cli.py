@@ -448,6 +448,7 @@ def _emit(findings, run, options: Options, report, outcome) -> None:
         extra = {"enabled": run.enabled}
         if run.settings is not None:
             extra["max_file_size"] = run.settings.max_file_size
+            extra["root"] = run.settings.root
         ctx = ReportContext(
             files=run.files, cached=run.cached, color=color, show_source=options.show_source,
             fixed=outcome.fixed if outcome is not None and not options.show_fixes else 0, extra=extra,

@@ -176,13 +176,19 @@ class Excluder:
         return False
 
 
-def _repository_excludes(root: Path) -> tuple[Optional[Path], list[pathspec.GitIgnoreSpec]]:
-    """The git work tree holding `root` (a parent with `.git`) and its patterns besides the
-    .gitignore files: .git/info/exclude, then the global excludes file (git's order)."""
+def work_tree(root: Path) -> Optional[Path]:
+    """The git work tree holding `root`: the nearest directory with a `.git`, or None."""
     for top in (root, *root.parents):
         if (top / ".git").exists():
-            break
-    else:
+            return top
+    return None
+
+
+def _repository_excludes(root: Path) -> tuple[Optional[Path], list[pathspec.GitIgnoreSpec]]:
+    """The git work tree holding `root` and its patterns besides the .gitignore files:
+    .git/info/exclude, then the global excludes file (git's order)."""
+    top = work_tree(root)
+    if top is None:
         return None, []
     specs = []
     for file in (top / ".git" / "info" / "exclude", global_excludes_file()):

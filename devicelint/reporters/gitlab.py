@@ -7,6 +7,7 @@ import json
 from collections import Counter
 
 from devicelint.finding import Finding
+from devicelint.notebook import viewer_region
 from devicelint.reporters import ReportContext
 
 SEVERITY = {"error": "major", "warning": "minor", "info": "info"}
@@ -16,6 +17,9 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
     issues = []
     occurrences: Counter = Counter()
     for f in findings:
+        # The merge request shows the file itself: a notebook finding is placed on the
+        # .ipynb line that stores the cell's source line (as in SARIF and GitHub output).
+        line, _, end_line, _ = viewer_region(f)
         # Stable across runs and line shifts: code, path, message and occurrence number.
         base = (f.code, f.path, f.message)
         occurrences[base] += 1
@@ -33,7 +37,7 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
                 "severity": SEVERITY.get(f.severity, "minor"),
                 "location": {
                     "path": f.path.replace("\\", "/"),
-                    "lines": {"begin": f.line, "end": f.end_line},
+                    "lines": {"begin": line, "end": end_line},
                 },
             }
         )
