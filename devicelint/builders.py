@@ -55,6 +55,36 @@ def reindent(ctx, at: cst.CSTNode, replacement: cst.CSTNode) -> cst.CSTNode:
     return replacement.visit(_Reindent(indent))
 
 
+_NO_SPACE = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
+def with_keyword_args(call: cst.Call, keywords: list[tuple[str, cst.BaseExpression]]) -> cst.Call:
+    """`call` with `name=value` arguments appended, laid out like its other arguments: in a
+    call spread one argument per line with a trailing comma (`f(\n    n,\n)`) the new ones
+    take a line each and the author's trailing comma stays at the very end."""
+    args = list(call.args)
+    new = [cst.Arg(keyword=cst.Name(name), value=value, equal=_NO_SPACE) for name, value in keywords]
+    if not new:
+        return call
+    if args and isinstance(args[-1].comma, cst.Comma):
+        last = args[-1]
+        if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
+            separator = args[-2].comma
+        elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+            separator = cst.Comma(
+                whitespace_after=call.whitespace_before_args.with_changes(
+                    first_line=cst.TrailingWhitespace(), empty_lines=()
+                )
+            )
+        else:
+            separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args[-1] = last.with_changes(comma=separator)
+        new = [a.with_changes(comma=separator) for a in new[:-1]] + [
+            new[-1].with_changes(comma=last.comma)
+        ]
+    return call.with_changes(args=args + new)
+
+
 # -- hoisting: moving work out of a loop ---------------------------------------------------
 
 

@@ -4,36 +4,50 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.analysis import (
-    CPU,
-    call_arg,
-    device_kind,
-    is_device_kind,
-    keyword_arg,
-    method_name,
-    to_call_device,
-)
-from devicelint.builders import reindent
+from devicelint.builders import plain_reference, reindent, with_keyword_args
 from devicelint.rule import Rule
 from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.semantic import Kind, Place
+from devicelint.semantic import dataflow
+from devicelint.semantic.model import call_arg, int_value, keyword_arg, positional_args
 
-# Factories that fill a new tensor themselves (so `device=` makes the fill happen there).
-DETERMINISTIC = {
-    f"torch.{name}"
-    for name in ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye")
-}
-RANDOM = {f"torch.{name}" for name in ("rand", "randn", "randint", "randperm")}
-FACTORIES = DETERMINISTIC | RANDOM
+# Factories whose values come from the CPU's generator: filled on the device they differ.
+RANDOM_FACTORIES = {f"torch.{name}" for name in ("rand", "randn", "randint", "randperm")}
+RANDOM_OPS = {"normal_", "uniform_", "random_", "exponential_", "bernoulli_"}
+# Ops on the way that give the same values on the device: conversions, shapes, fills.
+EXACT_OPS = {"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char",
+             "type", "to", "view", "reshape", "unsqueeze", "squeeze", "repeat", "expand", "t",
+             "transpose", "permute", "flatten", "contiguous", "clone", "detach", "narrow", "tril",
+             "triu", "flip", "fill_", "zero_", "unsqueeze_", "squeeze_", "t_", "transpose_"}
 # `.to()` keywords the fix may drop: a fresh device fill has no host copy to overlap.
 DROPPABLE = {"non_blocking"}
-NO_SPACE = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
 
 class CreateThenMove(Rule):
     """## What it does
-    Flags a tensor factory (`torch.zeros`, `ones`, `empty`, `full`, `arange`, `linspace`,
-    `logspace`, `eye`, `rand`, `randn`, `randint`, `randperm`) called without `device=`
-    and immediately moved with `.to(device)` or `.cuda()`: `torch.zeros(n, d).to(dev)`.
+    Flags a tensor filled on the CPU by a factory and then copied to the device: a factory
+    (`torch.zeros`, `ones`, `empty`, `full`, `arange`, `linspace`, `logspace`, `eye`, `rand`,
+    `randn`, `randint`, `randperm`, and `torch.Tensor(n, m)` with sizes) called without
+    `device=`, moved with `.to(device)` or `.cuda()`:
+    - directly: `torch.zeros(n, d).to(dev)`;
+    - through conversions, shape changes, fills and arithmetic with numbers on the way:
+      `torch.ones(1, 1).fill_(v).type(torch.long).to(dev)`, `torch.arange(n).unsqueeze(0)
+      .repeat(b, 1).to(dev)`, `torch.exp(-k * torch.arange(n) / n).to(dev)`,
+      `torch.stack([torch.zeros(n) for _ in range(k)]).to(dev)`;
+    - through a name: `z = torch.randn(n, d)` then `z = z.to(dev)` on a later line, when that
+      binding is the only one reaching the move and nothing reads the CPU tensor before
+      the move (nor after it, unless the move rebinds the name). It is reported at the move,
+      naming the factory's line.
+
+    It decides from the values (what the data is computed from, where the target device
+    points), not from names; a device the code does not define (a parameter called `device`
+    with no call site or annotation) is taken for one and the message says it rests on the
+    name. It stays silent on `torch.tensor(data)` / `torch.as_tensor(data)` (host data must
+    be copied either way), on data mixed in from other tensors (`torch.zeros(n) + bias`),
+    on tensors the code reads on the CPU before the move, on moves to the CPU, dtype-only
+    `.to(torch.float16)`, `.to(other_tensor)`, factories given `device=`, on a binding made
+    before a loop and moved inside it (DL016's: a copy repeated every iteration), and on
+    code that runs only without a GPU (`if not use_cuda:`).
 
     ## Why is this bad?
     The tensor is first allocated and filled by the CPU, then copied over PCIe, then the
@@ -41,159 +55,241 @@ class CreateThenMove(Rule):
     kernel and the host does nothing. Measured on an H200 (torch 2.11): a 4096x4096
     `zeros` took 16.7 ms via the CPU vs 17 us with `device=` (~960x), `randn` 133 ms vs
     44 us, `arange(10**6)` 913 us vs 14 us; even a 64-element `zeros` costs 17 us vs 12 us.
+    Run `devicelint confirm` on a GPU machine to measure it in your code.
 
     `torch.tensor(data).to(dev)` and `torch.as_tensor(data).to(dev)` are deliberately not
     flagged: the data lives in host memory either way, and `torch.tensor(data,
     device=dev)` itself builds the tensor on the CPU and copies it; measured on the same
     H200 both spellings cost the same (31 vs 32 us for 64 floats, 18.7 vs 18.9 ms for
-    100,000). Moves to the CPU, dtype-only `.to(torch.float16)`, `.to(other_tensor)` and
-    factories that already pass `device=` are not flagged.
+    100,000).
 
     ## Example
     ```python
     mask = torch.ones(seq_len, seq_len).to(device)
     noise = torch.randn(batch, dim).cuda()
+    ys = torch.ones(1, 1).fill_(start).type(torch.long).to(device)
+    z = torch.randn(n, latent)
+    z = z.to(device)
     ```
 
     ## Use instead
     ```python
     mask = torch.ones(seq_len, seq_len, device=device)
     noise = torch.randn(batch, dim, device="cuda")
+    ys = torch.ones(1, 1, device=device).fill_(start).type(torch.long)
+    z = torch.randn(n, latent, device=device)
     ```
 
     ## Fix safety
     The fix moves the target into the factory: `.to(dev)` becomes `device=dev`, `.cuda()`
-    becomes `device="cuda"` and `.cuda(1)` `device="cuda:1"`. `non_blocking=True` is
+    becomes `device="cuda"` and `.cuda(1)` `device="cuda:1"`; in a chain the `.to()` is
+    dropped and the ops after the factory run on the device. `non_blocking=True` is
     dropped: a fill on the device has no host copy to overlap, and the new tensor is
-    ready in stream order either way. The fix is safe for the deterministic factories when
-    `.to` only names a device. It is unsafe when:
-    - the factory is random (`rand`, `randn`, `randint`, `randperm`): the values then come
-      from the device's generator instead of the CPU's, so seeded runs produce different
-      numbers (with `generator=` there is no fix: a CPU generator cannot drive a device
-      fill);
+    ready in stream order either way. The fix is safe for the deterministic factories
+    when `.to` only names a device and the ops on the way are conversions, shape changes
+    and fills (`.long()`, `.view()`, `.fill_(v)`), which give the same values on the
+    device. It is unsafe when:
+    - the factory or an op on the way is random (`rand`, `randn`, `randint`, `randperm`,
+      `.normal_()`, `.random_()`...): the values then come from the device's generator
+      instead of the CPU's, so seeded runs produce different numbers (with `generator=`
+      there is no fix: a CPU generator cannot drive a device fill);
+    - arithmetic or math runs on the way (`torch.exp`, `* k`): the device's kernels may
+      round differently;
     - `.to` also converts the dtype (`.to(dev, torch.float16)`), which then happens in the
-      factory and can round differently;
-    - the factory passes `requires_grad=True`: the moved tensor is a non-leaf whose `.grad`
-      stays None, and the fix makes it a leaf (usually what was meant, but a change);
+      factory and can round differently (no fix when ops follow the factory);
+    - the factory passes `requires_grad=True` (or the chain calls `.requires_grad_()`):
+      the moved tensor is a non-leaf whose `.grad` stays None, and the fix makes it a leaf
+      (usually what was meant, but a change);
     - `.cuda(x)` names a device through a variable.
-    There is no fix with `copy=`/`memory_format=`, `pin_memory=` or `out=` arguments.
+    For a factory bound to a name and moved later, the fix adds `device=` to the factory
+    and leaves the move (now a no-op); it is offered only when the device is a plain name
+    or attribute bound before the factory (or a literal), and when no other path reads the
+    binding. There is no fix with `copy=`/`memory_format=`, `pin_memory=` or `out=`
+    arguments, nor for several factories combined (`torch.cat`, `torch.stack`).
     """
 
     code = "DL007"
     name = "create-then-move"
     summary = "Tensor created on the CPU and then moved: pass `device=` to the factory"
-    message = (
-        "`{factory}(...)` fills a CPU tensor that is then copied to the device; pass "
-        "`device=` to create it there (measured on an H200: a 4096x4096 `zeros` 16.7 ms "
-        "this way vs 17 us with `device=`)"
+    message = "`{factory}(...)` fills a CPU tensor that is then copied to the device; pass `device=`"
+    later_message = (
+        "`{factory}(...)` at line {line} fills a CPU tensor copied to the device here; "
+        "pass `device=` there"
     )
+    hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(")
     fixable = True
 
     def leave_Call(self, node: cst.Call) -> None:
-        # On leaving, the arguments have been visited: their scope and bindings resolve.
-        method = method_name(node)
-        if method not in ("to", "cuda"):
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
             return
-        factory_call = node.func.value  # type: ignore[union-attr]
-        if not isinstance(factory_call, cst.Call):
-            return
-        factory = self.ctx.qualname(factory_call.func)
-        if factory not in FACTORIES:
-            return
-        if keyword_arg(factory_call, "device") is not None or keyword_arg(factory_call, "out"):
-            return
-        if any(arg.star == "**" for arg in factory_call.args):
-            return  # the device may be among the keyword arguments
         if any(arg.star for arg in node.args):
             return
-        if not is_device_kind(to_call_device(self.ctx, node)):
+        target = self._target(node)
+        if target is None:
             return
-        message = self.message.format(factory=factory)
-        fix = self._fix(node, factory_call, factory, method)
+        device, hint = target
+        sem = self.ctx.semantic
+        if isinstance(self.ctx.parent(node), cst.Expr) or not sem.on_gpu_path(node):
+            return  # a discarded move (`x.to(dev)` as a statement) is DL006's
+        fill = dataflow.fresh_fill(sem, func.value)
+        if fill is None or not self._only_use(fill, node):
+            return
+        factory = fill.factories[0]
+        label = self.ctx.qualname(factory.func) or self.ctx.code(factory.func)
+        suffix = self.hint_message.format(target=self.ctx.code(device).strip()) if hint else ""
+        line = self.ctx.position(factory)[0]
+        if fill.through and line != self.ctx.position(node)[0]:
+            message = self.later_message.format(factory=label, line=line) + suffix
+        else:
+            message = self.message.format(factory=label) + suffix
+        fix = self._fix(node, fill)
         if fix is None:
             self.report(node, message)
-        else:
-            replacement, safe = fix
-            self.report(
-                node, message, replacement=reindent(self.ctx, node, replacement), safe=safe,
-                fix_description="Create the tensor on the device with `device=`",
-            )
+            return
+        replacement, replace, safe = fix
+        self.report(node, message, replacement=reindent(self.ctx, replace, replacement),
+                    replace=replace, safe=safe,
+                    fix_description="Create the tensor on the device with `device=`")
 
-    def _fix(
-        self, node: cst.Call, factory_call: cst.Call, factory: str, method: str
-    ) -> Optional[tuple[cst.Call, bool]]:
-        safe = True
-        for arg in factory_call.args:
-            if arg.keyword is not None and arg.keyword.value in ("pin_memory", "generator"):
-                return None
-        requires_grad = keyword_arg(factory_call, "requires_grad")
+    # -- what is moved where -------------------------------------------------------------
+    def _target(self, node: cst.Call) -> Optional[tuple[cst.CSTNode, bool]]:
+        """(the device argument, whether it rests on a name) when the call moves to the
+        device; None for moves to the CPU, dtype-only `.to`, `.to(other_tensor)`."""
+        sem = self.ctx.semantic
+        if node.func.attr.value == "cuda":  # type: ignore[union-attr]
+            return node, False
+        device = keyword_arg(node, "device")
+        if device is None:
+            first = positional_args(node)
+            device = first[0] if first else None
+        if device is None or sem.value(device).kind is Kind.TENSOR:
+            return None
+        place, hint = sem.device_place(device)
+        if place is not Place.DEVICE:
+            return None
+        return device, hint
+
+    def _only_use(self, fill: dataflow.Fill, move: cst.Call) -> bool:
+        """Every name followed to its binding is read on the CPU by nothing but the chain
+        to this move, its binding runs in every loop the move runs in (else the copy is
+        repeated: DL016's), and nothing reads it after the move unless the move rebinds
+        that name (then what reads it later comes by another path)."""
+        sem = self.ctx.semantic
+        ctx = self.ctx
+        loops = sem.loops.enclosing_loops(move)
+        followed = {id(name) for name, _ in fill.through}
+        at = ctx.order(move)
+        for name, d in fill.through:
+            if not all(dataflow.within(sem, d.node, loop) for loop in loops):
+                return False
+            for use in dataflow.uses(sem, d):
+                if id(use) in followed:
+                    continue
+                if ctx.order(use) < at or not self._rebinds(move, name.value):
+                    return False
+        return True
+
+    def _rebinds(self, move: cst.Call, name: str) -> bool:
+        """`name = <chain>.to(dev)`: the move's statement binds `name` again."""
+        parent = self.ctx.parent(move)
+        return isinstance(parent, cst.Assign) and parent.value is move and any(
+            isinstance(t.target, cst.Name) and t.target.value == name for t in parent.targets)
+
+    # -- the fix -------------------------------------------------------------------------
+    def _fix(self, node: cst.Call, fill: dataflow.Fill):
+        """(replacement, node it replaces, safe) or None."""
+        if len(fill.factories) != 1:
+            return None
+        factory = fill.factories[0]
+        qual = self.ctx.qualname(factory.func)
+        if qual is None or not qual.startswith("torch.") or qual.rsplit(".", 1)[-1].endswith("Tensor"):
+            return None  # `torch.Tensor(n, m)` takes no `device=`
+        moved = self._device_args(node, chain=bool(fill.ops))
+        if moved is None:
+            return None
+        device, dtype, safe = moved
+        if any(arg.keyword is not None and arg.keyword.value in ("pin_memory", "generator", "out")
+               for arg in factory.args):
+            return None
+        if dtype is not None and keyword_arg(factory, "dtype") is not None:
+            return None
+        requires_grad = keyword_arg(factory, "requires_grad")
         if requires_grad is not None and not (
-            isinstance(requires_grad, cst.Name) and requires_grad.value == "False"
-        ):
+                isinstance(requires_grad, cst.Name) and requires_grad.value == "False"):
             safe = False
-        if factory in RANDOM:
+        if qual in RANDOM_FACTORIES or any(op in RANDOM_OPS for op in fill.ops):
             safe = False
-        extra: list[cst.Arg] = []
-        if method == "cuda":
+        if any(op not in EXACT_OPS for op in fill.ops):
+            safe = False  # math on the device may round differently
+        keywords = [("device", device)] + ([("dtype", dtype)] if dtype is not None else [])
+        new_factory = with_keyword_args(factory, keywords)
+        if not fill.through:
+            receiver = node.func.value  # type: ignore[union-attr]
+            replacement = receiver.deep_replace(factory, new_factory)
+            # Keep the receiver's own parentheses: `(a * k).to(d).sum()` needs them.
+            return replacement.with_changes(lpar=(*node.lpar, *replacement.lpar),
+                                            rpar=(*replacement.rpar, *node.rpar)), node, safe
+        if not self._device_ready_at(device, factory, node) or self._read_elsewhere(fill):
+            return None
+        return new_factory, factory, safe
+
+    def _device_args(self, node: cst.Call, chain: bool):
+        """(device expression, dtype expression or None, safe) for the factory, from the
+        move's arguments; None where the move says more than a device."""
+        safe = True
+        if node.func.attr.value == "cuda":  # type: ignore[union-attr]
             target = call_arg(node, 0, "device")
-            others = [a for a in node.args if a.value is not target]
-            if any(a.keyword is None or a.keyword.value not in DROPPABLE for a in others):
+            if any(a.value is not target and (a.keyword is None or a.keyword.value not in DROPPABLE)
+                   for a in node.args):
                 return None
             if target is None:
-                device: cst.BaseExpression = cst.SimpleString('"cuda"')
-            elif isinstance(target, cst.Integer):
-                device = cst.SimpleString(f'"cuda:{target.value}"')
-            else:
-                device, safe = target, False
-        else:
-            device_arg = keyword_arg(node, "device")
-            positional = [a for a in node.args if a.keyword is None]
-            dtype = keyword_arg(node, "dtype")
-            if device_arg is None:
-                device_arg = positional[0].value if positional else None
-                positional = positional[1:]
-            if device_arg is None or device_kind(self.ctx, device_arg) == CPU:
+                return cst.SimpleString('"cuda"'), None, safe
+            index = int_value(target)
+            if index is not None:
+                return cst.SimpleString(f'"cuda:{index}"'), None, safe
+            return target, None, False
+        device = keyword_arg(node, "device")
+        positional = positional_args(node)
+        dtype = keyword_arg(node, "dtype")
+        if device is None:
+            device, positional = positional[0], positional[1:]
+        if positional:
+            if len(positional) > 1 or dtype is not None:
                 return None
-            if positional:
-                if len(positional) > 1 or dtype is not None:
-                    return None
-                dtype = positional[0].value
-            for arg in node.args:
-                if arg.keyword is not None and arg.keyword.value not in (
-                    "device", "dtype", *DROPPABLE
-                ):
-                    return None
-            device = device_arg
-            if dtype is not None:
-                if keyword_arg(factory_call, "dtype") is not None:
-                    return None
-                safe = False
-                extra.append(cst.Arg(keyword=cst.Name("dtype"), value=dtype, equal=NO_SPACE))
-        args = list(factory_call.args)
-        new = [cst.Arg(keyword=cst.Name("device"), value=device, equal=NO_SPACE)] + extra
-        if args and isinstance(args[-1].comma, cst.Comma):
-            # `torch.zeros(\n    n,\n)`: lay the new arguments out like the others and
-            # keep the author's trailing comma at the very end.
-            last = args[-1]
-            if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
-                separator = args[-2].comma
-            elif isinstance(factory_call.whitespace_before_args, cst.ParenthesizedWhitespace):
-                separator = cst.Comma(
-                    whitespace_after=factory_call.whitespace_before_args.with_changes(
-                        first_line=cst.TrailingWhitespace(), empty_lines=()
-                    )
-                )
-            else:
-                separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-            args[-1] = last.with_changes(comma=separator)
-            new = [a.with_changes(comma=separator) for a in new[:-1]] + [
-                new[-1].with_changes(comma=last.comma)
-            ]
-        replacement = factory_call.with_changes(
-            args=args + new, lpar=node.lpar, rpar=node.rpar
-        )
-        return replacement, safe
+            dtype = positional[0]
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value not in ("device", "dtype", *DROPPABLE):
+                return None
+        if dtype is not None:
+            if chain:
+                return None  # the conversion would move before the ops that follow
+            safe = False
+        return device, dtype, safe
+
+    def _device_ready_at(self, device: cst.CSTNode, factory: cst.Call, move: cst.Call) -> bool:
+        """The device expression, evaluated at the factory instead, reads the same bindings:
+        a literal, or a plain name or attribute whose names are all bound before the
+        factory and not again between the factory and the move."""
+        if isinstance(device, cst.SimpleString):
+            return True
+        if not isinstance(device, cst.BaseExpression) or not plain_reference(device):
+            return False
+        sem = self.ctx.semantic
+        start = self.ctx.order(factory)
+        for name in dataflow.reads(sem, device):
+            defs = sem.defs(name)
+            if any(d.node is not None and self.ctx.order(d.node) >= start for d in defs):
+                return False
+        return True
+
+    def _read_elsewhere(self, fill: dataflow.Fill) -> bool:
+        """A name followed to the factory is read by something other than the chain (a
+        path that skips the move): the fix would put that path's tensor on the device."""
+        sem = self.ctx.semantic
+        followed = {id(name) for name, _ in fill.through}
+        return any(id(use) not in followed for _, d in fill.through for use in dataflow.uses(sem, d))
 
     # -- devicelint confirm ------------------------------------------------------------
     @staticmethod

@@ -207,7 +207,7 @@ class RepeatedTransfer(Rule):
         value = sem.value(moved)
         if not self._host_data(value):
             return None
-        if isinstance(moved, cst.Call) and dataflow.size_factory(sem, moved) is not None:
+        if dataflow.fresh_fill(sem, moved, depth=0) is not None:
             return None  # a fresh fill: DL007 (create it on the device)
         if self._kept(call):
             return None

@@ -94,3 +94,17 @@ def test_hoist_statement_refuses_what_lines_cannot_cut() -> None:
     single = "for i in range(3):\n    y = g()\n"
     ctx, loop = _loop_context(single)
     assert hoist_statement(ctx, loop.body.body[0], loop) is None  # the body's only statement
+
+
+def test_with_keyword_args_follows_the_call_layout() -> None:
+    from devicelint.builders import with_keyword_args
+
+    def render(text: str) -> str:
+        call = cst.parse_expression(text)
+        new = with_keyword_args(call, [("device", cst.Name("d")), ("dtype", cst.Name("t"))])
+        return cst.Module([]).code_for_node(new)
+
+    assert render("f(n, m)") == "f(n, m, device=d, dtype=t)"
+    assert render("f()") == "f(device=d, dtype=t)"
+    assert render("f(\n    n,\n    m,\n)") == "f(\n    n,\n    m,\n    device=d,\n    dtype=t,\n)"
+    assert render("f(\n    n,\n)") == "f(\n    n,\n    device=d,\n    dtype=t,\n)"

@@ -438,3 +438,84 @@ def test_dataflow_data_nodes_follow_data_not_metadata():
     plain = {ctx.code(node) for node, _ in dataflow.data_nodes(sem, upload, loop)}
     grown = {ctx.code(node) for node, _ in dataflow.data_nodes(sem, upload, loop, through_changes=True)}
     assert "int(x.sum())" not in plain and "int(x.sum())" in grown
+
+
+# -- fresh host fills (dataflow.fresh_fill) and the reads a binding reaches (dataflow.uses) --
+
+def _move_receiver(source: str, marker: str):
+    ctx, sem = model_of(source)
+    for call in ctx.iter_nodes(cst.Call):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to" \
+                and f"# {marker}" in ctx.source.splitlines()[ctx.position(call)[0] - 1]:
+            return ctx, sem, call.func.value
+    raise AssertionError(marker)
+
+
+@pytest.mark.parametrize("expr, ops", [
+    ("torch.ones(1, 1).fill_(s).type(torch.long)", ("type", "fill_")),
+    ("torch.arange(n).unsqueeze(0).repeat(b, 1)", ("repeat", "unsqueeze")),
+    ("torch.exp(-math.log(p) * torch.arange(n, dtype=torch.float32) / n)", ("torch.exp",)),
+    ("torch.stack([torch.zeros(n) for _ in range(4)])", ("torch.stack",)),
+    ("torch.Tensor(n, n).fill_(1 / n)", ("fill_",)),
+    ("(torch.zeros(n) + 1).bool()", ("bool",)),
+])
+def test_fresh_fill_follows_conversions_shapes_and_arithmetic(expr, ops) -> None:
+    from devicelint.semantic import dataflow
+
+    source = f"import math\nimport torch\nn = b = s = p = 3\ny = ({expr}).to('cuda')  # here\n"
+    ctx, sem, receiver = _move_receiver(source, "here")
+    fill = dataflow.fresh_fill(sem, receiver)
+    assert fill is not None and fill.ops == ops and not fill.through
+
+
+@pytest.mark.parametrize("expr", [
+    "torch.tensor(data)", "torch.zeros(n) + data", "torch.Tensor(data)", "torch.zeros(n, device='cuda')",
+    "torch.zeros(n).masked_fill(data > 0, 1)", "torch.ones(n).type(torch.cuda.FloatTensor)",
+    "torch.zeros(n) @ torch.zeros(n)",
+])
+def test_fresh_fill_refuses_other_data(expr) -> None:
+    from devicelint.semantic import dataflow
+
+    source = f"import torch\nn = 3\ndata = torch.tensor([1.0, 2.0])\ny = ({expr}).to('cuda')  # here\n"
+    _, sem, receiver = _move_receiver(source, "here")
+    assert dataflow.fresh_fill(sem, receiver) is None
+
+
+def test_fresh_fill_through_one_binding_and_uses() -> None:
+    from devicelint.semantic import dataflow
+
+    source = """\
+    import torch
+    def f(n, flag):
+        z = torch.randn(n, 2)
+        z = z.bool()
+        if flag:
+            z = z.to("cuda")  # here
+        return z
+    """
+    _, sem, receiver = _move_receiver(textwrap.dedent(source), "here")
+    fill = dataflow.fresh_fill(sem, receiver)
+    assert fill is not None and [n.value for n, _ in fill.through] == ["z", "z"]
+    late = fill.through[0][1]            # `z = z.bool()`: read by the move and by `return z`
+    assert [u.value for u in dataflow.uses(sem, late)] == ["z", "z"]
+    first = fill.through[1][1]           # `z = torch.randn(...)`: read by `z.bool()` only
+    assert len(dataflow.uses(sem, first)) == 1
+    assert dataflow.fresh_fill(sem, receiver, depth=0) is None
+
+
+def test_device_facts_from_api_not_names() -> None:
+    source = """\
+    import torch
+    def f(x, rank: int):
+        a = torch.zeros(2).to(x.device)
+        b = torch.zeros(2).to(rank)
+        n, m = x.shape
+        dev = torch.accelerator.current_accelerator()
+        return a, b, n, dev
+    """
+    ctx, sem = model_of(source)
+    moves = [c for c in ctx.iter_nodes(cst.Call) if isinstance(c.func, cst.Attribute) and c.func.attr.value == "to"]
+    assert [sem.device_place(m.args[0].value) for m in moves] == [(Place.DEVICE, False)] * 2
+    ret = next(ctx.iter_nodes(cst.Return))
+    values = [sem.value(e.value) for e in ret.value.elements]
+    assert values[2].kind is Kind.NUMBER and values[3].kind is Kind.DEVICE

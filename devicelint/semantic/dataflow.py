@@ -15,6 +15,7 @@ region (assignments, loop and comprehension targets), to a bounded depth.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
 import libcst as cst
@@ -390,3 +391,164 @@ def _attribute_invariant(sem, node: cst.Attribute, region: cst.CSTNode) -> bool:
                 return False
         stack.extend(sem.children(current))
     return True
+
+
+def uses(sem, d: Def) -> list[cst.Name]:
+    """The reads of a name that binding `d` may reach (in its scope and in scopes nested in
+    it), in source order; `d` itself excluded."""
+    if d.node is None:
+        return []
+    scope = d.scope if d.scope is not None else sem.scope_of(d.node)
+    found = []
+    for name in _names_in(sem, scope, d.name):
+        if _is_store(sem, name) or name is d.node:
+            continue
+        if any(other is d for other in sem.defs(name)):
+            found.append(name)
+    return sorted(found, key=sem.ctx.order)
+
+
+# Tensor methods whose result holds the receiver's data, converted, reshaped or refilled,
+# and whose arguments are sizes, dtypes or scalars, never other tensors' data.
+_FILL_KEEPING_METHODS = frozenset({
+    "float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char",
+    "type", "view", "reshape", "unsqueeze", "squeeze", "repeat", "expand", "t", "transpose",
+    "permute", "flatten", "contiguous", "clone", "detach", "narrow", "tril", "triu", "flip",
+    "fill_", "zero_", "normal_", "uniform_", "random_", "exponential_", "bernoulli_",
+    "requires_grad_", "unsqueeze_", "squeeze_", "t_", "transpose_", "fill_diagonal_",
+})
+# Elementwise math whose tensor arguments are data: fresh when every one of them is.
+_FILL_MATH = frozenset({"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "neg",
+                        "abs", "pow", "mul", "add", "sub", "div", "mul_", "add_", "sub_", "div_",
+                        "clamp", "clamp_", "clip", "floor", "ceil", "round", "cumsum", "cumprod",
+                        "masked_fill", "masked_fill_", "where", "softmax", "log_softmax"})
+_FILL_FUNCTIONS = frozenset({"torch.cat", "torch.stack", "torch.concat", "torch.hstack",
+                             "torch.vstack", "torch.tril", "torch.triu", "torch.outer",
+                             "torch.meshgrid", "torch.cartesian_prod"})
+_LEGACY_FACTORIES = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor",
+                               "torch.IntTensor", "torch.DoubleTensor", "torch.HalfTensor",
+                               "torch.BoolTensor", "torch.ByteTensor"})
+_SCALARS = frozenset({Kind.NUMBER, Kind.BOOL, Kind.DTYPE, Kind.STRING, Kind.NONE, Kind.SIZE})
+
+
+@dataclass(frozen=True)
+class Fill:
+    """A tensor filled on the host by factories alone: `factories` are the calls that
+    allocate it (`torch.zeros(n)`), `ops` the methods and functions applied on the way
+    (`long`, `exp`, `torch.cat`), `through` the names followed to their one binding."""
+
+    factories: tuple[cst.Call, ...]
+    ops: tuple[str, ...] = ()
+    through: tuple[tuple[cst.Name, Def], ...] = ()
+
+
+def fresh_fill(sem, expr: cst.BaseExpression, depth: int = 3) -> Optional[Fill]:
+    """How `expr` is a host tensor computed from factories that fill it themselves (sizes and
+    scalars in, no other data): `torch.zeros(n).long()`, `torch.ones(1, 1).fill_(v)`,
+    `torch.exp(-k * torch.arange(n) / n)`, `torch.stack([torch.zeros(n) for _ in ...])`,
+    `torch.Tensor(b, b).fill_(v)`. A name is followed when exactly one binding of it, an
+    assignment made in the same scope, reaches the read (up to `depth` names). None when
+    any part may carry other data, lives on the device, or is unknown."""
+    parts: list[cst.Call] = []
+    ops: list[str] = []
+    through: list[tuple[cst.Name, Def]] = []
+    if not _fill(sem, expr, parts, ops, through, depth) or not parts:
+        return None
+    return Fill(tuple(parts), tuple(ops), tuple(through))
+
+
+def _scalar(sem, node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _scalar(sem, node.expression)
+    return sem.value(node).kind in _SCALARS
+
+
+def _fill(sem, node, parts, ops, through, depth) -> bool:
+    while isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not):
+        node = node.expression
+    if isinstance(node, cst.Name):
+        defs = sem.defs(node)
+        if depth <= 0 or len(defs) != 1:
+            return False
+        d = defs[0]
+        if d.kind != "assign" or d.path or d.value is None or d.scope is not sem.scope_of(node):
+            return False
+        through.append((node, d))
+        return _fill(sem, d.value, parts, ops, through, depth - 1)
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.MatrixMultiply):
+            return False
+        sides = [side for side in (node.left, node.right) if not _scalar(sem, side)]
+        return bool(sides) and all(_fill(sem, side, parts, ops, through, depth) for side in sides)
+    if isinstance(node, cst.Subscript):
+        for element in node.slice:
+            index = element.slice
+            bounds = [index.value] if isinstance(index, cst.Index) else \
+                [b for b in (index.lower, index.upper, index.step) if b is not None]
+            if not all(_scalar(sem, b) for b in bounds):
+                return False
+        return _fill(sem, node.value, parts, ops, through, depth)
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return bool(node.elements) and all(
+            not isinstance(e, cst.StarredElement) and _fill(sem, e.value, parts, ops, through, depth)
+            for e in node.elements)
+    if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+        return _fill(sem, node.elt, parts, ops, through, depth)
+    if not isinstance(node, cst.Call) or any(arg.star for arg in node.args):
+        return False
+    qual = sem.qualname(node.func)
+    if qual is not None:
+        return _fill_function(sem, node, qual, parts, ops, through, depth)
+    if not isinstance(node.func, cst.Attribute):
+        return False
+    method = node.func.attr.value
+    if method in _FILL_KEEPING_METHODS:
+        if method == "type" and node.args and sem.value(node.args[0].value).kind is not Kind.DTYPE:
+            return False  # `.type(torch.cuda.FloatTensor)` moves
+        if any(sem.value(arg.value).kind in (Kind.TENSOR, Kind.ARRAY, Kind.SEQUENCE) for arg in node.args):
+            return False
+    elif method in _FILL_MATH:
+        if not all(_scalar(sem, arg.value) or _fill(sem, arg.value, parts, ops, through, depth)
+                   for arg in node.args):
+            return False
+    elif method == "to":
+        if not node.args or any(sem.value(arg.value).kind is not Kind.DTYPE for arg in node.args
+                                if arg.keyword is None or arg.keyword.value == "dtype"):
+            return False
+        if any(arg.keyword is not None and arg.keyword.value not in ("dtype", "copy") for arg in node.args):
+            return False
+    else:
+        return False
+    ops.append(method)
+    return _fill(sem, node.func.value, parts, ops, through, depth)
+
+
+def _fill_function(sem, node: cst.Call, qual: str, parts, ops, through, depth) -> bool:
+    if qual in _LEGACY_FACTORIES:
+        # `torch.Tensor(b, b)` allocates by sizes; `torch.Tensor(data)` copies data: one
+        # argument must be a number to be a size.
+        if not node.args or any(arg.keyword is not None for arg in node.args):
+            return False
+        if len(node.args) == 1 and sem.value(node.args[0].value).kind is not Kind.NUMBER:
+            return False
+        parts.append(node)
+        return True
+    if size_factory(sem, node) is not None and sem.api.function(qual).rank != "like":
+        if any(arg.keyword is not None and arg.keyword.value in ("device", "out") for arg in node.args):
+            return False
+        parts.append(node)
+        return True
+    short = qual.rsplit(".", 1)[-1]
+    if qual in _FILL_FUNCTIONS or (qual.startswith("torch.") and short in _FILL_MATH
+                                   and sem.api.function(qual) is not None):
+        data = [arg.value for arg in node.args
+                if arg.keyword is None or arg.keyword.value in ("input", "other", "tensors")]
+        if any(arg.keyword is not None and arg.keyword.value in ("out", "device") for arg in node.args):
+            return False
+        if not data or not all(_scalar(sem, v) or _fill(sem, v, parts, ops, through, depth) for v in data):
+            return False
+        ops.append(qual)
+        return True
+    return False

@@ -668,7 +668,7 @@ class SemanticModel:
         for index in path:
             if value.items is not None and 0 <= index < len(value.items):
                 value = value.items[index]
-            elif value.kind in (Kind.SEQUENCE, Kind.MAPPING) and value.element is not None:
+            elif value.kind in (Kind.SEQUENCE, Kind.MAPPING, Kind.SIZE) and value.element is not None:
                 value = value.element if index >= 0 else value
             elif value.kind is Kind.TENSOR:
                 value = self._row(value)
@@ -846,6 +846,10 @@ class SemanticModel:
         owner = self._self_class(node.value, scope)
         if owner is not None:
             return self.self_attribute(owner, attr)
+        if base.kind is Kind.UNKNOWN and attr == "shape":
+            return Value(Kind.SIZE, Place.CPU, element=NUMBER)  # a tensor's, an array's: sizes
+        if base.kind is Kind.UNKNOWN and attr == "device" and base.origin is Origin.NONE:
+            return Value(Kind.DEVICE, Place.UNKNOWN, node=node)  # a tensor's or a module's device
         return UNKNOWN
 
     def self_attribute(self, owner: cst.ClassDef, attr: str) -> Value:
@@ -1193,8 +1197,8 @@ class SemanticModel:
             return (value.place if value.place is not Place.UNKNOWN else None), value.hint
         if value.kind is Kind.DTYPE:
             return None, False
-        if value.kind is Kind.NUMBER and isinstance(value.literal, int):
-            return Place.DEVICE, False
+        if value.kind is Kind.NUMBER and not isinstance(value.literal, float):
+            return Place.DEVICE, False  # `.to(rank)`, `.cuda(index)`: a CUDA device index
         if isinstance(node, cst.Name) and value.kind in (Kind.STRING, Kind.DEVICE, Kind.UNKNOWN) \
                 and id(node) not in self._placing:
             # `device = "cuda"` on one path, `device = f"cuda:{rank}"` on another: each binding
@@ -1240,9 +1244,11 @@ class SemanticModel:
                 if v.kind is Kind.STRING and v.literal is None:
                     place = Place.DEVICE
             return Value(Kind.DEVICE, place or Place.DEVICE, node=node)
+        if qual == "torch.accelerator.current_accelerator":
+            return Value(Kind.DEVICE, Place.DEVICE, node=node)
         if qual in ("torch.cuda.current_device",):
             return NUMBER
-        if qual in ("torch.cuda.is_available", "torch.backends.mps.is_available"):
+        if qual in ("torch.cuda.is_available", "torch.backends.mps.is_available", "torch.accelerator.is_available"):
             return BOOL
         if api.is_loader(qual):
             pin = call_arg(node, 7, "pin_memory")
@@ -1510,7 +1516,7 @@ class SemanticModel:
             return None if inner is None else not inner
         if isinstance(node, cst.Call):
             qual = self.qualname(node.func)
-            if qual in ("torch.cuda.is_available",):
+            if qual in ("torch.cuda.is_available", "torch.accelerator.is_available"):
                 return True
             return None
         if isinstance(node, cst.IfExp):
