@@ -4,10 +4,9 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.analysis import method_name
 from devicelint.rule import Rule
-from devicelint.rules._devices import CPU_NDIM, GPU, DeviceFlow, is_mismatch
 from devicelint.runtime_spec import RuntimeSpec, device_mismatch
+from devicelint.semantic import Kind, Place, Value
 
 # torch functions whose tensor arguments must share a device (checked on an H200: each raises
 # "Expected all tensors to be on the same device" with one CPU and one CUDA operand).
@@ -31,12 +30,17 @@ _OPERAND_FUNCTIONS = {
         "cosine_similarity", "pairwise_distance", "linear",
     )
 }
-_DEVICE_SOURCES = {"to", "cuda", "FloatTensor", "LongTensor", "HalfTensor", "BoolTensor"}
 _OPERAND_METHODS = {
     "add", "sub", "mul", "div", "matmul", "mm", "bmm", "eq", "ne", "lt", "le", "gt", "ge",
     "maximum", "minimum", "masked_fill", "masked_fill_", "index_select", "gather", "where",
     "dot", "pow", "add_", "sub_", "mul_", "div_", "lerp", "addmm", "outer",
 }
+# Operations that need every operand to have a dimension: a CPU operand of unknown rank is
+# still not the 0-dim tensor PyTorch lets mix with CUDA tensors.
+_NEEDS_DIMS = {"torch.matmul", "torch.mm", "torch.bmm", "torch.dot", "torch.outer",
+               "torch.index_select", "torch.gather", "torch.cat", "torch.concat",
+               "torch.concatenate", "matmul", "mm", "bmm", "dot", "outer", "index_select",
+               "gather", "@"}
 
 
 def _short(ctx, node: cst.CSTNode) -> str:
@@ -46,21 +50,25 @@ def _short(ctx, node: cst.CSTNode) -> str:
 
 class DeviceMismatch(Rule):
     """## What it does
-    Flags an operation that combines a tensor created on the CPU (a torch factory without
-    `device=`: `torch.randn(2, 2)`, `torch.arange(n)`, `torch.tensor([...])`,
-    `torch.from_numpy(a)`) with a tensor known to be on the GPU (created with `device=`, or
-    moved with `.to(device)` / `.cuda()`), with no move in between: arithmetic, comparisons,
-    `@`, `torch.cat`/`torch.stack`, `torch.matmul`/`where`/`index_select`/`gather`,
-    `masked_fill`, loss functions, and indexing a CPU tensor with a GPU index.
+    Flags an operation that combines a tensor on the CPU with a tensor on the device:
+    arithmetic, comparisons, `@`, `torch.cat`/`torch.stack`, `torch.matmul`/`where`/
+    `index_select`/`gather`, `masked_fill`, loss functions, and indexing a CPU tensor with
+    an index on the device.
 
-    The devices are followed through straight-line code of one function (or the module) in
-    source order: reassignment changes a name's device, and `y = x * 2` keeps `x`'s device.
-    A tensor moved to `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`
-    counts as on the GPU: the code crashes on every machine that has one.
+    Where each tensor lives comes from the semantic model: a torch factory without `device=`
+    makes a CPU tensor (unless a `with torch.device(...)` around it or the file's
+    `torch.set_default_device` says otherwise), `device=`, `.to(device)` and `.cuda()` put one
+    on the device, and operations keep their inputs' device, through reassignment, both arms
+    of an if/else, loop-carried values, parameters that every call site in the file passes
+    the same way, and the values functions of the file return. A tensor moved to
+    `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` counts as on the
+    device: the code crashes on every machine that has one.
 
     Silent on 0-dim CPU tensors (`torch.tensor(1.0)`, `t.sum()`: PyTorch allows mixing them
-    with CUDA tensors), on indexing a GPU tensor with a CPU index (allowed), on `.copy_()`,
-    and wherever a device cannot be known (function parameters, attributes, unknown calls).
+    with CUDA tensors) and on CPU tensors whose rank is unknown in elementwise operations,
+    on indexing a device tensor with a CPU index (allowed), on `.copy_()`, in code that runs
+    only without a GPU (`if not use_cuda:`), and wherever a device cannot be known. A device
+    that is one only by its variable's name is said so in the message.
 
     ## Why is this bad?
     PyTorch never moves operands implicitly: the operation raises
@@ -84,6 +92,10 @@ class DeviceMismatch(Rule):
     weights = torch.tensor([0.1, 0.2, 0.3, 0.4], device=device)  # or .to(x.device)
     y = x * weights
     ```
+
+    ## Fix safety
+    No automatic fix: whether to create the tensor on the device or move it depends on
+    where else it is used.
     """
 
     code = "DL015"
@@ -95,119 +107,99 @@ class DeviceMismatch(Rule):
     )
     tokens = ("cuda", "device")
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._binops: list[cst.CSTNode] = []
-        self._calls: list[cst.Call] = []
-        self._subscripts: list[cst.Subscript] = []
-        self._globals: set[str] = set()
-        self._on_device = False  # something is created on or moved to a device
+    # devicelint confirm: the mismatch error PyTorch raises at the line
+    runtime = RuntimeSpec(probe=device_mismatch, whole_file=True)
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        self._binops.append(node)
+    def leave_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        op = "@" if isinstance(node.operator, cst.MatrixMultiply) else ""
+        self._check(node, [node.left, node.right], op)
 
-    def visit_Comparison(self, node: cst.Comparison) -> None:
-        self._binops.append(node)
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        op = "@" if isinstance(node.operator, cst.MatrixMultiplyAssign) else ""
+        self._check(node, [node.target, node.value], op)
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._binops.append(node)
+    def leave_Comparison(self, node: cst.Comparison) -> None:
+        left = node.left
+        for target in node.comparisons:
+            if not isinstance(target.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+                if self._check(node, [left, target.comparator], ""):
+                    return
+            left = target.comparator
 
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute):
-            self._calls.append(node)
-            if func.attr.value in _DEVICE_SOURCES:
-                self._on_device = True
-        elif isinstance(func, cst.Name):
-            self._calls.append(node)
-        if not self._on_device:
-            for arg in node.args:
-                if arg.keyword is not None and arg.keyword.value == "device":
-                    self._on_device = True
-                    break
-
-    def visit_Subscript(self, node: cst.Subscript) -> None:
-        self._subscripts.append(node)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self._globals.update(item.name.value for item in node.names)
-
-    def leave_Module(self, node: cst.Module) -> None:
-        if not self._on_device:
-            return  # nothing is ever on a GPU: no mismatch to find
-        flow = DeviceFlow(self.ctx)
-        flow.global_names = self._globals
-        for op in self._binops:
-            if isinstance(op, cst.BinaryOperation):
-                self._check_pair(flow, op, op.left, op.right)
-            elif isinstance(op, cst.AugAssign):
-                self._check_pair(flow, op, op.target, op.value)
-            else:
-                left = op.left
-                for target in op.comparisons:
-                    if isinstance(target.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
-                        left = target.comparator
-                        continue
-                    if self._check_pair(flow, op, left, target.comparator):
-                        break
-                    left = target.comparator
-        for call in self._calls:
-            self._check_call(flow, call)
-        for subscript in self._subscripts:
-            if flow.value(subscript.value) != CPU_NDIM:
-                continue
-            for element in subscript.slice:
-                if isinstance(element.slice, cst.Index) and flow.value(element.slice.value) == GPU:
-                    self.report(
-                        subscript,
-                        f"CPU tensor `{_short(self.ctx, subscript.value)}` is indexed with "
-                        f"`{_short(self.ctx, element.slice.value)}`, which is on the device: "
-                        "this raises \"indices should be either on cpu or on the same device "
-                        "as the indexed tensor\" on a GPU; move the indexed tensor or the index",
-                    )
-                    break
-
-    def _check_pair(self, flow: DeviceFlow, op, left, right) -> bool:
-        a, b = flow.value(left), flow.value(right)
-        if not is_mismatch(a, b):
-            return False
-        cpu, gpu = (left, right) if a == CPU_NDIM else (right, left)
-        self._report(op, cpu, gpu)
-        return True
-
-    def _check_call(self, flow: DeviceFlow, call: cst.Call) -> None:
+    def leave_Call(self, node: cst.Call) -> None:
+        sem = self.ctx.semantic
+        qual = sem.qualname(node.func)
         operands: list[cst.BaseExpression] = []
-        qual = self.ctx.qualname(call.func)
+        op = ""
         if qual in _LIST_FUNCTIONS:
-            first = call.args[0].value if call.args and not call.args[0].star else None
+            first = node.args[0].value if node.args and not node.args[0].star else None
             if isinstance(first, (cst.List, cst.Tuple)):
                 operands = [e.value for e in first.elements if isinstance(e, cst.Element)]
+            op = qual
         elif qual in _OPERAND_FUNCTIONS:
-            operands = [a.value for a in call.args if not a.star]
-        elif qual is None and method_name(call) in _OPERAND_METHODS:
-            receiver = call.func.value  # type: ignore[attr-defined]
-            operands = [receiver] + [a.value for a in call.args if not a.star]
-        if len(operands) < 2:
-            return
-        cpu: Optional[cst.CSTNode] = None
-        gpu: Optional[cst.CSTNode] = None
-        for operand in operands:
-            value = flow.value(operand)
-            if value == CPU_NDIM and cpu is None:
-                cpu = operand
-            elif value == GPU and gpu is None:
-                gpu = operand
-        if cpu is not None and gpu is not None:
-            self._report(call, cpu, gpu)
+            operands = [a.value for a in node.args if not a.star]
+            op = qual
+        elif qual is None and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in _OPERAND_METHODS:
+            if sem.value(node.func.value).kind is Kind.TENSOR:
+                operands = [node.func.value] + [a.value for a in node.args if not a.star]
+                op = node.func.attr.value
+        if len(operands) >= 2:
+            self._check(node, operands, op)
 
-    def _report(self, node: cst.CSTNode, cpu: cst.CSTNode, gpu: cst.CSTNode) -> None:
+    def leave_Subscript(self, node: cst.Subscript) -> None:
+        sem = self.ctx.semantic
+        indexed = sem.value(node.value)
+        if not (indexed.kind is Kind.TENSOR and indexed.place is Place.CPU):
+            return
+        for element in node.slice:
+            if not isinstance(element.slice, cst.Index):
+                continue
+            index = sem.value(element.slice.value)
+            if index.kind is Kind.TENSOR and index.place is Place.DEVICE \
+                    and sem.on_gpu_path(node):
+                self.report(
+                    node,
+                    f"CPU tensor `{_short(self.ctx, node.value)}` is indexed with "
+                    f"`{_short(self.ctx, element.slice.value)}`, which is on the device"
+                    f"{_hint(index)}: this raises \"indices should be either on cpu or on "
+                    "the same device as the indexed tensor\" on a GPU; move the indexed "
+                    "tensor or the index",
+                )
+                return
+
+    def _check(self, node: cst.CSTNode, operands: list[cst.BaseExpression], op: str) -> bool:
+        sem = self.ctx.semantic
+        cpu: Optional[cst.BaseExpression] = None
+        device: Optional[tuple[cst.BaseExpression, Value]] = None
+        for operand in operands:
+            value = sem.value(operand)
+            if value.kind is not Kind.TENSOR:
+                continue
+            if value.place is Place.CPU and cpu is None and _has_dims(value, op):
+                cpu = operand
+            elif value.place is Place.DEVICE and device is None:
+                device = (operand, value)
+        if cpu is None or device is None or not sem.on_gpu_path(node):
+            return False
         ctx = self.ctx
         self.report(
             node,
-            f"`{_short(ctx, cpu)}` is on the CPU but `{_short(ctx, gpu)}` is on the device: "
-            "this raises \"Expected all tensors to be on the same device\" on a GPU; create "
-            "the CPU tensor with `device=` or move it first (e.g. `.to(x.device)`)",
+            f"`{_short(ctx, cpu)}` is on the CPU but `{_short(ctx, device[0])}` is on the "
+            f"device{_hint(device[1])}: this raises \"Expected all tensors to be on the same "
+            "device\" on a GPU; create the CPU tensor with `device=` or move it first (e.g. "
+            "`.to(x.device)`)",
         )
+        return True
 
-    # -- devicelint confirm: the mismatch error PyTorch raises at the line ---------------
-    runtime = RuntimeSpec(probe=device_mismatch, whole_file=True)
+
+def _has_dims(value: Value, op: str) -> bool:
+    """Not a 0-dim tensor (those mix with CUDA tensors): a known rank of at least one, or an
+    operation that needs dimensions."""
+    if value.rank is not None:
+        return value.rank >= 1
+    return op in _NEEDS_DIMS
+
+
+def _hint(value: Value) -> str:
+    return " (taken to be on the device only from a variable's name)" if value.hint else ""

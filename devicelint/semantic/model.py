@@ -867,12 +867,32 @@ class SemanticModel:
             if method is not None:
                 return Value(Kind.CALLABLE, node=method)
             return UNKNOWN
-        values = [self.def_value(d) for _target, d in entries]
+        module_class = self.may_be_module_class(owner)
+        values = []
+        for _target, d in entries:
+            value = self.def_value(d)
+            if module_class and value.kind is Kind.TENSOR and isinstance(d.value, cst.Call) \
+                    and self.qualname(d.value.func) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                value = value.with_(place=Place.UNKNOWN)  # a parameter moves with its module
+            values.append(value)
         value = join_all(values)
-        if value.kind is Kind.MODULE and owner.name.value in self.module_classes():
+        if value.kind is Kind.MODULE and module_class:
             # A submodule moves with its parent module: its place is the parent's.
             value = value.with_(place=Place.UNKNOWN)
         return value
+
+    def may_be_module_class(self, owner: cst.ClassDef, depth: int = 0) -> bool:
+        """A class of the file that derives from nn.Module, or may: a base the file does not
+        define (`class VAE(BaseVAE)` with `BaseVAE` from another file)."""
+        if owner.name.value in self.module_classes():
+            return True
+        for base in owner.bases:
+            if base.keyword is not None or dotted_name(base.value) == "object":
+                continue
+            local = [c for c in self.ctx.class_defs if c.name.value == dotted_name(base.value)]
+            if not local or depth > 8 or any(self.may_be_module_class(c, depth + 1) for c in local):
+                return True
+        return False
 
     def _ensure_class_flows(self, owner: cst.ClassDef) -> None:
         body = owner.body
@@ -1109,7 +1129,7 @@ class SemanticModel:
         if self.moved_callable(callee):
             return self.module_output(callee.with_(kind=Kind.MODULE, cls=None), node)
         if callee.kind is Kind.MODULE_CLASS:
-            return Value(Kind.MODULE, Place.CPU, cls=callee.cls, node=node)
+            return Value(Kind.MODULE, self.built_place(node), cls=callee.cls, node=node)
         if callee.kind is Kind.CALLABLE and isinstance(callee.node, cst.FunctionDef):
             return self.returned_value(callee.node)
         if callee.kind is Kind.CALLABLE and isinstance(callee.node, cst.ClassDef) \
@@ -1119,7 +1139,7 @@ class SemanticModel:
         if function is not None:
             return self.returned_value(function)
         if isinstance(func, cst.Name) and func.value in self.module_classes():
-            return Value(Kind.MODULE, Place.CPU, cls=func.value, node=node)
+            return Value(Kind.MODULE, self.built_place(node), cls=func.value, node=node)
         return UNKNOWN
 
     @staticmethod
@@ -1231,6 +1251,44 @@ class SemanticModel:
                 return found
         return None
 
+    def default_place(self, node: cst.CSTNode) -> Place:
+        """Where a tensor or module made at `node` without `device=` lives: the CPU, unless
+        a `with torch.device(...):` around it says otherwise or the file changes the
+        default device (`torch.set_default_device`, `set_default_tensor_type`): unknown."""
+        if self._changes_default_device():
+            return Place.UNKNOWN
+        current = self.parent(node)
+        while current is not None:
+            if isinstance(current, cst.With):
+                for item in current.items:
+                    value = self.value(item.item)
+                    if value.kind is Kind.DEVICE:
+                        return value.place
+            current = self.parent(current)
+        return Place.CPU
+
+    def built_place(self, call: cst.Call) -> Place:
+        """Where a module constructor or builder puts the module: `device=`, unknown with
+        `device_map=` or `**kwargs` (they may say where), else `default_place`."""
+        device = keyword_arg(call, "device")
+        if device is not None:
+            return self.device_place(device)[0] or Place.UNKNOWN
+        if keyword_arg(call, "device_map") is not None or any(a.star == "**" for a in call.args):
+            return Place.UNKNOWN
+        return self.default_place(call)
+
+    def _changes_default_device(self) -> bool:
+        found = getattr(self, "_default_device_changed", None)
+        if found is None:
+            found = False
+            if "set_default" in self.ctx.source:
+                for name in ("set_default_device", "set_default_tensor_type"):
+                    for call in self.calls_by_name().get(name, ()):
+                        if (self.ctx.qualname(call.func) or "").startswith("torch."):
+                            found = True
+            self._default_device_changed = found
+        return found
+
     def is_dtype(self, node: cst.BaseExpression) -> bool:
         return self.value(node).kind is Kind.DTYPE
 
@@ -1267,12 +1325,10 @@ class SemanticModel:
                 inner = call_arg(node, 0, "module")
                 inner_value = self.value(inner) if inner is not None else UNKNOWN
                 return Value(Kind.MODULE, inner_value.place, cls=qual, node=node)
-            if qual in ("torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"):
-                return Value(Kind.MODULE, Place.CPU, cls=qual, node=node)
-            return Value(Kind.MODULE, Place.CPU, cls=qual, node=node)
+            return Value(Kind.MODULE, self.built_place(node), cls=qual, node=node)
         if qual.startswith(api.module_factory_prefixes) and qual.rsplit(".", 1)[-1][:1].islower() \
                 or qual.startswith("torchvision.models.") and qual.rsplit(".", 1)[-1][:1].isupper():
-            return Value(Kind.MODULE, Place.CPU, cls=qual, node=node)
+            return Value(Kind.MODULE, self.built_place(node), cls=qual, node=node)
         if qual in ("torch.compile", "torch.jit.script", "torch.jit.trace"):
             inner = call_arg(node, 0, "model")
             return self.value(inner) if inner is not None else UNKNOWN
@@ -1457,7 +1513,7 @@ class SemanticModel:
         elif spec.place == "device":
             place = Place.DEVICE
         elif spec.place == "factory":
-            place = Place.CPU
+            place = self.default_place(node)
             device = keyword_arg(node, "device")
             if device is not None:
                 place = self.device_place(device)[0] or Place.UNKNOWN

@@ -1,0 +1,316 @@
+"""Modules: whether one holds tensors that a device move must carry, and whether code the
+model does not follow may move it.
+
+    holds_state(sem, value)          # True: parameters or buffers; False: none; None: unknown
+    handed_off(sem, value, at)       # a .to()/.cuda() of it, or a hand-off to unknown code,
+                                     # that may run before `at` and that the flow cannot see
+
+Both decide from what the code does: the module's class (PyTorch's, from torch_api.toml, or
+the file's own `nn.Module` subclass and what its body creates), and where the very object
+built at `value.node` is used (its value, not the variable's name).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from devicelint.names import dotted_name
+from devicelint.semantic.values import Kind, Place, Value
+
+# Module methods that move it to a device (in place) when their target is a device.
+MOVES = frozenset({"to", "cuda", "to_empty", "xpu", "mps", "ipu"})
+# Module methods that neither move it nor hand it to code that could.
+_KEEPS = frozenset({
+    "eval", "train", "float", "double", "half", "bfloat16", "requires_grad_", "cpu", "zero_grad",
+    "share_memory", "parameters", "named_parameters", "state_dict", "load_state_dict", "modules",
+    "named_modules", "children", "named_children", "buffers", "named_buffers", "forward",
+    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+    "generate", "extra_repr", "get_submodule", "get_parameter", "num_parameters", "__call__",
+})
+# Builtins that only read their arguments.
+_READING_BUILTINS = frozenset({"print", "isinstance", "len", "type", "id", "repr", "str",
+                               "hasattr", "callable", "format", "sum", "getattr", "vars"})
+_CONTAINERS = ("torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict")
+_WRAPPERS = ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+             "torch.nn.parallel.DistributedDataParallel")
+_MAX_DEPTH = 6
+
+
+def _memo(sem, name: str) -> dict:
+    return sem.__dict__.setdefault(name, {})
+
+
+def holds_state(sem, module: Value, depth: int = 0) -> Optional[bool]:
+    """Whether a module value holds parameters or buffers (tensors that must be on the
+    inputs' device): activations, pooling, dropout and unweighted losses hold none."""
+    cls = module.cls
+    if cls is None or depth > _MAX_DEPTH:
+        return None
+    api = sem.api
+    if cls in api.stateless_modules:
+        return False
+    made = module.node if isinstance(module.node, cst.Call) else None
+    if made is not None and sem.qualname(made.func) != cls:
+        made = None  # made by another call (`.cpu()`): its arguments are not the class's
+    if cls.startswith("torch.nn.") and cls.rsplit(".", 1)[-1].endswith("Loss"):
+        if made is None:
+            return None
+        weights = [a.value for a in made.args if a.keyword is not None
+                   and a.keyword.value in ("weight", "pos_weight")]
+        if cls in api.weighted_losses and made.args and made.args[0].keyword is None:
+            weights.append(made.args[0].value)
+        # A class weight is a buffer; `self.weight` registered on an owner moves with it.
+        return any(sem.value(w).kind is Kind.TENSOR and sem.value(w).place is Place.CPU
+                   for w in weights)
+    if cls in _CONTAINERS or cls in _WRAPPERS:
+        if made is None:
+            return None
+        parts = _module_parts(sem, made)
+        if any(holds_state(sem, p, depth + 1) and p.place is Place.CPU for p in parts):
+            return True
+        return None
+    if api.is_module_class(cls) or cls.startswith(api.module_factory_prefixes) \
+            or cls.startswith("torchvision.models."):
+        return True
+    owner = sem.module_classes().get(cls)
+    if owner is not None:
+        return class_holds_state(sem, owner, depth + 1)
+    return None
+
+
+def _module_parts(sem, call: cst.Call) -> list[Value]:
+    """The module values a container or wrapper is built from."""
+    parts: list[Value] = []
+    stack = [a.value for a in call.args if not a.star]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.List, cst.Tuple)):
+            stack.extend(e.value for e in node.elements)
+        elif isinstance(node, cst.Dict):
+            stack.extend(e.value for e in node.elements if isinstance(e, cst.DictElement))
+        elif isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            stack.append(node.elt)
+        else:
+            value = sem.value(node)
+            if value.kind is Kind.MODULE:
+                parts.append(value)
+    return parts
+
+
+def class_holds_state(sem, owner: cst.ClassDef, depth: int = 0) -> Optional[bool]:
+    """A class of the file holds state when its body creates a parameter or buffer
+    (`nn.Parameter`, `register_buffer`, `add_module`) or a module that holds state, or a
+    base class does; None when a base the file does not show might."""
+    memo = _memo(sem, "_dl_class_state")
+    key = id(owner)
+    if key in memo:
+        return memo[key]
+    memo[key] = None  # a cycle through the file's own bases says nothing
+    found: Optional[bool] = False
+    if _body_makes_state(sem, owner, depth):
+        found = True
+    else:
+        for base in owner.bases:
+            qual = sem.ctx.qualname(base.value) or ""
+            local = sem.module_classes().get(dotted_name(base.value) or "")
+            if local is not None and local is not owner:
+                inherited = class_holds_state(sem, local, depth + 1)
+            elif qual in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                continue
+            elif sem.api.is_module_class(qual) and qual.rsplit(".", 1)[-1].endswith("Loss"):
+                inherited = None  # a loss holds a class weight only if its caller passes one
+            elif sem.api.is_module_class(qual):
+                inherited = qual not in sem.api.stateless_modules  # `class Head(nn.Linear)`
+            else:
+                inherited = None  # a base from elsewhere (a mixin, another file's class)
+            if inherited is True:
+                found = True
+                break
+            if inherited is None:
+                found = None
+    memo[key] = found
+    return found
+
+
+def _body_makes_state(sem, owner: cst.ClassDef, depth: int) -> bool:
+    stack: list[cst.CSTNode] = [owner.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.ClassDef):
+            continue
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in (
+                    "register_buffer", "register_parameter", "add_module", "register_module"):
+                return True
+            if sem.qualname(func) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                return True
+            value = sem.value(node)
+            if value.kind is Kind.MODULE and value.node is node \
+                    and holds_state(sem, value, depth + 1):
+                return True
+        stack.extend(sem.children(node))
+    return False
+
+
+# -- who else may move a module ------------------------------------------------------------
+def handed_off(sem, module: Value, at: cst.CSTNode) -> bool:
+    """Whether the module object made at `module.node` may be moved, before `at` runs, by code
+    whose effect the value flow does not carry: `.to(device)`/`.cuda()` of it (or of a
+    submodule) in another function (a setup helper, another method, a function called in
+    between), earlier in `at`'s own function or anywhere in a loop around `at`; or the object
+    handed to a call that may move it (a function the file does not define, a method
+    of an object of unknown kind, a function of the file that moves or hands off that
+    parameter). True also when the object cannot be identified (silence over guessing)."""
+    made = module.node
+    if made is None:
+        return True
+    for kind, receiver, site in _sites(sem):
+        value = sem.value(receiver)
+        if value.node is not made or value.kind is not Kind.MODULE:
+            continue
+        if kind == "move" and not _to_device(sem, site):
+            continue
+        if kind == "method" and not _method_may_move(sem, site, 0):
+            continue
+        if kind == "arg" and not _may_move_argument(sem, site, receiver, 0):
+            continue
+        if _may_run_before(sem, site, at):
+            return True
+    return False
+
+
+def _sites(sem) -> list[tuple[str, cst.BaseExpression, cst.Call]]:
+    """Every place a module could be moved or handed off, found once per file:
+    ("move", receiver, call) for `x.to(...)`/`x.cuda()`, ("method", receiver, call) for a
+    method that is neither a known read nor a move, ("arg", argument, call) for arguments."""
+    memo = _memo(sem, "_dl_module_sites")
+    if "sites" in memo:
+        return memo["sites"]
+    sites: list[tuple[str, cst.BaseExpression, cst.Call]] = []
+    for call in sem.ctx.iter_nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.SimpleString, cst.Integer)):
+            method = func.attr.value
+            if method in MOVES:
+                sites.append(("move", func.value, call))
+            elif method not in _KEEPS:
+                sites.append(("method", func.value, call))
+        for arg in call.args:
+            if isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
+                sites.append(("arg", arg.value, call))
+    memo["sites"] = sites
+    return sites
+
+
+def _to_device(sem, call: cst.Call) -> bool:
+    """`.to(device)`/`.cuda()`, not `.to(torch.float16)` nor `.to("cpu")`."""
+    if call.func.attr.value != "to":  # type: ignore[union-attr]
+        return True
+    target = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
+    if target is None:
+        return False
+    place, _hint = sem.device_place(target)
+    if place is None:
+        return sem.value(target).kind is not Kind.DTYPE  # an unknown target may be a device
+    return place is Place.DEVICE
+
+
+def _method_may_move(sem, call: cst.Call, depth: int) -> bool:
+    """A method call on a module: a submodule's call or a method of the file's class that
+    neither moves nor hands off `self` does not move it; a method the file does not show may."""
+    if sem.value(call.func).kind is Kind.MODULE:
+        return False  # `model.encoder(x)`: calls a submodule
+    found = sem.syncs.callee(call)
+    if found is None:
+        return True
+    function = found[0]
+    params = [*function.params.posonly_params, *function.params.params]
+    if not params:
+        return True
+    return _function_moves_param(sem, function, params[0].name.value, depth + 1)
+
+
+def _may_move_argument(sem, call: cst.Call, argument: cst.BaseExpression, depth: int) -> bool:
+    """Whether passing a module to `call` may move it."""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value in _READING_BUILTINS and not sem.defs(func):
+        return False
+    qual = sem.qualname(func)
+    if qual is not None and qual.startswith("torch."):
+        return False  # PyTorch never moves a module it is handed (torch.save, compile, DDP)
+    callee = sem.value(func)
+    if callee.kind is Kind.MODULE:
+        return False
+    if depth >= _MAX_DEPTH:
+        return True
+    found = sem.syncs.callee(call)
+    if found is None:
+        return True  # code the file does not show
+    function, bound = found
+    names = [name for name, args in bound.items() if any(a is argument for a in args)]
+    if not names:
+        return True
+    return any(_function_moves_param(sem, function, name, depth + 1) for name in names)
+
+
+def _function_moves_param(sem, function: cst.FunctionDef, name: str, depth: int) -> bool:
+    """Whether a function of the file moves or hands off its parameter `name`."""
+    for kind, receiver, site in _sites(sem):
+        if kind != "move" and not isinstance(receiver, cst.Name):
+            continue  # `self.cache.append(x)` hands off the cache, not `self`
+        if not _reads_param(sem, receiver, function, name):
+            continue
+        if kind == "move" and _to_device(sem, site):
+            return True
+        if kind == "method" and depth < _MAX_DEPTH and _method_may_move(sem, site, depth + 1):
+            return True
+        if kind == "arg" and _may_move_argument(sem, site, receiver, depth):
+            return True
+    return False
+
+
+def _reads_param(sem, node: cst.BaseExpression, function: cst.FunctionDef, name: str) -> bool:
+    while isinstance(node, cst.Attribute):
+        node = node.value  # `model.fc.to(device)` moves part of `model`
+    if not isinstance(node, cst.Name) or node.value != name:
+        return False
+    return any(d.kind == "param" and sem.function_of(d.node) is function for d in sem.defs(node))
+
+
+def _may_run_before(sem, site: cst.CSTNode, at: cst.CSTNode) -> bool:
+    scope = sem.scope_of(site)
+    if scope is not sem.scope_of(at):
+        return True  # another function: it may run before `at`
+    order = sem.ctx.order
+    if order(site) < order(at):
+        return True
+    current = sem.parent(at)
+    while current is not None and current is not scope:
+        if isinstance(current, (cst.For, cst.While)) and _within(sem, site, current):
+            return True  # later in a loop around `at`: it runs before the next iteration
+        current = sem.parent(current)
+    return False
+
+
+def _within(sem, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    current: Optional[cst.CSTNode] = node
+    while current is not None:
+        if current is container:
+            return True
+        current = sem.parent(current)
+    return False
+
+
+# -- attributes of the file's classes ------------------------------------------------------
+def attribute_assignments(sem, owner: cst.ClassDef) -> dict[str, list]:
+    """`self.x = ...` bindings the methods of a class make: {attribute: [(target, Def)]}."""
+    sem._ensure_class_flows(owner)
+    return {attr: entries for (key, attr), entries in sem.attribute_defs.items() if key == id(owner)}
+
+
+def self_class(sem, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+    """The class whose instance `node` is when it is a method's first parameter (`self`)."""
+    return sem._self_class(node, sem._function_scope(sem.scope_of(node)))
