@@ -18,8 +18,14 @@ FUNCTIONAL = {
 
 class DataParallel(Rule):
     """## What it does
-    Flags every construction of `torch.nn.DataParallel` (under any import alias or attribute
-    path) and calls of the functional `torch.nn.parallel.data_parallel`.
+    Flags every construction of `torch.nn.DataParallel` and calls of the functional
+    `torch.nn.parallel.data_parallel`, however the file spells them: any import alias or
+    attribute path, an import inside a function, and plain aliases it binds
+    (`DP = nn.DataParallel`, `parallel = torch.nn.parallel`). The callee is resolved by the
+    semantic model (`sem.resolved_qualname`): a name rebound to something else (a local
+    class, a parameter, an import from another library) is not DataParallel, and a name
+    whose bindings disagree (a `try:` import with another library as the fallback) is left
+    alone.
 
     ## Why is this bad?
     DataParallel runs one Python process for all GPUs: every step it replicates the model
@@ -60,7 +66,7 @@ class DataParallel(Rule):
     tokens = ("DataParallel", "data_parallel")
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.qualname(node.func)
+        name = self.ctx.semantic.resolved_qualname(node.func)
         if name in DATA_PARALLEL:
             self.report(node)
         elif name in FUNCTIONAL:

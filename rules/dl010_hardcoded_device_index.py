@@ -6,21 +6,34 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.analysis import call_arg, keyword_arg
+from devicelint.context import children
 from devicelint.rule import Rule
+from devicelint.semantic.model import call_arg, int_value, keyword_arg, string_value
 
-INDEXED_CUDA = re.compile(r"cuda:\d+")
-# Calls whose integer argument is a CUDA device index.
-# Tests that say the branch runs in a single process: there index 0 is the only sensible
-# choice and always exists (`CUDA_VISIBLE_DEVICES` renumbers from 0).
-SINGLE_PROCESS = re.compile(
-    r"DistributedType\.NO\b|world_size\s*==\s*1\b|local_rank\s*==\s*-1\b"
-    r"|not\s+(torch\.)?(distributed|dist)\.is_initialized\(\)"
-)
+INDEXED_CUDA = re.compile(r"cuda:(\d+)")
+# Calls whose integer argument is a CUDA device index: (position, keyword).
 INDEX_CALLS = {
     "torch.cuda.set_device": (0, "device"),
     "torch.cuda.device": (0, "device"),
 }
+# Evidence that the file runs as one of several processes: each runs this same code.
+DISTRIBUTED_PREFIX = "torch.distributed"
+PROCESS_CALLS = {
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.multiprocessing.spawn",
+    "torch.multiprocessing.start_processes",
+    "torch.multiprocessing.Process",
+}
+# What launchers hand each process: the environment variables torchrun sets, and the
+# argument torch.distributed.launch passes.
+LAUNCHER_STRINGS = {"LOCAL_RANK", "--local_rank", "--local-rank"}
+# Values that tell how many processes run, by where they come from (not what they are named).
+WORLD_SIZE_SOURCES = {"env:WORLD_SIZE", "torch.distributed.get_world_size"}
+RANK_SOURCES = {"env:LOCAL_RANK", "env:RANK"}
+NOT_DISTRIBUTED = {"torch.distributed.is_initialized", "torch.distributed.is_available"}
+ENV_READS = {"os.environ.get", "os.getenv", "os.environ.__getitem__"}
+DEVICE_COUNT = "torch.cuda.device_count"
 
 
 def is_test_path(path: str) -> bool:
@@ -33,27 +46,50 @@ def is_test_path(path: str) -> bool:
     return any(part in ("tests", "test") for part in parts[:-1])
 
 
+def in_package_directory(path: str) -> bool:
+    """A module of a package: its directory holds an `__init__.py` (library code, imported by
+    callers it cannot see). Notebooks and stdin are never package modules."""
+    if not path.endswith(".py") or path in ("-", "<stdin>"):
+        return False
+    try:
+        return os.path.isfile(os.path.join(os.path.dirname(path) or ".", "__init__.py"))
+    except (OSError, ValueError):
+        return False
+
+
 class HardcodedDeviceIndex(Rule):
     """## What it does
     Flags a CUDA device index written into the code: the strings `"cuda:0"`, `"cuda:1"`, ...
-    used as a value (an argument such as `.to("cuda:0")`, `torch.device("cuda:1")`,
+    used as a value (an argument such as `.to("cuda:1")`, `torch.device("cuda:1")`,
     `map_location="cuda:0"`, an assignment, a parameter default), `torch.device("cuda", 1)`,
-    `torch.device(1)`, `.cuda(1)`, `.to(0)`, `device=0` in a `torch.*` call,
-    `torch.cuda.set_device(1)` and `with torch.cuda.device(1):`.
+    `torch.device(1)`, `.cuda(1)`, `.to(1)`, `device=1` in a `torch.*` call,
+    `torch.cuda.set_device(1)` and `with torch.cuda.device(1):`, under any import alias.
+
+    **Index 0 only where several processes or callers may run the code.** In a
+    single-process script `"cuda:0"` is the GPU that `"cuda"` would pick and always exists
+    (`CUDA_VISIBLE_DEVICES` renumbers from 0): not a bug. Index 0 is flagged only with
+    evidence in the file that it runs as one of several processes or as a library: it
+    imports or calls `torch.distributed`, builds `DistributedDataParallel`, starts processes
+    with `torch.multiprocessing.spawn`/`start_processes`/`Process`, reads `LOCAL_RANK` or
+    declares `--local_rank` (what launchers hand each process), or it is a package module (its
+    directory has an `__init__.py`, or it uses a relative import). The message names the
+    evidence. Indices 1 and above are always flagged.
 
     Stays silent on computed indices (`f"cuda:{rank}"`, `torch.device("cuda", local_rank)`,
     `.cuda(args.gpu)`), on plain `"cuda"` (the current device), on strings in docstrings
     and other bare string statements, in comparisons (`device == "cuda:0"`), in dict
-    literals (device remapping tables), in code under an `if` that tests
-    `torch.cuda.device_count()` (a deliberate multi-GPU layout that checked the index
-    exists), and, for index 0 only, in the true branch of a test saying the process is not
-    distributed (`distributed_type == DistributedType.NO`, `world_size == 1`,
-    `local_rank == -1`, `not dist.is_initialized()`): one process, and index 0 always
-    exists.
+    literals (device remapping tables), in code under an `if` whose test uses
+    `torch.cuda.device_count()` (directly or through a variable bound to it: a deliberate
+    multi-GPU layout that checked the index exists), and, for index 0, in the branch a test
+    declares single-process by what it reads: `not dist.is_initialized()`, a world size from
+    `dist.get_world_size()` or the `WORLD_SIZE` environment variable compared with 1, a rank
+    from `LOCAL_RANK`/`RANK` compared with -1, `DistributedType.NO` (accelerate). These are
+    decided from values and qualified names, never from what variables are called.
 
     **Test files are exempt, by path**: files named `test_*.py`, `*_test.py` or
-    `conftest.py`, and files under a `tests/` or `test/` directory. This is the one
-    path-based decision in the rule; tests routinely pin a device on purpose.
+    `conftest.py`, and files under a `tests/` or `test/` directory. Tests routinely pin a
+    device on purpose. The path also decides "package module"; both are the rule's only
+    path-based decisions.
 
     ## Why is this bad?
     Device indices are relative to the devices a process can see. Under `torchrun` every
@@ -65,6 +101,7 @@ class HardcodedDeviceIndex(Rule):
 
     ## Example
     ```python
+    dist.init_process_group("nccl")
     model = Net().to("cuda:0")
     state = torch.load(path, map_location="cuda:0")
     ```
@@ -77,68 +114,85 @@ class HardcodedDeviceIndex(Rule):
     model = Net().to(device)
     state = torch.load(path, map_location=device)
     ```
+    There is no automatic fix: where the index should come from (a rank, a caller's
+    argument) is the author's choice.
     """
 
     code = "DL010"
     name = "hardcoded-device-index"
     summary = "CUDA device index hard-coded (breaks under torchrun and CUDA_VISIBLE_DEVICES)"
     message = (
-        "hard-coded CUDA device index: every torchrun rank would use this same GPU, and it "
-        "may not exist under CUDA_VISIBLE_DEVICES; take the device from the caller or from "
-        "LOCAL_RANK"
+        "hard-coded CUDA device index {index}: it may not exist under CUDA_VISIBLE_DEVICES, "
+        "and every torchrun rank would use this same GPU; take the device from the caller "
+        "or from LOCAL_RANK"
+    )
+    zero_message = (
+        "hard-coded `cuda:0` in {evidence}: every process (or caller) gets GPU 0; take the "
+        "device from LOCAL_RANK or from the caller"
     )
     tokens = ("cuda",)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.exempt = is_test_path(ctx.path)
-        self.candidates: list[cst.CSTNode] = []
+        self.candidates: list[tuple[cst.CSTNode, int]] = []
+        self._evidence: Optional[str] = None
+        self._evidence_known = False
 
+    # -- candidates: literal indices -------------------------------------------------------
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if self.exempt or "cuda:" not in node.value:
             return
-        text = node.raw_value
-        if INDEXED_CUDA.fullmatch(text):
-            self.candidates.append(node)
+        match = INDEXED_CUDA.fullmatch(string_value(node) or "")
+        if match:
+            self.candidates.append((node, int(match.group(1))))
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.exempt:
             return
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
-            if _is_int(call_arg(node, 0, "device")):
-                self.candidates.append(node)
-            return
-        if isinstance(func, cst.Attribute) and func.attr.value == "to":
-            first = call_arg(node, 0, "\0")
-            if _is_int(first) or _is_int(keyword_arg(node, "device")):
-                self.candidates.append(node)
-            return
-        name = self.ctx.qualname(func)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
+            if self.ctx.semantic.resolved_qualname(func) is None:  # a method, not torch.cuda
+                if func.attr.value == "cuda":
+                    index = int_value(call_arg(node, 0, "device"))
+                else:
+                    index = int_value(call_arg(node, 0, "\0"))
+                    if index is None:
+                        index = int_value(keyword_arg(node, "device"))
+                self._candidate(node, index)
+                return
+        name = self.ctx.semantic.resolved_qualname(func)
         if name is None or not name.startswith("torch."):
             return
         if name == "torch.device":
-            first = call_arg(node, 0, "type")
-            if _is_int(first) or (_is_int(call_arg(node, 1, "index"))):
-                self.candidates.append(node)
+            index = int_value(call_arg(node, 0, "type"))
+            if index is None and string_value(call_arg(node, 0, "type")) == "cuda":
+                index = int_value(call_arg(node, 1, "index"))
+            self._candidate(node, index)
         elif name in INDEX_CALLS:
-            index, keyword = INDEX_CALLS[name]
-            if _is_int(call_arg(node, index, keyword)):
-                self.candidates.append(node)
-        elif _is_int(keyword_arg(node, "device")):
-            self.candidates.append(node)
+            position, keyword = INDEX_CALLS[name]
+            self._candidate(node, int_value(call_arg(node, position, keyword)))
+        else:
+            self._candidate(node, int_value(keyword_arg(node, "device")))
 
+    def _candidate(self, node: cst.CSTNode, index: Optional[int]) -> None:
+        if index is not None and index >= 0:
+            self.candidates.append((node, index))
+
+    # -- decision ----------------------------------------------------------------------------
     def leave_Module(self, node: cst.Module) -> None:
-        for candidate in self.candidates:
-            if isinstance(candidate, cst.SimpleString):
-                target = self._string_site(candidate)
-                if target is None:
-                    continue
-            else:
-                target = candidate
-            if self._guarded(target, _index_zero(candidate)):
+        for candidate, index in self.candidates:
+            target = self._string_site(candidate) if isinstance(candidate, cst.SimpleString) \
+                else candidate
+            if target is None or self._checked_device_count(target):
                 continue
-            self.report(target)
+            if index >= 1:
+                self.report(target, self.message.format(index=index))
+                continue
+            evidence = self.evidence()
+            if evidence is None or self._single_process_branch(target):
+                continue
+            self.report(target, self.zero_message.format(evidence=evidence))
 
     def _string_site(self, node: cst.SimpleString) -> Optional[cst.CSTNode]:
         """Where to report a `"cuda:N"` literal, or None where it is not a device value."""
@@ -161,28 +215,145 @@ class HardcodedDeviceIndex(Rule):
                 return call
         return node
 
-    def _guarded(self, node: cst.CSTNode, index_zero: bool) -> bool:
-        """Under an `if` that checked `torch.cuda.device_count()`, or (for index 0) in the
-        true branch of a test saying the process is not distributed."""
+    def _branches(self, node: cst.CSTNode):
+        """(if or conditional expression, the part of it that holds `node`), innermost first,
+        for the branches (not the tests) that hold `node`."""
         child = node
         for ancestor in self.ctx.ancestors(node):
             if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
-                test = self.ctx.code(ancestor.test)
-                if "device_count" in test:
-                    return True
-                if index_zero and child is ancestor.body and SINGLE_PROCESS.search(test):
-                    return True
+                yield ancestor, child
             child = ancestor
+
+    def _checked_device_count(self, node: cst.CSTNode) -> bool:
+        """Under an `if` whose test asks `torch.cuda.device_count()`: the layout is chosen
+        knowing how many GPUs there are."""
+        return any(DEVICE_COUNT in self._sources(owner.test) for owner, _ in self._branches(node))
+
+    def _single_process_branch(self, node: cst.CSTNode) -> bool:
+        """In the branch that runs only when the process is not one of several."""
+        for owner, part in self._branches(node):
+            single_when = self._single_process_when(owner.test)
+            if single_when is True and part is owner.body:
+                return True
+            if single_when is False and part is owner.orelse:
+                return True
         return False
 
+    def _single_process_when(self, test: cst.BaseExpression) -> Optional[bool]:
+        """The truth value of `test` under which the process is certainly not distributed,
+        or None when the test does not say."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._single_process_when(test.expression)
+            return None if inner is None else not inner
+        if isinstance(test, cst.BooleanOperation):
+            sides = {self._single_process_when(test.left), self._single_process_when(test.right)}
+            if isinstance(test.operator, cst.And) and True in sides:
+                return True  # both hold, one of them says single-process
+            if isinstance(test.operator, cst.Or) and False in sides:
+                return False
+            return None
+        if isinstance(test, cst.Call):
+            if self.ctx.semantic.resolved_qualname(test.func) in NOT_DISTRIBUTED:
+                return False
+            return None
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            return self._compared_process_count(test.left, test.comparisons[0])
+        return None
 
-def _index_zero(node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.SimpleString):
-        return node.raw_value == "cuda:0"
-    if isinstance(node, cst.Call):
-        return any(isinstance(a.value, cst.Integer) and a.value.value == "0" for a in node.args)
-    return False
+    def _compared_process_count(self, left, comparison: cst.ComparisonTarget) -> Optional[bool]:
+        right = comparison.comparator
+        operator = type(comparison.operator).__name__
+        number = int_value(right)
+        subject = left
+        if number is None:
+            number, subject = int_value(left), right
+            operator = _MIRRORED.get(operator, operator)
+        if number is None:
+            qual = self.ctx.semantic.resolved_qualname(right)
+            if qual is not None and qual.startswith("accelerate.") and qual.endswith("DistributedType.NO"):
+                return {"Equal": True, "Is": True, "NotEqual": False, "IsNot": False}.get(operator)
+            return None
+        sources = self._sources(subject)
+        if sources & WORLD_SIZE_SOURCES:
+            single = {"Equal": number == 1, "LessThanEqual": number <= 1, "LessThan": number <= 2}
+            multi = {"NotEqual": number == 1, "GreaterThan": number >= 1,
+                     "GreaterThanEqual": number >= 2}
+        elif sources & RANK_SOURCES:
+            single = {"Equal": number == -1, "LessThan": number <= 0}
+            multi = {"NotEqual": number == -1, "GreaterThanEqual": number >= 0,
+                     "GreaterThan": number >= -1}
+        else:
+            return None
+        if single.get(operator):
+            return True
+        if multi.get(operator):
+            return False
+        return None
+
+    def _sources(self, expr: cst.CSTNode, depth: int = 0) -> set[str]:
+        """Where the value of `expr` comes from: the torch calls it is computed with
+        (qualified names) and the environment variables it reads (`env:NAME`), through the
+        bindings that reach the names it reads (a few steps deep)."""
+        sem = self.ctx.semantic
+        found: set[str] = set()
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Call):
+                qual = sem.resolved_qualname(node.func)
+                if qual is not None:
+                    found.add(qual)
+                    if qual in ENV_READS:
+                        key = string_value(call_arg(node, 0, "key"))
+                        if key is not None:
+                            found.add(f"env:{key}")
+            elif isinstance(node, cst.Subscript) and sem.resolved_qualname(node.value) == "os.environ":
+                if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+                    key = string_value(node.slice[0].slice.value)
+                    if key is not None:
+                        found.add(f"env:{key}")
+            elif isinstance(node, cst.Name) and depth < 3:
+                for d in sem.defs(node):
+                    if d.kind in ("assign", "annassign", "walrus", "augassign") and d.value is not None:
+                        found |= self._sources(d.value, depth + 1)
+                continue
+            if isinstance(node, (cst.Lambda, cst.FunctionDef)):
+                continue
+            stack.extend(children(node))
+        return found
+
+    # -- evidence of several processes or callers ---------------------------------------------
+    def evidence(self) -> Optional[str]:
+        """Why index 0 is a bug in this file, or None for a single-process script."""
+        if not self._evidence_known:
+            self._evidence = self._find_evidence()
+            self._evidence_known = True
+        return self._evidence
+
+    def _find_evidence(self) -> Optional[str]:
+        ctx = self.ctx
+        for statement in ctx.iter_nodes(cst.ImportFrom):
+            if statement.relative:
+                return "a package module (relative import on line " \
+                    f"{ctx.position(statement)[0]})"
+        for target in ctx.imports.aliases.values():
+            if target in PROCESS_CALLS or target == DISTRIBUTED_PREFIX \
+                    or target.startswith(DISTRIBUTED_PREFIX + "."):
+                return f"a file that imports `{target}` (several processes run it)"
+        for call in ctx.iter_nodes(cst.Call):
+            qual = ctx.qualname(call.func)
+            if qual is not None and (qual in PROCESS_CALLS or qual.startswith(DISTRIBUTED_PREFIX + ".")):
+                line = ctx.position(call)[0]
+                return f"a file that calls `{qual}` (line {line}: several processes run it)"
+        for string in ctx.iter_nodes(cst.SimpleString):
+            if "rank" in string.value.lower() and string_value(string) in LAUNCHER_STRINGS:
+                line = ctx.position(string)[0]
+                return (f"a file that reads `{string_value(string)}` (line {line}: a launcher "
+                        "starts several processes)")
+        if in_package_directory(ctx.path):
+            return "a package module (library code: its callers choose the device)"
+        return None
 
 
-def _is_int(node: Optional[cst.BaseExpression]) -> bool:
-    return isinstance(node, cst.Integer)
+_MIRRORED = {"LessThan": "GreaterThan", "GreaterThan": "LessThan",
+             "LessThanEqual": "GreaterThanEqual", "GreaterThanEqual": "LessThanEqual"}

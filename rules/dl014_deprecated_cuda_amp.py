@@ -54,8 +54,12 @@ class DeprecatedCudaAmp(Rule):
     Flags calls of `torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)`,
     `torch.cuda.amp.custom_fwd` and `torch.cuda.amp.custom_bwd` under any import spelling
     (`from torch.cuda.amp import autocast, GradScaler`, `from torch.cuda import amp`,
-    `import torch.cuda.amp as amp`), including their use as decorators
-    (`@torch.cuda.amp.autocast()`, `@custom_fwd`).
+    `import torch.cuda.amp as amp`) and through aliases the file binds
+    (`cuda_amp = torch.cuda.amp`, `Scaler = cuda_amp.GradScaler`), including their use as
+    decorators (`@torch.cuda.amp.autocast()`, `@custom_fwd`). The callee is resolved by the
+    semantic model (`sem.resolved_qualname`): a name whose bindings disagree, such as a
+    `try:` import of `torch.amp.autocast` with the deprecated import as its
+    `except ImportError:` fallback, or an import rebound before the call, is not reported.
 
     ## Why is this bad?
     The CUDA-specific AMP entry points are deprecated since PyTorch 2.4 in favour of the
@@ -120,7 +124,7 @@ class DeprecatedCudaAmp(Rule):
 
     # -- detection ---------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        attr = DEPRECATED.get(self.ctx.qualname(node.func) or "")
+        attr = DEPRECATED.get(self.ctx.semantic.resolved_qualname(node.func) or "")
         if attr is not None:
             self._flag(node, attr, node)
 
@@ -128,7 +132,7 @@ class DeprecatedCudaAmp(Rule):
         target = node.decorator
         if isinstance(target, cst.Call):
             return  # the call is flagged by visit_Call
-        attr = DEPRECATED.get(self.ctx.qualname(target) or "")
+        attr = DEPRECATED.get(self.ctx.semantic.resolved_qualname(target) or "")
         if attr is not None:
             self._flag(target, attr, node)
 
@@ -140,7 +144,7 @@ class DeprecatedCudaAmp(Rule):
             if isinstance(ancestor, cst.IfExp):
                 other = ancestor.orelse if child is ancestor.body else ancestor.body
                 if isinstance(other, cst.Call):
-                    qual = self.ctx.qualname(other.func) or ""
+                    qual = self.ctx.semantic.resolved_qualname(other.func) or ""
                     if qual.startswith(("torch.amp.", "torch.autocast")):
                         return True
                 return False
@@ -179,7 +183,7 @@ class DeprecatedCudaAmp(Rule):
 
         class _Finder(cst.CSTVisitor):
             def visit_Call(inner, call: cst.Call) -> None:  # noqa: N805
-                qual = self.ctx.qualname(call.func) or ""
+                qual = self.ctx.semantic.resolved_qualname(call.func) or ""
                 if qual.startswith("torch.amp.") or qual == "torch.autocast":
                     found.append(call)
 

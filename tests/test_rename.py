@@ -47,7 +47,6 @@ NAME_DEPENDENT_TODAY: dict[str, str] = {
     "DL007/bad_model_buffers.py": "loses DL009 21",
     "DL007/fix_factories.py": "loses DL009 7",
     "DL008/bad_script_and_class.py": "loses DL008 14",
-    "DL010/good_single_process.py": "gains DL010 12",
 }
 
 

@@ -54,6 +54,7 @@ class ApiTable:
         self.tensor_only_methods = frozenset(data.get("duck", {}).get("tensor_only_methods", ()))
         self.stamps = frozenset(data.get("timing", {}).get("stamps", ()))
         self.dtypes = frozenset(f"torch.{n}" for n in data.get("dtypes", {}).get("names", ()))
+        self.cuda_initialising = frozenset(data.get("cuda", {}).get("initialises", ()))
 
     def method(self, name: str) -> Optional[OpSpec]:
         return self.methods.get(name)

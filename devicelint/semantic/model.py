@@ -287,6 +287,62 @@ class SemanticModel:
                 return None  # shadowed by an assignment, a parameter, a loop variable
         return self.ctx.qualname(node)
 
+    def resolved_qualname(self, node: cst.CSTNode, depth: int = 0) -> Optional[str]:
+        """The qualified name an expression stands for, through imports (as `qualname`) and
+        through the plain aliases the file binds: `DP = nn.DataParallel`, `amp = torch.cuda.amp`
+        then `amp.autocast`. Every binding that reaches a name must stand for the same
+        qualified name (a `try:` import with an `except ImportError:` fallback to another
+        module stands for neither); None otherwise."""
+        if depth > 6:
+            return None
+        if isinstance(node, cst.Attribute):
+            base = self.resolved_qualname(node.value, depth + 1)
+            return f"{base}.{node.attr.value}" if base is not None else None
+        if not isinstance(node, cst.Name):
+            return None
+        defs = self.defs(node)
+        if not defs:
+            return self.ctx.qualname(node)  # a star import's name, or None
+        names = set()
+        for d in defs:
+            if d.kind == "import":
+                names.add(self._import_qualname(d))
+            elif d.kind in ("assign", "annassign", "walrus") and d.value is not None and not d.path:
+                names.add(self.resolved_qualname(d.value, depth + 1))
+            else:
+                return None
+            if None in names or len(names) > 1:
+                return None
+        return names.pop()
+
+    @staticmethod
+    def _import_qualname(d: Def) -> Optional[str]:
+        """What the name bound by one import statement stands for (`import torch.nn as nn`
+        binds `nn` to `torch.nn`, `import torch.nn` binds `torch`)."""
+        node = d.node
+        if not isinstance(node, (cst.Import, cst.ImportFrom)) or isinstance(node.names, cst.ImportStar):
+            return None
+        module = ""
+        if isinstance(node, cst.ImportFrom):
+            if node.relative:
+                return None
+            module = dotted_name(node.module) if node.module is not None else None
+            if module is None:
+                return None
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                bound, target = alias.asname.name.value, full
+            elif module:
+                bound, target = full, full
+            else:
+                bound = target = full.split(".", 1)[0]
+            if bound == d.name:
+                return f"{module}.{target}" if module else target
+        return None
+
     # -- classes and functions of the file -----------------------------------------------
     def module_classes(self) -> dict[str, cst.ClassDef]:
         """Classes of this file that derive, through bases here, from an nn.Module class."""

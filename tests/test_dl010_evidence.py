@@ -1,0 +1,36 @@
+"""DL010 flags index 0 only where several processes or callers run the code: a package module
+is one (found by its directory's __init__.py, or a relative import); a lone script is not."""
+
+from __future__ import annotations
+
+from devicelint.engine import enabled_rules, lint_file
+
+HELPER = 'import torch\n\n\ndef load(path):\n    return torch.load(path, map_location="cuda:0")\n'
+
+
+def _dl010(path) -> list[int]:
+    result = lint_file(str(path), str(path), enabled_rules(["DL010"]), 10**7)
+    return [f.line for f in result.findings if f.code == "DL010"]
+
+
+def test_index_zero_in_a_package_module_is_flagged(tmp_path):
+    package = tmp_path / "mylib"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "io.py").write_text(HELPER)
+    assert _dl010(package / "io.py") == [5]
+
+
+def test_index_zero_in_a_lone_script_is_not(tmp_path):
+    (tmp_path / "train.py").write_text(HELPER)
+    assert _dl010(tmp_path / "train.py") == []
+
+
+def test_a_relative_import_makes_a_package_module(tmp_path):
+    (tmp_path / "io.py").write_text("from . import config\n" + HELPER)
+    assert _dl010(tmp_path / "io.py") == [6]
+
+
+def test_index_one_is_flagged_in_a_lone_script(tmp_path):
+    (tmp_path / "train.py").write_text(HELPER.replace("cuda:0", "cuda:1"))
+    assert _dl010(tmp_path / "train.py") == [5]
