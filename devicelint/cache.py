@@ -38,12 +38,13 @@ def content_key(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def entry_key(data: bytes, relative: str) -> str:
-    """What a file's result depends on besides the settings: its bytes, and its path relative
-    to the project root (DL010 exempts tests/, a notebook is linted as one by its suffix)."""
+def entry_key(data: bytes, relative: str, in_package: bool = False) -> str:
+    """What a file's result depends on besides the settings: its bytes, its path relative
+    to the project root (DL010 exempts tests/, a notebook is linted as one by its suffix),
+    and whether its directory is a package (DL010: library code)."""
     suffix = os.path.splitext(relative)[1]
     hasher = hashlib.blake2b(digest_size=16)
-    parts = (content_key(data), relative, suffix)
+    parts = (content_key(data), relative, suffix, "package" if in_package else "")
     for part in (text.encode("utf-8", "surrogateescape") for text in parts):
         hasher.update(len(part).to_bytes(8, "little"))
         hasher.update(part)

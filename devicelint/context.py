@@ -102,8 +102,10 @@ class Report:
 
 
 class FileContext:
-    def __init__(self, path: str, source: str, module: cst.Module) -> None:
-        self.path = path
+    def __init__(self, path: str, source: str, module: cst.Module,
+                 disk_path: Optional[str] = None) -> None:
+        self.path = path  # what findings name: relative to the project root in a run
+        self.disk_path = path if disk_path is None else disk_path  # where the file is read
         self.source = source
         self.module = module
         self.imports = ImportTable()

@@ -63,9 +63,11 @@ def _syntax_error(path: str, error: Exception, source: Optional[str] = None) -> 
 
 
 def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
-                honour_noqa: bool = True) -> FileResult:
+                honour_noqa: bool = True, disk_path: Optional[str] = None) -> FileResult:
     """Lint one file's text with the given (enabled) rule classes. `honour_noqa=False`
-    leaves `# noqa` comments to the caller (the flake8 plugin: flake8 applies them)."""
+    leaves `# noqa` comments to the caller (the flake8 plugin: flake8 applies them).
+    `disk_path`: where the file is, when `path` (what findings name) is not a path from the
+    working directory (a run names files relative to the project root)."""
     if skips_file(source):
         return FileResult(path, [])
     active = rules_for(source, rules)
@@ -81,7 +83,7 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
         module = safe_parse.parse_module(source)  # libcst's, guarded against stack overflow
     except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
         return FileResult(path, [_syntax_error(path, error, source)])
-    ctx = FileContext(path, source, module)
+    ctx = FileContext(path, source, module, disk_path)
     visitors: dict[str, list] = {}
     leavers: dict[str, list] = {}
     for rule_cls in active:

@@ -149,7 +149,7 @@ def fix_text(
     `lint_path` (the path relative to the project root, as in the run) if given."""
 
     def lint(source: str) -> list[Finding]:
-        found = lint_source(lint_path or path, source, rules).findings
+        found = lint_source(lint_path or path, source, rules, disk_path=path).findings
         for finding in found:
             finding.path = path
         return [f for f in found if keep(f)]

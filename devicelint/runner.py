@@ -22,7 +22,8 @@ from devicelint.discovery import Candidate, ProjectPaths, discover
 from devicelint.finding import Finding
 from devicelint.rule import rule_catalog, signature
 from devicelint.source import (
-    UNREADABLE, SkippedFile, decode_source, needs_parse, python_syntax_error, read_regular,
+    UNREADABLE, SkippedFile, decode_source, in_package_directory, needs_parse,
+    python_syntax_error, read_regular,
 )
 from devicelint.source import diagnostic as _diagnostic
 
@@ -90,7 +91,7 @@ def _lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> l
         return [f.to_dict() for f in errors]
     from devicelint.engine import enabled_rules, lint_source
 
-    result = lint_source(display, source, enabled_rules(codes))
+    result = lint_source(display, source, enabled_rules(codes), disk_path=path)
     return [f.to_dict() for f in result.findings]
 
 
@@ -188,7 +189,8 @@ def lint_paths(
         if problem is not None:
             findings.append(problem)
             continue
-        key = entry_key(data, candidate.relative) if cache is not None else ""
+        key = entry_key(data, candidate.relative, in_package_directory(candidate.path)) \
+            if cache is not None else ""
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
             cached += 1

@@ -52,6 +52,17 @@ def readline(text: str) -> Callable[[], str]:
     return lambda: next(lines, "")
 
 
+def in_package_directory(path: str) -> bool:
+    """Whether the file at `path` (on disk) is a module of a package: its directory holds an
+    `__init__.py`. Notebooks and standard input never are."""
+    if not path.endswith(".py") or path in ("-", "<stdin>"):
+        return False
+    try:
+        return os.path.isfile(os.path.join(os.path.dirname(path) or ".", "__init__.py"))
+    except (OSError, ValueError):
+        return False
+
+
 def diagnostic(code: str, path: str, message: str, line: int = 1, column: int = 1) -> Finding:
     from devicelint.rule import rule_catalog
 

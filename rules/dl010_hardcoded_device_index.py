@@ -8,6 +8,7 @@ import libcst as cst
 
 from devicelint.context import children
 from devicelint.rule import Rule
+from devicelint.source import in_package_directory
 from devicelint.semantic.model import call_arg, int_value, keyword_arg, string_value
 
 INDEXED_CUDA = re.compile(r"cuda:(\d+)")
@@ -44,17 +45,6 @@ def is_test_path(path: str) -> bool:
     if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
         return True
     return any(part in ("tests", "test") for part in parts[:-1])
-
-
-def in_package_directory(path: str) -> bool:
-    """A module of a package: its directory holds an `__init__.py` (library code, imported by
-    callers it cannot see). Notebooks and stdin are never package modules."""
-    if not path.endswith(".py") or path in ("-", "<stdin>"):
-        return False
-    try:
-        return os.path.isfile(os.path.join(os.path.dirname(path) or ".", "__init__.py"))
-    except (OSError, ValueError):
-        return False
 
 
 class HardcodedDeviceIndex(Rule):
@@ -350,7 +340,7 @@ class HardcodedDeviceIndex(Rule):
                 line = ctx.position(string)[0]
                 return (f"a file that reads `{string_value(string)}` (line {line}: a launcher "
                         "starts several processes)")
-        if in_package_directory(ctx.path):
+        if in_package_directory(ctx.disk_path):
             return "a package module (library code: its callers choose the device)"
         return None
 
