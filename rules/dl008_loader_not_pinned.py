@@ -3,20 +3,35 @@ from __future__ import annotations
 import libcst as cst
 
 from devicelint.rule import Rule
-from devicelint.rules._loaders import UNPINNED, batch_moves, loaders_of, pin_state
+from devicelint.semantic import Kind
+from devicelint.semantic.model import call_arg
+
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
+#            pin_memory, ...)
+_COLLATE_FN = 6
+_PIN_MEMORY = 7
 
 
 class LoaderNotPinned(Rule):
     """## What it does
     Flags a `torch.utils.data.DataLoader` (any import alias) built without `pin_memory=True`
-    whose batches the same file visibly moves to a GPU: a `for` loop over the loader (or over
-    a name or `self.` attribute bound to it, also through `enumerate`/`zip`/`tqdm`) moves
-    data taken from the batch with `.to(device)` or `.cuda()` in its body. The finding is at
-    the `DataLoader(...)` call.
+    whose batches the same file moves to a GPU. The batches are followed by data flow, not by
+    names: a copy to the device (`.to(device)`, `.cuda()`, `.type(T)` with `T` a CUDA tensor
+    type such as `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) of data
+    computed from an element of an iteration over the loader: `for x, y in loader`,
+    `enumerate`/`zip`/`tqdm` of it, `batch[0]`, `next(it)` with `it = iter(loader)`. The loader
+    may be held in a variable, on `self`, or returned by a function of the file
+    (`get_loader()`); the copy may be in a helper of the file that receives the loader or
+    the batch (`calc_loss_batch(x, y, model, device)`: what every call site passes is
+    followed). The finding is at the `DataLoader(...)` call.
 
-    Stays silent on loaders whose batches are never seen going to a device, on
-    `pin_memory=True`, on `pin_memory=False` written out (a deliberate choice), and when
-    `pin_memory` comes from a variable, `*args` or `**kwargs` (the code does not say).
+    Stays silent on loaders whose batches are never seen going to a device (CPU-only
+    scripts, `.to(torch.float64)`, code in branches that run only without a GPU), on
+    `pin_memory=True`, on `pin_memory=False` written out (a deliberate choice), when
+    `pin_memory` comes from a variable, `*args` or `**kwargs` (the code does not say), and
+    when the loader's `collate_fn` is a function of the file that returns objects of a class
+    of the file without a `pin_memory()` method (the loader would not pin them). Loaders
+    built in another file are not followed.
 
     ## Why is this bad?
     Without pinning, every batch is copied from pageable host memory: the CUDA driver
@@ -50,27 +65,51 @@ class LoaderNotPinned(Rule):
     name = "loader-not-pinned"
     summary = "DataLoader feeding a GPU without `pin_memory=True`"
     message = (
-        "this DataLoader's batches are moved to the GPU but it is built without "
-        "`pin_memory=True`: each batch is staged through pageable memory (about 3x slower "
-        "host-to-device copies, no overlap with compute)"
+        "this DataLoader's batches are moved to the GPU (line {line}: `{move}`) but it is built "
+        "without `pin_memory=True`: each batch is staged through pageable memory (about 3x "
+        "slower host-to-device copies, no overlap with compute)"
     )
+    hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = ("DataLoader",)
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self.loops: list[cst.For] = []
-
-    def visit_For(self, node: cst.For) -> None:
-        self.loops.append(node)
-
     def leave_Module(self, node: cst.Module) -> None:
-        reported: set[int] = set()
-        for loop in self.loops:
-            loaders = [
-                call for call in loaders_of(self.ctx, loop.iter)
-                if id(call) not in reported and pin_state(call) == UNPINNED
-            ]
-            if loaders and batch_moves(self.ctx, loop):
-                for call in loaders:
-                    reported.add(id(call))
-                    self.report(call)
+        sem = self.ctx.semantic
+        for source, move in sem.batches.fed_loaders():
+            loader = source.loader
+            if source.pinned is not False or call_arg(loader, _PIN_MEMORY, "pin_memory") is not None:
+                continue  # pinned, decided elsewhere, or deliberately off
+            if self._collates_unpinnable(loader):
+                continue
+            text = " ".join(self.ctx.code(move.call).split())
+            if len(text) > 50:
+                text = text[:47] + "..."
+            message = self.message.format(line=self.ctx.position(move.call)[0], move=text)
+            if move.hint:
+                message += self.hint_message.format(target=self.ctx.code(move.call.args[0].value))
+            self.report(loader, message)
+
+    def _collates_unpinnable(self, loader: cst.Call) -> bool:
+        """The loader's `collate_fn` is a function of this file whose every return is an
+        instance of a class of this file without a `pin_memory()` method: `pin_memory=True`
+        pins only tensors, containers of them, and objects that define `pin_memory()`."""
+        sem = self.ctx.semantic
+        collate = call_arg(loader, _COLLATE_FN, "collate_fn")
+        if collate is None:
+            return False
+        function = sem.value(collate).node
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        returns = sem.flow(function).returns
+        if not returns:
+            return False
+        classes = {c.name.value: c for c in self.ctx.class_defs}
+        for ret in returns:
+            value = ret.value
+            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+                return False
+            owner = classes.get(value.func.value)
+            if owner is None or [d.node for d in sem.defs(value.func)] != [owner]:
+                return False
+            if sem.self_attribute(owner, "pin_memory").kind is Kind.CALLABLE:
+                return False
+        return True

@@ -26,9 +26,6 @@ FIXTURE_FILES = sorted(
 
 # (fixture, line, code) -> why the finding is false today (judged against the rule's docs).
 CROSS_RULE_NOISE_TODAY: dict[tuple[str, int, str], str] = {
-    ("DL006/good_unknown_receivers.py", 32, "DL008"):
-        "collate_fn returns a custom Batch without .pin_memory(): pin_memory=True would not "
-        "pin it (torch.utils.data pins only tensors, containers and objects with pin_memory())",
 }
 
 
@@ -74,7 +71,9 @@ def test_fixture(path: Path) -> None:
     [pytest.param(*entry, marks=pytest.mark.xfail(strict=True, raises=AssertionError,
                                                   reason=reason),
                   id=f"{entry[0]}:{entry[1]}:{entry[2]}")
-     for entry, reason in CROSS_RULE_NOISE_TODAY.items()],
+     for entry, reason in CROSS_RULE_NOISE_TODAY.items()]
+    # The list is empty (all noise gone): one skipped case keeps the collection valid.
+    or [pytest.param("", 0, "", marks=pytest.mark.skip(reason="no cross-rule noise left"), id="none")],
 )
 def test_cross_rule_noise_is_gone(name: str, line: int, code: str) -> None:
     """Fails (as expected) while the false finding is still reported."""

@@ -46,7 +46,6 @@ NAME_DEPENDENT_TODAY: dict[str, str] = {
     "DL006/fix_assign_back.py": "loses DL006 16",
     "DL007/bad_model_buffers.py": "loses DL009 21",
     "DL007/fix_factories.py": "loses DL009 7",
-    "DL008/bad_script_and_class.py": "loses DL008 14",
 }
 
 

@@ -36,6 +36,8 @@ _MAX_DEPTH = 40
 _SCOPES = frozenset(FUNCTIONS + (cst.ClassDef,) + COMPREHENSIONS)
 _NO_CYCLE = 1 << 30
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|gpu|cuda_device|target_device)$", re.I)
+# Legacy typed tensor classes (`torch.FloatTensor`, `torch.cuda.LongTensor`), not `torch.Tensor`.
+_TENSOR_TYPE = re.compile(r"^torch\.(cuda\.)?[A-Z][A-Za-z0-9]*[a-z0-9]Tensor$")
 _OTHER_ACCELERATORS = ("mps", "xpu", "hpu", "npu", "xla", "meta", "mtia", "privateuseone")
 _PASS_THROUGH = {"enumerate", "iter", "list", "tuple", "sorted", "reversed", "tqdm", "tqdm.tqdm",
                  "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm", "rich.progress.track",
@@ -133,6 +135,7 @@ class SemanticModel:
         self._summaries: dict = {}
         self._loops = None
         self._syncs = None
+        self._batches = None
         # ScopeFlow looks for `global`/`nonlocal` statements only where the text has them.
         self.declares_names = "global" in ctx.source or "nonlocal" in ctx.source
         from devicelint.context import children  # the engine's traversal (context imports us)
@@ -646,6 +649,8 @@ class SemanticModel:
             return Value(Kind.MODULE_CLASS, cls=qual)
         if qual in ("math.pi", "math.e", "math.inf", "numpy.pi", "numpy.e"):
             return NUMBER
+        if _TENSOR_TYPE.match(qual):
+            return Value(Kind.TENSOR_TYPE, Place.DEVICE if qual.startswith("torch.cuda.") else Place.CPU)
         return UNKNOWN
 
     def def_value(self, d: Def) -> Value:
@@ -1345,6 +1350,21 @@ class SemanticModel:
             self._default_device_changed = found
         return found
 
+    def tensor_type_place(self, node: Optional[cst.BaseExpression]) -> tuple[Optional[Place], bool]:
+        """Where `.type(node)` puts data when `node` is a legacy tensor type
+        (`torch.cuda.FloatTensor`, `"torch.cuda.FloatTensor"`, a name bound to one, on the
+        path taken with a GPU): (place, hint); place None otherwise (a dtype, unknown)."""
+        if node is None:
+            return None, False
+        text = string_value(node)
+        if text is not None:
+            return (Place.DEVICE if text.startswith("torch.cuda.") else Place.CPU) \
+                if _TENSOR_TYPE.match(text) else None, False
+        value = self.value(node)
+        if value.kind is Kind.TENSOR_TYPE and value.place is not Place.UNKNOWN:
+            return value.place, value.hint
+        return None, False
+
     def is_dtype(self, node: cst.BaseExpression) -> bool:
         return self.value(node).kind is Kind.DTYPE
 
@@ -1361,7 +1381,8 @@ class SemanticModel:
         if qual == "torch.accelerator.current_accelerator":
             return Value(Kind.DEVICE, Place.DEVICE, node=node)
         if qual in ("torch.cuda.current_device",):
-            return NUMBER
+            # An int, but it denotes the current CUDA device wherever PyTorch takes a device.
+            return Value(Kind.DEVICE, Place.DEVICE, node=node)
         if qual in ("torch.cuda.is_available", "torch.backends.mps.is_available", "torch.accelerator.is_available"):
             return BOOL
         if api.is_loader(qual):
@@ -1457,6 +1478,10 @@ class SemanticModel:
             return None
         if method in ("to", "cuda", "cpu") and receiver.kind in (Kind.TENSOR, Kind.UNKNOWN, Kind.ARRAY):
             return self._moved(receiver, node)
+        if method == "type" and receiver.kind in (Kind.TENSOR, Kind.UNKNOWN):
+            place, hint = self.tensor_type_place(call_arg(node, 0, "dtype"))
+            if place is not None:
+                return self._to_place(receiver, place, node, hint)
         if receiver.kind is Kind.UNKNOWN and receiver.origin is Origin.NONE \
                 and method in self.api.tensor_only_methods:
             # Nothing upstream shows a permute: tensors are contiguous unless made otherwise
@@ -1768,3 +1793,12 @@ class SemanticModel:
 
             self._syncs = SyncModel(self)
         return self._syncs
+
+    @property
+    def batches(self):
+        """Which loaders' batches which copies move to the device (devicelint.semantic.batches)."""
+        if self._batches is None:
+            from devicelint.semantic.batches import BatchFlow
+
+            self._batches = BatchFlow(self)
+        return self._batches

@@ -34,6 +34,7 @@ class Kind(enum.Enum):
     MAPPING = "mapping"          # dict with values `element`
     CALLABLE = "callable"        # a function (the file's own, a lambda, a loss function)
     EVENT = "event"              # torch.cuda.Event
+    TENSOR_TYPE = "tensor-type"  # a legacy tensor type (`torch.cuda.FloatTensor`): `place` is where `.type(T)` puts data
 
 
 class Place(enum.Enum):

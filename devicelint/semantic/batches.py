@@ -1,0 +1,274 @@
+"""Where a DataLoader's batches go: which host-to-device copies move data that comes from
+which `DataLoader(...)` constructions, followed by data flow, not by names.
+
+    feeds = sem.batches.fed_loaders()            # loaders whose batches some copy moves to the device
+    found = sem.batches.sources(expr)            # the loaders (and pinning) `expr`'s data comes from
+    move = sem.batches.device_move(call)         # `call` copies host data to the device?
+
+A batch reaches the device when a copy (`.to(device)`, `.cuda()`, `.type(T)` with `T` a CUDA
+tensor type) moves data computed from an element of an iteration over a loader: `for x, y in
+loader`, `enumerate`/`zip`/`tqdm` of it, `next(it)` with `it = iter(loader)`, `batch[0]`,
+`{k: v.to(d) for k, v in batch.items()}`. The loader may be built in this function, at module
+level, on `self` in another method, or by a function of the file that returns it; the copy
+may be in a helper of the file that receives the loader or the batch: a parameter the data
+comes from is followed to what every call site of that function in the file passes.
+
+One batch fetched once, `next(iter(loader))` outside any loop (a sample to plot, a shape
+check), is not a stream of batches and is not followed.
+
+Followed: assignments, loop and comprehension targets, subscripts, tensor methods and
+functions, conditional expressions (an arm that runs only without a GPU is not). Not
+followed: module calls (their output is the module's data), metadata (`x.shape`, `len(x)`),
+sizes given to factories, other files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from devicelint.semantic.dataflow import is_metadata_read, size_factory
+from devicelint.semantic.values import Kind, Place
+
+# Values that carry no batch data: following them leads nowhere.
+_NOT_DATA = frozenset({Kind.NUMBER, Kind.BOOL, Kind.STRING, Kind.NONE, Kind.DEVICE, Kind.DTYPE,
+                       Kind.SIZE, Kind.MODULE, Kind.MODULE_CLASS, Kind.OPTIMIZER, Kind.SCALER,
+                       Kind.SCHEDULER, Kind.EVENT, Kind.TENSOR_TYPE})
+# Builtins whose result iterates over their argument.
+_ITERATING = frozenset({"next", "iter"})
+# Bindings followed from one read to the value it was computed from.
+_FOLLOWED = frozenset({"assign", "annassign", "walrus", "augassign", "with"})
+_MAX_BINDINGS = 10   # bindings followed from one copy back to a loader
+_MAX_CALLERS = 4     # call-site hops from a helper to the function that builds the loader
+
+
+@dataclass(frozen=True)
+class Move:
+    """A host-to-device copy: `call` moves `data` to the device."""
+
+    call: cst.Call
+    data: cst.BaseExpression
+    hint: bool            # the device rests on an identifier's name only
+
+
+@dataclass(frozen=True)
+class Source:
+    """A loader whose batches a copy moves: `loader` is its `DataLoader(...)` call."""
+
+    loader: cst.Call
+    pinned: Optional[bool]        # the loader's pin_memory: True, False, or not known
+    pinned_on_path: bool          # `.pin_memory()` is called on the data between
+
+
+class BatchFlow:
+    def __init__(self, model) -> None:
+        self.model = model
+        self._sources: dict[int, tuple[Source, ...]] = {}
+        self._fed: Optional[list[tuple[Source, Move]]] = None
+        self._unpacking: set[int] = set()
+
+    # -- copies ------------------------------------------------------------------------
+    def device_move(self, call: cst.Call) -> Optional[Move]:
+        """The host-to-device copy `call` makes, if it is one: `.to(<device>)`, `.cuda()`,
+        `.type(<CUDA tensor type>)` on data not already on the device (not a module), on a
+        line that runs with a GPU."""
+        sem = self.model
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda", "type"):
+            return None
+        if func.attr.value in ("to", "type") and not call.args:
+            return None
+        moved = sem.value(call)
+        if moved.place is not Place.DEVICE or moved.kind is Kind.MODULE:
+            return None
+        data = sem.value(func.value)
+        if data.place is Place.DEVICE or data.kind in (Kind.MODULE, Kind.MODULE_CLASS):
+            return None
+        if not sem.on_gpu_path(call):
+            return None
+        return Move(call, func.value, moved.hint)
+
+    # -- where data comes from -------------------------------------------------------------
+    def sources(self, expr: cst.BaseExpression) -> tuple[Source, ...]:
+        """The loaders whose batches `expr`'s data is computed from (through this function's
+        bindings, and through the call sites of this file's functions whose parameters the
+        data comes from)."""
+        key = id(expr)
+        found = self._sources.get(key)
+        if found is None:
+            self._sources[key] = ()
+            unique = {(id(s.loader), s.pinned_on_path): s
+                      for s in self._trace(expr, iterated=False, pinned=False, hops=0)}
+            found = tuple(unique.values())
+            self._sources[key] = found
+        return found
+
+    def _trace(self, expr, iterated: bool, pinned: bool, hops: int) -> list[Source]:
+        sem = self.model
+        found: list[Source] = []
+        seen: set = set()
+        stack = [(expr, iterated, pinned, 0)]
+        while stack:
+            node, iterated, pinned, depth = stack.pop()
+            key = (id(node), iterated, pinned)
+            if key in seen:
+                continue
+            seen.add(key)
+            if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)) or is_metadata_read(sem, node):
+                continue
+            value = sem.value(node)
+            if value.kind in _NOT_DATA:
+                continue
+            if value.kind is Kind.LOADER:
+                if not iterated:
+                    continue  # the loader object itself (`loader.dataset`), not its batches
+                if self._is_construction(node):
+                    found.append(Source(node, value.pinned, pinned))
+                    continue
+                function = sem.resolve_function(node.func) if isinstance(node, cst.Call) else None
+                if function is not None:
+                    # `get_loader(...)`: the loaders the function of the file returns.
+                    if depth < _MAX_BINDINGS:
+                        stack.extend((r.value, True, pinned, depth + 1)
+                                     for r in sem.flow(function).returns if r.value is not None)
+                    continue
+                if isinstance(node, cst.Attribute) and self._is_construction(value.node):
+                    found.append(Source(value.node, value.pinned, pinned))  # `self.loader`
+                    continue
+            if isinstance(node, cst.Name):
+                for d in sem.defs(node):
+                    if d.kind == "param":
+                        if hops < _MAX_CALLERS:
+                            found.extend(self._from_callers(d, iterated, pinned, hops))
+                    elif d.kind in ("for", "comp") and d.value is not None and depth < _MAX_BINDINGS:
+                        stack.extend((n, True, pinned, depth + 1) for n in self._iterated_part(d.value, d.path))
+                    elif d.kind in _FOLLOWED and d.value is not None and depth < _MAX_BINDINGS:
+                        stack.extend((n, iterated, pinned, depth + 1) for n in self._part(d.value, d.path))
+                continue
+            if isinstance(node, cst.Call):
+                stack.extend((n, it, pinned or pins, depth) for n, it, pins in self._call_inputs(node, iterated))
+                continue
+            if isinstance(node, cst.Attribute):
+                stack.append((node.value, iterated, pinned, depth))
+                continue
+            if isinstance(node, cst.Subscript):
+                stack.append((node.value, iterated, pinned, depth))
+                continue
+            if isinstance(node, cst.IfExp):
+                for arm in (node.body, node.orelse):
+                    if sem.branch_possible(node, arm):
+                        stack.append((arm, iterated, pinned, depth))
+                continue
+            if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+                stack.append((node.elt, iterated, pinned, depth))
+                continue
+            if isinstance(node, cst.DictComp):
+                stack.append((node.value, iterated, pinned, depth))
+                continue
+            for child in sem.children(node):
+                if isinstance(child, cst.BaseExpression) or isinstance(child, (cst.Element, cst.DictElement,
+                                                                              cst.StarredElement, cst.Arg)):
+                    stack.append((child, iterated, pinned, depth))
+        return found
+
+    def _part(self, expr: cst.BaseExpression, path: tuple[int, ...]) -> list[cst.BaseExpression]:
+        """What an unpacking target at `path` receives from `expr`: an element of a tuple
+        literal, the same part of what a function of the file returns (`train, test =
+        get_loaders()`), else `expr` as a whole."""
+        if not path:
+            return [expr]
+        index, rest = path[0], path[1:]
+        if isinstance(expr, (cst.Tuple, cst.List)) and 0 <= index < len(expr.elements) \
+                and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return self._part(expr.elements[index].value, rest)
+        if isinstance(expr, cst.Call):
+            function = self.model.resolve_function(expr.func)
+            if function is not None and id(function) not in self._unpacking:
+                self._unpacking.add(id(function))
+                try:
+                    return [part for r in self.model.flow(function).returns if r.value is not None
+                            for part in self._part(r.value, path)]
+                finally:
+                    self._unpacking.discard(id(function))
+        return [expr]
+
+    def _iterated_part(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> list[cst.BaseExpression]:
+        """What a loop target at `path` is taken from: `for i, (x, y) in enumerate(loader)`
+        takes `x` from `loader` and `i` from no data; `zip(a, b)` takes part k from the k-th."""
+        if path and isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
+                and not self.model.defs(iterable.func):
+            args = [a.value for a in iterable.args if a.keyword is None and not a.star]
+            if iterable.func.value == "enumerate" and args:
+                return [args[0]] if path[0] == 1 else []
+            if iterable.func.value == "zip" and 0 <= path[0] < len(args):
+                return [args[path[0]]]
+        return [iterable]
+
+    def _call_inputs(self, call: cst.Call, iterated: bool):
+        """(expression, iterated, pins) for what a call's result is computed from."""
+        sem = self.model
+        func = call.func
+        if size_factory(sem, call) is not None:
+            return []
+        if isinstance(func, cst.Name) and func.value in _ITERATING and not sem.defs(func):
+            if func.value == "next" and self._one_batch(call):
+                return []
+            return [(a.value, True, False) for a in call.args[:1]]
+        callee = sem.value(func)
+        if callee.kind is Kind.MODULE or sem.moved_callable(callee):
+            return []  # a module's output: its own data, not the batch's
+        inputs = []
+        if isinstance(func, cst.Attribute):
+            pins = func.attr.value == "pin_memory"
+            inputs.append((func.value, iterated, pins))
+        inputs.extend((a.value, iterated, False) for a in call.args)
+        return inputs
+
+    def _one_batch(self, call: cst.Call) -> bool:
+        """`next(iter(loader))` outside any loop: one batch fetched once (a sample to plot
+        or to check shapes), not a stream of batches."""
+        sem = self.model
+        inner = call.args[0].value if call.args else None
+        return isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) \
+            and inner.func.value == "iter" and not sem.defs(inner.func) \
+            and not sem.loops.enclosing_loops(call)
+
+    def _is_construction(self, node) -> bool:
+        """`DataLoader(...)` itself (values that compare equal share one `node`, so a joined
+        value's node is not evidence of which construction it came from)."""
+        return isinstance(node, cst.Call) and self.model.api.is_loader(self.model.qualname(node.func) or "")
+
+    def _from_callers(self, param_def, iterated: bool, pinned: bool, hops: int) -> list[Source]:
+        """What the file's call sites pass for a parameter, traced in the callers."""
+        sem = self.model
+        function = sem.function_of(param_def.node)
+        if function is None:
+            return []
+        found: list[Source] = []
+        for call in sem.calls_by_name().get(function.name.value, ()):
+            resolved = sem.syncs.callee(call)
+            if resolved is None or resolved[0] is not function:
+                continue
+            for arg in resolved[1].get(param_def.name, ()):
+                found.extend(self._trace(arg, iterated, pinned, hops + 1))
+        return found
+
+    # -- the file's loaders ---------------------------------------------------------------
+    def fed_loaders(self) -> list[tuple[Source, Move]]:
+        """Every loader construction of the file whose batches some copy in the file moves
+        to the device, with the first such copy (in source order; one whose device is known
+        from the code before one whose device rests on a name)."""
+        if self._fed is None:
+            fed: dict[int, tuple[Source, Move]] = {}
+            for call in self.model.ctx.iter_nodes(cst.Call):
+                move = self.device_move(call)
+                if move is None:
+                    continue
+                for source in self.sources(move.data):
+                    known = fed.get(id(source.loader))
+                    if known is None or (known[1].hint and not move.hint):
+                        fed[id(source.loader)] = (source, move)
+            self._fed = list(fed.values())
+        return self._fed
