@@ -1,0 +1,211 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from devicelint.rule import Rule
+from devicelint.semantic import Kind, Place
+from devicelint.semantic import dataflow
+from devicelint.semantic.model import positional_args
+
+# NumPy calls that make new host data from sizes and scalars alone (no input data).
+NUMPY_FILLS = {f"numpy.{name}" for name in ("ones", "zeros", "full", "empty", "eye", "arange",
+                                            "linspace", "identity")}
+# What to call instead, on the device.
+TORCH_FOR = {"normal": "torch.randn", "randn": "torch.randn", "standard_normal": "torch.randn",
+             "uniform": "torch.rand", "rand": "torch.rand", "random": "torch.rand",
+             "random_sample": "torch.rand", "randint": "torch.randint",
+             "permutation": "torch.randperm", "ones": "torch.ones", "zeros": "torch.zeros",
+             "full": "torch.full", "empty": "torch.empty", "eye": "torch.eye",
+             "arange": "torch.arange", "linspace": "torch.linspace", "identity": "torch.eye"}
+
+
+class HostFillPerStep(Rule):
+    """## What it does
+    Flags new data made on the host and copied to the device once per training step, where
+    the device could make it itself:
+    - a legacy CUDA tensor type called on a NumPy array that NumPy's generator or a NumPy
+      fill just made: `torch.cuda.FloatTensor(np.random.normal(0, 1, (b, d)))`, or
+      `Tensor(np.ones(shape))` with `Tensor = torch.cuda.FloatTensor if cuda else
+      torch.FloatTensor` (the type the code uses with a GPU);
+    - a device tensor refilled from a new host tensor: `noise.data.copy_(torch.randn(b, d))`.
+
+    It reports a call that runs once per step of a step loop (a loop that trains, calls a
+    module on its data or walks a loader; not one under a `%` or flag gate whose body does
+    not train), or inside a function of the file that such a loop calls (reported in the
+    function, naming the call's line). It decides from values and the file's data flow:
+    the tensor type a name holds on the GPU path, where the array comes from, where the
+    refilled tensor lives. It stays silent on a draw made once before the loop, on scripts
+    that run on the CPU (`Tensor = torch.FloatTensor`, code in CPU-only branches), on
+    arrays of loaded data (a copy is needed then: DL001/DL016 judge those), and on
+    `torch.cuda.FloatTensor(b, d)` with sizes (allocated on the device).
+
+    ## Why is this bad?
+    Each step the host draws or fills the array (NumPy's generator runs on one CPU core),
+    then the driver copies it from pageable memory to the device and the step waits for
+    that copy; the random numbers never needed to exist on the host. `torch.randn(b, d,
+    device=dev)` fills the tensor in one kernel with no copy. Its cost was not measured on a
+    GPU for this rule; for scale, one small host-to-device copy from pageable memory took
+    14.8 µs on an H200 and bulk pageable copies run at 15–16 GB/s
+    (../shared/design/runtime-checker.md), on top of NumPy's time to draw the numbers.
+
+    ## Example
+    ```python
+    Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+    for imgs, _ in loader:
+        z = Variable(Tensor(np.random.normal(0, 1, (imgs.shape[0], latent_dim))))
+        valid = Tensor(np.ones((imgs.shape[0], 1)))
+        noise.data.copy_(torch.randn(batch, nz, 1, 1))
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if cuda else "cpu")
+    for imgs, _ in loader:
+        z = torch.randn(imgs.shape[0], latent_dim, device=device)
+        valid = torch.ones(imgs.shape[0], 1, device=device)
+        noise.normal_()           # refill the device tensor in place
+        ...
+    ```
+
+    ## Fix safety
+    No fix: drawing on the device changes the random stream (seeded runs give different
+    numbers), the legacy type fixes the dtype (float32 for `FloatTensor`) that a factory
+    must then be told, and `Variable(...)` wrappers and the device variable are for the
+    author to choose.
+    """
+
+    code = "DL018"
+    name = "host-fill-per-step"
+    summary = "Random or constant data made on the host and copied to the device every step"
+    message = "`{what}` is made on the host and copied to the device each step; use `{use}(device=...)`"
+    helper_message = " (called each step at line {line})"
+    tokens = ("Tensor", "copy_(")
+
+    def leave_Call(self, node: cst.Call) -> None:
+        sem = self.ctx.semantic
+        found = self._legacy_cuda_fill(node) or self._refill(node)
+        if found is None or not sem.on_gpu_path(node):
+            return
+        what, use = found
+        if sem.loops.step_loop(node) is not None:
+            self.report(node, self.message.format(what=what, use=use))
+            return
+        site = self._step_call_site(node)
+        if site is not None:
+            line = self.ctx.position(site)[0]
+            self.report(node, self.message.format(what=what, use=use) + self.helper_message.format(line=line))
+
+    # -- what is made on the host --------------------------------------------------------
+    def _legacy_cuda_fill(self, node: cst.Call) -> Optional[tuple[str, str]]:
+        """`torch.cuda.FloatTensor(<new NumPy array>)`, directly or through a name that holds
+        that type on the GPU path."""
+        args = positional_args(node)
+        if len(args) != 1 or len(node.args) != 1 or not self._cuda_tensor_type(node.func):
+            return None
+        source = self._numpy_source(args[0], depth=3)
+        if source is None:
+            return None
+        short = source.rsplit(".", 1)[-1]
+        label = "np.random." + short if source.startswith("numpy.random.") else "np." + short
+        return f"{label}(...)", TORCH_FOR.get(short, "torch.randn")
+
+    def _cuda_tensor_type(self, func: cst.BaseExpression, depth: int = 3) -> bool:
+        sem = self.ctx.semantic
+        qual = sem.qualname(func)
+        if qual is not None:
+            return qual.startswith("torch.cuda.") and qual.endswith("Tensor")
+        if isinstance(func, cst.IfExp):
+            taken = sem.gpu_truth(func.test)
+            if taken is None:
+                return False
+            return self._cuda_tensor_type(func.body if taken else func.orelse, depth)
+        if not isinstance(func, cst.Name) or depth <= 0:
+            return False
+        defs = sem.gpu_path_defs(sem.defs(func))
+        values = [d.value for d in defs if d.kind in ("assign", "annassign") and not d.path]
+        return bool(defs) and len(values) == len(defs) and all(
+            v is not None and self._cuda_tensor_type(v, depth - 1) for v in values)
+
+    def _numpy_source(self, expr: cst.BaseExpression, depth: int) -> Optional[str]:
+        """The NumPy call that makes the array `expr` is, through arithmetic with numbers,
+        `.astype()` and one-binding names: `numpy.random.normal`, `numpy.ones`; else None."""
+        sem = self.ctx.semantic
+        if isinstance(expr, cst.UnaryOperation):
+            return self._numpy_source(expr.expression, depth)
+        if isinstance(expr, cst.BinaryOperation):
+            found = [self._numpy_source(side, depth) for side in (expr.left, expr.right)]
+            kinds = [sem.value(side).kind for side in (expr.left, expr.right)]
+            for source, other in ((found[0], kinds[1]), (found[1], kinds[0])):
+                if source is not None and other in (Kind.NUMBER, Kind.BOOL):
+                    return source
+            return None
+        if isinstance(expr, cst.Name) and depth > 0:
+            defs = sem.defs(expr)
+            if len(defs) == 1 and defs[0].kind == "assign" and not defs[0].path and defs[0].value is not None \
+                    and not any(kind != "escape" for kind, _ in dataflow.changes(sem, expr, sem.scope_of(expr))):
+                # (an array written into, `y[range(n), labels] = 1`, holds other data)
+                return self._numpy_source(defs[0].value, depth - 1)
+            return None
+        if not isinstance(expr, cst.Call):
+            return None
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "astype":
+            return self._numpy_source(expr.func.value, depth)
+        qual = sem.qualname(expr.func)
+        if qual is None:
+            return None
+        if qual.startswith("numpy.random.") and qual.rsplit(".", 1)[-1] in TORCH_FOR:
+            return qual
+        return qual if qual in NUMPY_FILLS else None
+
+    def _refill(self, node: cst.Call) -> Optional[tuple[str, str]]:
+        """`device_tensor.copy_(torch.randn(...))` (or `.data.copy_`) of a new host fill."""
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "copy_" or len(node.args) < 1:
+            return None
+        sem = self.ctx.semantic
+        target = sem.value(func.value)
+        if target.kind is not Kind.TENSOR or target.place is not Place.DEVICE:
+            return None
+        fill = dataflow.fresh_fill(sem, node.args[0].value, depth=0)
+        if fill is None or len(fill.factories) != 1:
+            return None
+        factory = fill.factories[0]
+        qual = sem.qualname(factory.func) or ""
+        short = qual.rsplit(".", 1)[-1]
+        return f"{qual}(...)", qual if qual.startswith("torch.") else "torch.randn"
+
+    # -- once per step, through a helper -------------------------------------------------
+    def _step_call_site(self, node: cst.Call) -> Optional[cst.Call]:
+        """The call, in a step loop of this file, that runs the function holding `node` once
+        per step: a direct call, a call of a function that calls it, or, for a module's
+        `forward`, a call of an instance of that module class (two hops at most)."""
+        sem = self.ctx.semantic
+        function = sem.function_of(node)
+        if function is None or sem.loops.enclosing_loops(node):
+            return None
+        return self._site_of(function, 2)
+
+    def _site_of(self, function: cst.FunctionDef, hops: int) -> Optional[cst.Call]:
+        sem = self.ctx.semantic
+        calls = [c for c in sem.calls_by_name().get(function.name.value, ())
+                 if sem.resolve_function(c.func) is function]
+        owner = sem.parent(sem.parent(function))
+        if function.name.value == "forward" and isinstance(owner, cst.ClassDef) \
+                and sem.module_classes().get(owner.name.value) is owner:
+            calls += [c for c in self.ctx.iter_nodes(cst.Call)
+                      if sem.value(c.func).kind is Kind.MODULE and sem.value(c.func).cls == owner.name.value]
+        for call in calls:
+            if not sem.on_gpu_path(call):
+                continue
+            if sem.loops.step_loop(call) is not None:
+                return call
+            caller = sem.function_of(call)
+            if hops > 1 and caller is not None and caller is not function \
+                    and not sem.loops.enclosing_loops(call):
+                found = self._site_of(caller, hops - 1)
+                if found is not None:
+                    return found
+        return None
