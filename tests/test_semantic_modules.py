@@ -195,3 +195,15 @@ def test_a_parameter_of_a_module_moves_with_it_a_plain_tensor_does_not():
     """)
     call = find(ctx, cst.Call, "use(self.scale, self.mask)")
     assert [sem.value(a.value).place for a in call.args] == [Place.UNKNOWN, Place.CPU]
+
+
+def test_a_chain_of_module_methods_as_a_statement_moves_the_module():
+    ctx, sem = semantic("""
+        def f(x):
+            a, b = nn.Linear(2, 2), nn.Linear(2, 2)
+            a.to(device).to(torch.bfloat16)
+            b.eval().cuda()
+            return use(a, b)
+    """)
+    call = find(ctx, cst.Call, "use(a, b)")
+    assert [sem.value(arg.value).place for arg in call.args] == [Place.DEVICE, Place.DEVICE]

@@ -18,6 +18,10 @@ from typing import Iterable, Optional
 import libcst as cst
 
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+# Methods that change a module in place (and return it), so that a statement of them rebinds
+# the receiver for what follows.
+_IN_PLACE_MODULE_METHODS = ("to", "cuda", "cpu", "half", "float", "double", "bfloat16", "eval",
+                            "train", "requires_grad_")
 FUNCTIONS = (cst.FunctionDef, cst.Lambda)
 # Expressions _expr does more with than reading the names inside.
 _SPECIAL_EXPRESSIONS = frozenset((cst.NamedExpr, cst.Lambda, cst.Yield, cst.Await) + COMPREHENSIONS)
@@ -385,7 +389,10 @@ class ScopeFlow:
         if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
             return
         receiver = value.func.value
-        if isinstance(receiver, cst.Name) and value.func.attr.value in ("to", "cuda", "cpu", "half", "float", "double", "bfloat16", "eval", "train", "requires_grad_"):
+        while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
+                and receiver.func.attr.value in _IN_PLACE_MODULE_METHODS:
+            receiver = receiver.func.value  # `model.eval().to(device)`, `model.to(device).half()`
+        if isinstance(receiver, cst.Name) and value.func.attr.value in _IN_PLACE_MODULE_METHODS:
             prior = state.get(receiver.value, frozenset())
             if prior:
                 self._define(state, Def(receiver.value, "effect", value, value, (), self.scope, prior))

@@ -691,7 +691,7 @@ class SemanticModel:
         if kind == "effect":
             prior = join_all(self.def_value(p) for p in d.prior)
             if prior.kind is Kind.MODULE:
-                return self._module_method(prior, d.value)
+                return self._module_methods(prior, d.value)
             if prior.kind is Kind.UNKNOWN and prior.origin is Origin.NONE \
                     and d.value.func.attr.value in ("to", "cuda"):
                 # `model.to(device)` as a statement on something of unknown kind (a class from
@@ -1516,6 +1516,15 @@ class SemanticModel:
                           "view", "reshape", "permute", "transpose", "clone", "detach", "contiguous"):
                 return tensor(receiver.place, origin=receiver.origin, node=node)
         return None
+
+    def _module_methods(self, module: Value, node: cst.Call) -> Value:
+        """A chain of module methods applied in turn (`model.to(device).half()`)."""
+        inner = node.func.value  # type: ignore[union-attr]
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
+            module = self._module_methods(module, inner)
+            if module.kind is not Kind.MODULE:
+                return module
+        return self._module_method(module, node)
 
     def _module_method(self, module: Value, node: cst.Call) -> Value:
         method = node.func.attr.value  # type: ignore[union-attr]
