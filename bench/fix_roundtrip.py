@@ -103,7 +103,7 @@ def parses(path: Path) -> bool:
             ast.parse(data, str(path))
     except SyntaxError:
         return False
-    from devicelint.engine import decode_source
+    from devicelint.source import decode_source
 
     try:
         cst.parse_module(decode_source(data))

@@ -303,7 +303,7 @@ def _check_once(targets: list[str], overrides, options: Options, output_file: Op
         run = _lint(targets, overrides, options)
         findings = run.findings
         if options.fix or options.diff:
-            from devicelint.fix import apply_fixes
+            from devicelint.runner import apply_fixes
 
             outcome = apply_fixes(findings, unsafe=options.unsafe_fixes, diff_only=options.diff,
                                   settings=run.settings, enabled=run.enabled)
@@ -370,7 +370,7 @@ def _fix_stdin(data: bytes, filename: str, run, unsafe: bool):
         _fail("--fix on standard input: notebooks are fixed in place only (name the file)")
     from devicelint.engine import enabled_rules
     from devicelint.fix import fix_text
-    from devicelint.runner import _ignored_by_path
+    from devicelint.runner import FindingFilter
     from devicelint.source import decode_source
 
     try:
@@ -379,11 +379,10 @@ def _fix_stdin(data: bytes, filename: str, run, unsafe: bool):
         return None, run.findings, []
     if not any(f.fix is not None for f in run.findings):
         return text, run.findings, []
-    codes = set(run.enabled)
     result = fix_text(
         filename, text, enabled_rules(run.enabled),
         accept=lambda fix: fix.safe or unsafe,
-        keep=lambda f: f.code in codes and not _ignored_by_path(f, run.settings),
+        keep=FindingFilter(run.settings, run.enabled).keep,
     )
     for message in result.messages:
         _warn(message)

@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -239,7 +239,3 @@ def enabled_codes(settings: Settings, rules: dict[str, Any]) -> list[str]:
     for codes in settings.per_file_ignores.values():
         expand_codes(codes, known, origin)  # validate only
     return sorted(enabled)
-
-
-def settings_dict(settings: Settings) -> dict[str, Any]:
-    return asdict(settings)

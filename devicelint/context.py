@@ -6,76 +6,26 @@ when a rule asks: positions (only for nodes that produce findings), scope bindin
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 import libcst as cst
 
 from devicelint.names import ImportTable, dotted_name
 from devicelint.source import split_lines
+from devicelint.tree import FIELDS, NODE_TYPE, child_fields, children, is_node  # noqa: F401 - children: for rules
 
-if TYPE_CHECKING:
-    from devicelint.rule import Rule
-
-LOOP_NODES = (cst.For, cst.While)
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _SCOPE_TYPES = frozenset(SCOPE_NODES)
 _LOOP_PARTS = frozenset(SCOPE_NODES + (cst.For, cst.While, cst.CompFor) + COMPREHENSIONS)
 
-# Fields that only hold tokens and whitespace: never visited, so rules see fewer nodes.
-_SKIPPED_FIELD_PREFIXES = (
-    "whitespace", "lpar", "rpar", "comma", "leading_lines", "lines_after_decorators",
-    "header", "footer", "semicolon", "trailing_whitespace", "lbracket", "rbracket",
-    "lbrace", "rbrace", "equal", "colon", "dot", "star", "newline", "indent",
-    "operator", "asynchronous", "default_indent", "default_newline", "encoding",
-    "has_trailing_newline", "first_line", "evaluated_value", "prefix",
-)
-_FIELDS: dict[type, tuple[str, ...]] = {}
 _SCOPE_NAMES = frozenset({"FunctionDef", "Lambda", "ClassDef"})
 _BINDER_NAMES = frozenset({
     "Assign", "AnnAssign", "AugAssign", "For", "CompFor", "WithItem", "NamedExpr", "Param",
     "FunctionDef", "ClassDef", "Import", "ImportFrom",
 })
-# isinstance() against libcst's abstract base is slow on the hot path: remember the answer
-# per concrete type.
-_NODE_TYPE: dict[type, bool] = {}
-
-
-def _is_node(value: object) -> bool:
-    kind = type(value)
-    known = _NODE_TYPE.get(kind)
-    if known is None:
-        known = _NODE_TYPE[kind] = isinstance(value, cst.CSTNode)
-    return known
-
-
-def _child_fields(cls: type) -> tuple[str, ...]:
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        fields = tuple(
-            f.name for f in dataclasses.fields(cls)
-            if not f.name.startswith(_SKIPPED_FIELD_PREFIXES)
-        )
-        _FIELDS[cls] = fields
-    return fields
-
-
-def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """A node's child nodes in source order, without whitespace and token nodes (the
-    engine's traversal; much cheaper than libcst's `node.children`)."""
-    found: list[cst.CSTNode] = []
-    for field in _child_fields(type(node)):
-        value = getattr(node, field)
-        kind = type(value)
-        if kind is tuple or kind is list:
-            found.extend(v for v in value if _is_node(v))
-        elif _is_node(value):
-            found.append(value)
-    return found
-
 
 @dataclass
 class Binding:
@@ -90,7 +40,7 @@ class Binding:
 
 @dataclass
 class Report:
-    rule: "Rule"
+    rule: Any  # the devicelint.rule.Rule instance that reported it
     node: cst.CSTNode
     message: str
     fix: Optional[cst.CSTNode]
@@ -139,7 +89,7 @@ class FileContext:
         binders = self._binders
         imports = self.imports
         events: list[tuple[cst.CSTNode, bool]] = []
-        node_type = _NODE_TYPE
+        node_type = NODE_TYPE
         counter = 0
         stack: list[tuple] = [(self.module, None, self.module, False)]
         while stack:
@@ -165,17 +115,17 @@ class FileContext:
             inner = node if name in _SCOPE_NAMES else scope
             # children(node), inlined: this loop runs once per node of every parsed file.
             kids = []
-            for field in _FIELDS.get(cls) or _child_fields(cls):
+            for field in FIELDS.get(cls) or child_fields(cls):
                 value = getattr(node, field)
                 kind = type(value)
                 if kind is tuple or kind is list:
                     for item in value:
                         known = node_type.get(type(item))
-                        if known or (known is None and _is_node(item)):
+                        if known or (known is None and is_node(item)):
                             kids.append(item)
                 else:
                     known = node_type.get(kind)
-                    if known or (known is None and _is_node(value)):
+                    if known or (known is None and is_node(value)):
                         kids.append(value)
             for child in reversed(kids):
                 stack.append((child, node, inner, False))
@@ -270,15 +220,6 @@ class FileContext:
         for ancestor in self.ancestors(comp_for):
             if isinstance(ancestor, COMPREHENSIONS):
                 return ancestor
-        return None
-
-    @staticmethod
-    def loop_iter(loop: cst.CSTNode) -> Optional[cst.BaseExpression]:
-        """What a loop walks over: For.iter, the first clause of a comprehension."""
-        if isinstance(loop, cst.For):
-            return loop.iter
-        if isinstance(loop, COMPREHENSIONS):
-            return loop.for_in.iter
         return None
 
     @staticmethod

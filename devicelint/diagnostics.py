@@ -1,79 +1,54 @@
-"""Findings the engine itself produces about files it cannot lint. They are listed and
-selectable like rules, but no rule module detects them."""
+"""The engine's own findings about files it cannot lint: DL900 (does not parse), DL901 (an
+unused suppression comment), DL902 (cannot be read). Their rule classes, listed and
+selectable like rules, are in devicelint/rule.py; this module builds the findings. No libcst:
+a run whose files hold no PyTorch code checks syntax with CPython's parser and never imports
+the engine.
+"""
 
 from __future__ import annotations
 
-from devicelint.rule import Rule
+import ast
+import warnings
+
+from devicelint.finding import Finding
+from devicelint.rule import DIAGNOSTICS, SyntaxErrorDiagnostic, UnreadableFileDiagnostic, UnusedSuppression
+
+SYNTAX_ERROR = SyntaxErrorDiagnostic.code
+UNUSED_SUPPRESSION = UnusedSuppression.code
+UNREADABLE = UnreadableFileDiagnostic.code
+ENGINE_CODES = frozenset(rule.code for rule in DIAGNOSTICS)
+
+_BY_CODE = {rule.code: rule for rule in DIAGNOSTICS}
 
 
-class SyntaxErrorDiagnostic(Rule):
-    """## What it does
-    Reports a file that does not parse as Python, at the parser's line and column.
-
-    ## Why is this bad?
-    devicelint cannot check a file it cannot parse; neither can Python run it. Other files
-    are still linted.
-    """
-
-    code = "DL900"
-    name = "syntax-error"
-    summary = "File does not parse"
-    severity = "error"
+def diagnostic(code: str, path: str, message: str, line: int = 1, column: int = 1) -> Finding:
+    rule = _BY_CODE[code]
+    return Finding(
+        code=code, name=rule.name, path=path, line=line, column=column,
+        end_line=line, end_column=column, message=message, severity=rule.severity,
+    )
 
 
-class UnusedSuppression(Rule):
-    """## What it does
-    Reports a `# noqa: DLxxx` or `# devicelint: ignore[DLxxx]` comment naming a code that
-    suppresses nothing on its line, a DL code that no rule has (`# noqa: DL099`), an entry
-    that is no code (`ignore[DL 5]`), and `# noqa DL005` without its colon (which flake8,
-    ruff and devicelint read as a bare `# noqa`: every code on the line is suppressed).
-    Only codes of enabled rules are judged unused (a disabled rule never had the chance to
-    report); a bare `# noqa` and other tools' codes (`E501`) are never reported.
-
-    ## Why is this bad?
-    A stale suppression hides the next real finding on that line. After a fix, or after
-    `--add-noqa` adopted devicelint in a large repository, the comments that no longer
-    suppress anything should go.
-
-    ## Example
-    ```python
-    model = DistributedDataParallel(net)  # noqa: DL005
-    ```
-
-    ## Use instead
-    ```python
-    model = DistributedDataParallel(net)
-    ```
-    To keep such a comment on purpose, add DL901 to it: `# noqa: DL005, DL901`.
-
-    ## Fix safety
-    The fix removes the codes it reports from the comment, and the whole directive when no
-    code is left (other text in the comment stays). It is safe: those codes suppress
-    nothing. Adding the missing colon to `# noqa DL005` is unsafe: the line's other codes
-    are reported again.
-    """
-
-    code = "DL901"
-    name = "unused-suppression"
-    summary = "Suppression comment for a code that reports nothing here"
-    severity = "warning"
-    fixable = True
+def unreadable(path: str, error: Exception) -> Finding:
+    """DL902 for an error of reading or decoding a file (devicelint.source, devicelint.document)."""
+    if isinstance(error, FileNotFoundError):
+        return diagnostic(UNREADABLE, path, "No such file or directory")
+    if isinstance(error, OSError):
+        return diagnostic(UNREADABLE, path, f"Cannot read file: {error.strerror or error}")
+    return diagnostic(UNREADABLE, path, str(error))
 
 
-class UnreadableFileDiagnostic(Rule):
-    """## What it does
-    Reports a path that cannot be linted: it does not exist, cannot be read, is not valid
-    text in its declared encoding (UTF-8 unless a PEP 263 coding cookie says otherwise),
-    holds NUL bytes, or is larger than `max-file-size`.
-
-    ## Why is this bad?
-    A file the linter silently skips is a file nobody checked.
-    """
-
-    code = "DL902"
-    name = "unreadable-file"
-    summary = "File cannot be read"
-    severity = "error"
-
-
-DIAGNOSTICS = (SyntaxErrorDiagnostic, UnusedSuppression, UnreadableFileDiagnostic)
+def python_syntax_error(path: str, source: str) -> list[Finding]:
+    """DL900 from CPython's parser (faster than libcst's), for files no rule needs parsed."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
+            compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        message = f"Cannot parse: {error.msg}"
+        return [diagnostic(SYNTAX_ERROR, path, message, error.lineno or 1, error.offset or 1)]
+    except (RecursionError, MemoryError, ValueError) as error:
+        deep = isinstance(error, (RecursionError, MemoryError))  # MemoryError: "too complex"
+        kind = "too deeply nested (Python's own parser gives up)" if deep else str(error)
+        return [diagnostic(SYNTAX_ERROR, path, f"Cannot parse: {kind}")]
+    return []

@@ -1,10 +1,13 @@
-"""files -> parse -> rules -> findings. One parse and one traversal per file."""
+"""text -> parse -> rules -> findings. One parse and one traversal per file.
+
+`lint_source` lints one Python text, `lint_document` a file read by devicelint.document (a
+notebook's cells too). Reading files, choosing rules and filtering findings by configuration
+belong to the pipeline (devicelint/runner.py); `# noqa` comments are applied here, where the
+text is, so that DL901 can tell which of them suppressed nothing.
+"""
 
 from __future__ import annotations
 
-import ast
-import os
-import tokenize
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
@@ -12,21 +15,13 @@ import libcst as cst
 
 from devicelint import safe_parse
 from devicelint.context import FileContext
+from devicelint.diagnostics import SYNTAX_ERROR, UNUSED_SUPPRESSION, diagnostic, python_syntax_error
+from devicelint.document import Document
 from devicelint.finding import Finding, Fix
+from devicelint.notebook import blank_magics
 from devicelint.rule import Rule, all_rules
+from devicelint.source import split_lines
 from devicelint.suppress import is_suppressed, parse_suppressions, skips_file
-
-from devicelint.source import (  # noqa: F401 - re-exported for callers of the engine
-    SYNTAX_ERROR,
-    UNREADABLE,
-    UNUSED_SUPPRESSION,
-    SkippedFile,
-    decode_source,
-    diagnostic as _diagnostic,
-    python_syntax_error as _python_syntax_error,
-    read_regular,
-    split_lines,
-)
 
 
 @dataclass
@@ -37,29 +32,24 @@ class FileResult:
     suppressions: Optional[dict] = None
 
 
-def read_source(path: str, max_size: int) -> str:
-    """The file's text; raises OSError/ValueError with a message fit for a diagnostic."""
-    return decode_source(read_regular(path, max_size))
-
-
 def rules_for(source: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
     """Rules whose prefilter tokens occur in the text (a cheap check before parsing)."""
     return [r for r in rules if not r.tokens or any(t in source for t in r.tokens)]
 
 
-def _syntax_error(path: str, error: Exception, source: Optional[str] = None) -> Finding:
+def _syntax_error(path: str, error: Exception, source: str) -> Finding:
     if isinstance(error, cst.ParserSyntaxError):
         # CPython's parser says where and what far better than libcst's (which reports an
         # unclosed bracket at the end of the file): prefer it when it fails too.
-        precise = _python_syntax_error(path, source) if source is not None else []
+        precise = python_syntax_error(path, source)
         if precise:
             return precise[0]
         first = str(error).strip().splitlines()[0] if str(error).strip() else "invalid syntax"
         message = f"Cannot parse: {error.message}" if error.message else f"Cannot parse: {first}"
-        return _diagnostic(SYNTAX_ERROR, path, message, error.raw_line, error.raw_column + 1)
+        return diagnostic(SYNTAX_ERROR, path, message, error.raw_line, error.raw_column + 1)
     if isinstance(error, RecursionError):
-        return _diagnostic(SYNTAX_ERROR, path, "Cannot parse: nesting too deep for the parser")
-    return _diagnostic(SYNTAX_ERROR, path, f"Cannot parse: {error}")
+        return diagnostic(SYNTAX_ERROR, path, "Cannot parse: nesting too deep for the parser")
+    return diagnostic(SYNTAX_ERROR, path, f"Cannot parse: {error}")
 
 
 def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
@@ -73,7 +63,7 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
     active = rules_for(source, rules)
     if not active:
         # No rule can match: only check that the file parses, with CPython's (faster) parser.
-        errors = _python_syntax_error(path, source)
+        errors = python_syntax_error(path, source)
         if errors:
             return FileResult(path, errors)
         # Every suppression naming an enabled rule is unused here (DL901).
@@ -98,7 +88,7 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
     except RecursionError:
         # The walk is iterative, but libcst's code generation and visitors that rules use
         # recurse: a tree deeper than Python's recursion limit cannot be analysed.
-        return FileResult(path, [_diagnostic(
+        return FileResult(path, [diagnostic(
             SYNTAX_ERROR, path, "Cannot analyse: the code is nested too deeply for devicelint")])
 
 
@@ -130,7 +120,7 @@ def _unused(path: str, source: str, table: dict, rules: Sequence[type[Rule]]) ->
             problems = _suppression_problems(suppression, unused, unknown)
             if not problems or _keeps_dl901(table[line], suppression):
                 continue
-            finding = _diagnostic(UNUSED_SUPPRESSION, path, "; ".join(problems), line, suppression.column)
+            finding = diagnostic(UNUSED_SUPPRESSION, path, "; ".join(problems), line, suppression.column)
             finding.end_column = max(len(text) + 1, suppression.column)
             finding.fix = _suppression_fix(suppression, text, {*unused, *unknown})
             found.append(finding)
@@ -251,29 +241,38 @@ def _fix(ctx: FileContext, report) -> Optional[Fix]:
     return Fix(line, column, end_line, end_column, content, report.fix_safe, report.fix_description)
 
 
-def lint_file(path: str, display: str, rules: Sequence[type[Rule]], max_size: int) -> FileResult:
-    if path.endswith(".ipynb") and not os.path.isdir(path):
-        from devicelint.notebook import lint_notebook
+def lint_document(document: Document, display: str, rules: Sequence[type[Rule]], *,
+                  honour_noqa: bool = True) -> FileResult:
+    """Lint a document (devicelint.document) under the name `display`. A notebook's findings
+    gain their cell positions; a notebook cell that does not parse is reported on its own and
+    the other cells are still linted."""
+    result = lint_source(display, document.text, rules, honour_noqa=honour_noqa,
+                         disk_path=document.path)
+    if document.notebook is not None:
+        if any(f.code == SYNTAX_ERROR for f in result.findings):
+            result = _without_broken_cells(document, display, rules, honour_noqa)
+        document.annotate(result.findings)
+    return result
 
+
+def _without_broken_cells(document: Document, display: str, rules: Sequence[type[Rule]],
+                          honour_noqa: bool) -> FileResult:
+    errors = []
+    parts = []
+    for cell in document.notebook.cells:
+        text = "".join(blank_magics(cell.lines, set()))
         try:
-            return lint_notebook(display, read_regular(path, max_size), rules)
-        except SkippedFile as error:
-            return FileResult(display, [_diagnostic(UNREADABLE, display, str(error))])
-        except OSError as error:
-            reason = error.strerror or str(error)
-            return FileResult(display, [_diagnostic(UNREADABLE, display, f"Cannot read file: {reason}")])
-    try:
-        source = read_source(path, max_size)
-    except FileNotFoundError:
-        return FileResult(display, [_diagnostic(UNREADABLE, display, "No such file or directory")])
-    except SkippedFile as error:
-        return FileResult(display, [_diagnostic(UNREADABLE, display, str(error))])
-    except OSError as error:
-        reason = error.strerror or str(error)
-        return FileResult(display, [_diagnostic(UNREADABLE, display, f"Cannot read file: {reason}")])
-    except ValueError as error:
-        return FileResult(display, [_diagnostic(UNREADABLE, display, f"Cannot read file: {error}")])
-    return lint_source(display, source, rules)
+            safe_parse.parse_module(text)  # plain libcst can SIGSEGV on deep nesting
+            parts.append(text)
+        except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
+            finding = _syntax_error(display, error, text)
+            finding.line += cell.start - 1
+            finding.end_line += cell.start - 1
+            errors.append(finding)
+            parts.append("".join("\n" for _ in cell.lines))
+    result = lint_source(display, "".join(parts), rules, honour_noqa=honour_noqa)
+    result.findings = sorted(result.findings + errors, key=Finding.sort_key)
+    return result
 
 
 def enabled_rules(codes: Iterable[str]) -> list[type[Rule]]:

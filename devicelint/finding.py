@@ -39,8 +39,6 @@ class Finding:
     # Other places the finding names (SARIF relatedLocations): a host read inside the helper
     # a reported call runs. Each {"line", "column", "message"} and, in another file, "path".
     related: list[dict[str, Any]] = field(default_factory=list)
-    # Not part of the JSON contract: the source line, for text output.
-    source_line: str = field(default="", compare=False, repr=False)
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code, self.message)

@@ -15,8 +15,9 @@ apply, `fix_text` runs rounds:
 Only then is the file written, once, atomically. The findings of a fixed file are those of the
 final re-lint, so a fixed finding is not reported again.
 
-Reading and writing a file go through exactly two functions, `read_document` and
-`write_document`; see `read_document` for how to add another kind of document (notebooks).
+Files are read as devicelint.document.Document (a notebook is its code cells as one text)
+and written back through `write_document` only. Which fixes to apply and which findings count
+are the caller's (`accept`, `keep`): the pipeline passes the run's filter (devicelint/runner.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
-import tokenize
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,10 +33,11 @@ from typing import Callable, Iterable, Optional, Sequence
 import libcst as cst
 
 from devicelint import safe_parse
-from devicelint.engine import decode_source, enabled_rules, lint_source
+from devicelint.document import Document, read_document
+from devicelint.engine import lint_source
 from devicelint.finding import Finding, Fix
 from devicelint.rule import Rule
-from devicelint.source import LINE_BREAK_RE, line_starts, read_regular, replace_file, split_lines
+from devicelint.source import LINE_BREAK_RE, line_starts, replace_file, split_lines
 
 # Rounds of lint -> apply per file. Real fixes settle in 2-3 rounds (one per level of
 # nesting); more means two fixes undo each other.
@@ -46,58 +47,21 @@ MAX_ROUNDS = 10
 _NEWLINE_RE = LINE_BREAK_RE
 
 
-# -- documents: the only place that knows how a file's text is stored ---------------------
+# -- documents (devicelint/document.py reads them; the fixer checks they round-trip) ---------
 
 
-@dataclass
-class Document:
-    """A file as the fixer sees it: the Python text the rules lint, and how to store a new
-    version of that text."""
-
-    path: str
-    text: str
-    original: bytes
-    # New text -> the file's new bytes. Raises ValueError (or UnicodeEncodeError) when the
-    # text cannot be stored, e.g. a character the file's encoding lacks.
-    encode: Callable[[str], bytes]
-    # Gives findings of the (fixed) text their positions in the file, e.g. notebook cells.
-    annotate: Optional[Callable[[list[Finding]], None]] = None
-
-
-def read_document(path: str) -> Document:
-    """Read `path` into a Document. Raises OSError, or ValueError with a message.
-
-    This and `write_document` are the seam for other kinds of files. A `.py` file is its text
-    in its declared encoding (BOM / PEP 263 cookie, else UTF-8); `encode` writes it back with
-    the same encoding and BOM. Line endings need no handling here: the text keeps its
-    `\\r\\n` and the fixer writes new line breaks in the file's own style.
-
-    To support Jupyter notebooks, dispatch on the suffix here: for `.ipynb`, `text` would be
-    the code cells joined (with a map from text lines to cells), and `encode` would split the
-    new text back into those cells and dump the JSON with every output, metadata field and
-    markdown cell as it was. Nothing else in this module needs to change.
-    """
-    if path.endswith(".ipynb"):
-        from devicelint.notebook import fix_document
-
-        return fix_document(path)
-    data = read_regular(path)
-    text = decode_source(data)
-    encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
-
-    def encode(new_text: str) -> bytes:
-        # "utf-8-sig" writes the BOM back when the file had one.
-        return new_text.encode(encoding)
-
-    # Refuse what would not round-trip byte for byte (say, two BOMs): then bytes outside the
-    # fixed spans could change.
+def fixable_document(path: str) -> Document:
+    """Read `path` for fixing. Raises OSError, or ValueError with a message. A `.py` file
+    that would not be written back byte for byte (say, two BOMs) is refused: then bytes
+    outside the fixed spans could change."""
+    document = read_document(path)
     try:
-        same = encode(text) == data
-    except UnicodeEncodeError:
+        same = document.encode(document.text) == document.original
+    except ValueError:  # UnicodeEncodeError, or a notebook that does not round-trip
         same = False
-    if not same:
-        raise ValueError(f"cannot write this file back unchanged in {encoding}")
-    return Document(path, text, data, encode)
+    if not same and document.notebook is None:
+        raise ValueError(f"cannot write this file back unchanged in {document.encoding}")
+    return document
 
 
 def write_document(document: Document, text: str) -> None:
@@ -305,6 +269,18 @@ def _ast_error(text: str) -> Optional[str]:
     return None
 
 
+def fix_still_parses(text: str, fix: Fix) -> bool:
+    """Whether `text` with `fix` applied still parses, as the fixer checks before it writes
+    (libcst, and `ast` when `text` itself parses with it). For editors offering one fix."""
+    starts = line_starts(text)
+    start = _offset(text, starts, fix.line, fix.column)
+    end = _offset(text, starts, fix.end_line, fix.end_column)
+    if start is None or end is None or end < start:
+        return False
+    new = text[:start] + _NEWLINE_RE.sub(_first_newline(text), fix.content) + text[end:]
+    return _parse_error(new, _ast_error(text) is None) is None
+
+
 def _offset(text: str, starts: list[int], line: int, column: int) -> Optional[int]:
     if not 1 <= line <= len(starts) or column < 1:
         return None
@@ -341,42 +317,28 @@ class FixOutcome:
     messages: list[str] = field(default_factory=list)  # for stderr: dropped fixes etc.
 
 
-def apply_fixes(
+def fix_files(
     findings: list[Finding],
+    rules: Sequence[type[Rule]],
+    accept: Callable[[Fix], bool],
+    keep: Callable[[Finding], bool],
     *,
-    unsafe: bool = False,
     diff_only: bool = False,
-    settings=None,
-    enabled: Optional[Sequence[str]] = None,
     max_rounds: int = MAX_ROUNDS,
+    lint_path: Callable[[str], Optional[str]] = lambda path: None,
 ) -> FixOutcome:
-    """Fix the files that `findings` (a run's findings, paths as reported) have applicable
-    fixes in. `enabled` are the run's rule codes (default: from `settings`). With
-    `diff_only`, nothing is written and `diff` holds what would change."""
-    from devicelint.config import Settings, enabled_codes
-    from devicelint.rule import all_rules
-    from devicelint.discovery import ProjectPaths
-    from devicelint.runner import _ignored_by_path
-
-    settings = settings if settings is not None else Settings()
-    codes = list(enabled) if enabled is not None else enabled_codes(settings, all_rules())
-    code_set = set(codes)
-    rules = enabled_rules(codes)
-
-    def accept(fix: Fix) -> bool:
-        return fix.safe or unsafe
-
-    def keep(finding: Finding) -> bool:
-        return finding.code in code_set and not _ignored_by_path(finding, settings)
-
+    """Fix the files that `findings` (a run's findings, paths as reported) have fixes in
+    that `accept` allows, linting with `rules` and counting the findings `keep` allows (the
+    run's filter). Rules see `lint_path(path)` if it gives one (the path relative to the
+    project root, as in the run). With `diff_only`, nothing is written and `diff` holds what
+    would change."""
     outcome = FixOutcome()
     diffs = []
-    project = ProjectPaths(settings.root)
     for path, group in _by_path(findings).items():
         if not any(f.fix is not None and accept(f.fix) for f in group):
             outcome.remaining.extend(group)
             continue
-        result = _fix_file(path, rules, accept, keep, diff_only, max_rounds, outcome, project.key(path))
+        result = _fix_file(path, rules, accept, keep, diff_only, max_rounds, outcome, lint_path(path))
         if result is None:
             outcome.remaining.extend(group)
             continue
@@ -397,13 +359,12 @@ def _fix_file(path, rules, accept, keep, diff_only, max_rounds, outcome, lint_pa
     """(document, TextFix) when the file changes (and was written unless `diff_only`),
     else None."""
     try:
-        document = read_document(path)
+        document = fixable_document(path)
     except (OSError, ValueError) as error:
         outcome.messages.append(f"{path}: not fixed: {error}")
         return None
     fixed = fix_text(path, document.text, rules, accept, keep, max_rounds, lint_path)
-    if document.annotate is not None:
-        document.annotate(fixed.findings)
+    document.annotate(fixed.findings)
     outcome.messages.extend(fixed.messages)
     if fixed.text == document.text:
         return None

@@ -44,11 +44,12 @@ class DeviceLintChecker:
             option_manager.extend_default_ignore(off)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
+        from devicelint.diagnostics import SYNTAX_ERROR
         from devicelint.engine import lint_source
 
         source = "".join(self.lines)
         result = lint_source(self.filename, source, _rules(), honour_noqa=False)
         for finding in result.findings:
-            if finding.code == "DL900":
+            if finding.code == SYNTAX_ERROR:
                 continue  # flake8 reports E999 itself
             yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)

@@ -72,3 +72,49 @@ class ImportTable:
             else:
                 return None
         return f"{target}.{rest}" if rest else target
+
+
+# -- call arguments -----------------------------------------------------------------------
+
+def int_value(node: cst.CSTNode) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return None
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = int_value(node.expression)
+        return -inner if inner is not None else None
+    return None
+
+
+def positional_args(call: cst.Call) -> list[cst.BaseExpression]:
+    out = []
+    for arg in call.args:
+        if arg.keyword is not None or arg.star:
+            break
+        out.append(arg.value)
+    return out
+
+
+def call_arg(call: cst.Call, index: int, keyword: str) -> Optional[cst.BaseExpression]:
+    """The argument at position `index` or named `keyword`, if given."""
+    positional = 0
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == keyword:
+                return arg.value
+            continue
+        if arg.star:
+            return None
+        if positional == index:
+            return arg.value
+        positional += 1
+    return None
+
+
+def keyword_arg(call: cst.Call, keyword: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    return None

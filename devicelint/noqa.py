@@ -9,13 +9,15 @@ changing the program: such findings are skipped and reported, never edited.
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+from devicelint.diagnostics import ENGINE_CODES
+from devicelint.document import parse_document
 from devicelint.finding import Finding
+from devicelint.notebook import NotebookError, load, replace_lines
 from devicelint.source import SkippedFile, WriteRefused, read_regular, readline, replace_file, split_lines
 from devicelint.suppress import NOQA_RE
 
@@ -36,14 +38,11 @@ class NoqaOutcome:
 
 
 def add_noqa(findings: Iterable[Finding]) -> NoqaOutcome:
-    from devicelint.diagnostics import DIAGNOSTICS
-
     # Engine diagnostics are about the file (unparsable, unreadable, stale suppression):
     # a noqa comment does not answer them.
-    engine_codes = {rule.code for rule in DIAGNOSTICS}
     by_file: dict[str, dict[int, set[str]]] = {}
     for finding in findings:
-        if finding.code in engine_codes:
+        if finding.code in ENGINE_CODES:
             continue
         by_file.setdefault(finding.path, {}).setdefault(finding.line, set()).add(finding.code)
     outcome = NoqaOutcome()
@@ -64,27 +63,29 @@ def _add_to_file(path: str, wanted: dict[int, set[str]], skipped: list[Skipped])
     if path.endswith(".ipynb"):
         return _add_to_notebook(path, data, wanted, skipped)
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        text = data.decode(encoding)
-    except (SyntaxError, UnicodeDecodeError, LookupError) as error:
+        document = parse_document(path, data)
+    except ValueError as error:
         _skip_all(path, wanted, skipped, f"cannot decode the file: {error}")
         return 0
-    lines = split_lines(text, keepends=True)
-    edits = _edits(path, text, wanted, skipped)
+    lines = split_lines(document.text, keepends=True)
+    edits = noqa_edits(path, document.text, wanted, skipped)
     if not edits:
         return 0
     for line, new in edits.items():
         old = lines[line - 1]
         lines[line - 1] = new + old[len(old.rstrip("\r\n")):]
-    return _write(path, "".join(lines).encode(encoding), data, {n: wanted[n] for n in edits}, skipped)
+    try:
+        new_data = document.encode("".join(lines))
+    except ValueError as error:
+        _skip_all(path, wanted, skipped, f"cannot encode the file: {error}")
+        return 0
+    return _write(path, new_data, data, {n: wanted[n] for n in edits}, skipped)
 
 
 def _add_to_notebook(path: str, data: bytes, wanted: dict[int, set[str]], skipped: list[Skipped]) -> int:
-    from devicelint.notebook import NotebookError, load, replace_lines
-
     try:
         source = load(data).source
-        edits = _edits(path, source, wanted, skipped)
+        edits = noqa_edits(path, source, wanted, skipped)
         if not edits:
             return 0
         new = replace_lines(data, edits)
@@ -115,8 +116,9 @@ def _skip_all(path: str, wanted: dict[int, set[str]], skipped: list[Skipped], re
         skipped.append(Skipped(path, line, sorted(codes), reason))
 
 
-def _edits(path: str, text: str, wanted: dict[int, set[str]], skipped: list[Skipped]) -> dict[int, str]:
-    """New text (without line ending) for each line that takes a comment."""
+def noqa_edits(path: str, text: str, wanted: dict[int, set[str]], skipped: list[Skipped]) -> dict[int, str]:
+    """New text (without line ending) for each line of `text` that takes a `# noqa` comment
+    for the codes `wanted` on it; lines that cannot take one are added to `skipped`."""
     try:
         comments, unsafe = _scan(text)
     except (tokenize.TokenError, SyntaxError) as error:

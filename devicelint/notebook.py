@@ -1,4 +1,4 @@
-"""Jupyter notebooks: lint the code cells of an `.ipynb` as one virtual Python file.
+"""Jupyter notebooks: the code cells of an `.ipynb` as one virtual Python file.
 
 The virtual source is every code cell's text, in order, with nothing between cells, so that
 imports in cell 1 resolve in cell 7 and one parse serves the whole notebook. IPython-only
@@ -316,56 +316,7 @@ def virtual_lines(path: str) -> tuple[str, ...]:
     return tuple(lines)
 
 
-# -- linting -------------------------------------------------------------------------------
-
-def lint_notebook(display: str, data: bytes, rules, **options):
-    """Lint a notebook's bytes like engine.lint_source lints a file's text."""
-    from devicelint.engine import UNREADABLE, FileResult, _diagnostic, lint_source
-
-    try:
-        notebook = load(data)
-    except NotebookError as error:
-        return FileResult(display, [_diagnostic(UNREADABLE, display, f"Cannot read notebook: {error}")])
-    source = notebook.source
-    result = lint_source(display, source, rules, **options)
-    broken = [f for f in result.findings if f.code == "DL900"]
-    if broken:
-        # One bad cell must not hide the others: report each cell that does not parse on
-        # its own, blank it, and lint the rest.
-        result, source = _without_broken_cells(display, notebook, rules, options)
-    for finding in result.findings:
-        where = notebook.locate(finding.line)
-        if where is not None:
-            finding.cell, finding.cell_line = where
-    return result
-
-
-def _without_broken_cells(display: str, notebook: Notebook, rules, options):
-    import libcst as cst
-
-    from devicelint import safe_parse
-    from devicelint.engine import _syntax_error, lint_source
-
-    errors = []
-    parts = []
-    for cell in notebook.cells:
-        text = "".join(blank_magics(cell.lines, set()))
-        try:
-            safe_parse.parse_module(text)  # plain libcst can SIGSEGV on deep nesting
-            parts.append(text)
-        except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
-            finding = _syntax_error(display, error, text)
-            finding.line += cell.start - 1
-            finding.end_line += cell.start - 1
-            errors.append(finding)
-            parts.append("".join("\n" for _ in cell.lines))
-    source = "".join(parts)
-    result = lint_source(display, source, rules, **options)
-    result.findings = sorted(result.findings + errors, key=lambda f: f.sort_key())
-    return result, source
-
-
-# -- writing -------------------------------------------------------------------------------
+# -- writing (devicelint.document.Document.encode, --add-noqa) ------------------------------
 
 def replace_lines(data: bytes, edits: dict[int, str]) -> bytes:
     """The notebook with virtual-source lines replaced (`edits`: 1-based virtual line ->
@@ -385,12 +336,6 @@ def replace_lines(data: bytes, edits: dict[int, str]) -> bytes:
         cell.lines[within] = text + ending
         touched[cell.index] = cell.lines
     return dump(notebook.document, data, touched)
-
-
-def replace_cells(data: bytes, sources: dict[int, str]) -> bytes:
-    """The notebook with the text of some cells (1-based index -> new text) replaced."""
-    notebook = load(data)
-    return dump(notebook.document, data, {i: _split(t) for i, t in sources.items()})
 
 
 def dump(document: dict, original: bytes, cells: dict[int, list[str]]) -> bytes:
@@ -435,30 +380,7 @@ def viewer_region(finding) -> tuple[int, int, int, int]:
     return start[0], start[1], end[0], end[1]
 
 
-# -- the fixer's document (devicelint/fix.py read_document) --------------------------------
-
-def fix_document(path: str):
-    """A fix.Document for a notebook: `text` is the virtual source; `encode` maps the fixed
-    text back into the cells (magic lines restored, outputs and metadata kept); `annotate`
-    gives re-linted findings their cell positions."""
-    from devicelint.fix import Document
-
-    data = read_regular(path)
-    notebook = load(data)
-
-    def encode(new_text: str) -> bytes:
-        return dump(notebook.document, data, _cells_of(notebook, new_text))
-
-    def annotate(findings) -> None:
-        for finding in findings:
-            where = notebook.locate(finding.line)
-            if where is not None:
-                finding.cell, finding.cell_line = where
-
-    return Document(path, notebook.source, data, encode, annotate)
-
-
-def _cells_of(notebook: Notebook, new_text: str) -> dict[int, list[str]]:
+def cells_of(notebook: Notebook, new_text: str) -> dict[int, list[str]]:
     """Split a fixed virtual source back into cells. Cell boundaries and magic lines are
     carried over through a line diff; a change that straddles two cells is refused."""
     import difflib

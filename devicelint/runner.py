@@ -1,4 +1,12 @@
-"""Lint a set of paths: discovery, cache, parallel workers, suppression by config."""
+"""The pipeline: discover -> read -> lint -> filter -> cache, for a set of paths.
+
+One read path: `read_file` gives a file's bytes (or a DL902 finding), `lint_bytes` turns bytes
+into findings (devicelint.document parses them, the engine lints them; a file no enabled
+rule's tokens occur in is only syntax-checked, without importing the engine or libcst).
+One filter: `FindingFilter` keeps the findings of the enabled codes that no
+`per-file-ignores` entry drops; linting, `--fix` and the language server all use it.
+(`# noqa` comments are the engine's: it applies them where the text is.)
+"""
 
 from __future__ import annotations
 
@@ -18,14 +26,14 @@ from devicelint import __version__
 from devicelint.cache import CACHE_DIR_NAME, Cache, entry_key
 from devicelint.cache import warn as cache_warning
 from devicelint.config import Settings, enabled_codes, expand_codes, load_settings
-from devicelint.discovery import Candidate, ProjectPaths, discover
+from devicelint.discovery import ProjectPaths, discover
+from devicelint.diagnostics import (
+    SYNTAX_ERROR, UNREADABLE, UNUSED_SUPPRESSION, diagnostic, python_syntax_error, unreadable,
+)
+from devicelint.document import parse_document
 from devicelint.finding import Finding
 from devicelint.rule import rule_catalog, signature
-from devicelint.source import (
-    UNREADABLE, SkippedFile, decode_source, in_package_directory, needs_parse,
-    python_syntax_error, read_regular,
-)
-from devicelint.source import diagnostic as _diagnostic
+from devicelint.source import SkippedFile, in_package_directory, read_regular
 
 # Below this many files to (re)lint, a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
@@ -71,56 +79,62 @@ def resolve_settings(paths: Sequence[str], overrides: Overrides) -> Settings:
     return replace(settings, **updates)
 
 
-def _lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> list[dict]:
-    if path.endswith(".ipynb"):
-        from devicelint.engine import enabled_rules
-        from devicelint.notebook import lint_notebook
+def needs_parse(source: str, tokens: list[tuple[str, ...]], judge_suppressions: bool = False) -> bool:
+    """True if some enabled rule's prefilter tokens occur in the text (or a suppression
+    comment, when DL901 must judge it)."""
+    if judge_suppressions and ("noqa" in source.lower() or "devicelint:" in source):
+        return True
+    return any(not group or any(t in source for t in group) for group in tokens)
 
-        return [f.to_dict() for f in lint_notebook(display, data, enabled_rules(codes)).findings]
+
+def lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> list[Finding]:
+    """The findings of the enabled `codes` in a file's bytes (`path` says what kind of file:
+    a notebook or Python; findings are reported under `display`)."""
     try:
-        source = decode_source(data)
+        document = parse_document(path, data)
     except ValueError as error:
-        return [_diagnostic(UNREADABLE, display, f"Cannot read file: {error}").to_dict()]
-    catalog = rule_catalog()
-    tokens = [catalog[code].tokens for code in codes if catalog[code].has_handlers]
-    # A file with suppression comments still goes to the engine: DL901 (unused suppression)
-    # must judge them even when no rule can match.
-    if not needs_parse(source, tokens, judge_suppressions="DL901" in codes):
-        # No enabled rule can match: the engine (and libcst) is not even imported.
-        errors = python_syntax_error(display, source) if "DL900" in codes else []
-        return [f.to_dict() for f in errors]
-    from devicelint.engine import enabled_rules, lint_source
+        return [unreadable(display, error)]
+    if document.notebook is None:
+        catalog = rule_catalog()
+        tokens = [catalog[code].tokens for code in codes if catalog[code].has_handlers]
+        # A file with suppression comments still goes to the engine: DL901 (unused
+        # suppression) must judge them even when no rule can match.
+        if not needs_parse(document.text, tokens, judge_suppressions=UNUSED_SUPPRESSION in codes):
+            # No enabled rule can match: the engine (and libcst) is not even imported.
+            return python_syntax_error(display, document.text) if SYNTAX_ERROR in codes else []
+    from devicelint.engine import enabled_rules, lint_document
 
-    result = lint_source(display, source, enabled_rules(codes), disk_path=path)
-    return [f.to_dict() for f in result.findings]
+    return lint_document(document, display, enabled_rules(codes)).findings
+
+
+def read_file(path: str, display: str, max_size: int) -> tuple[Optional[bytes], Optional[Finding]]:
+    """(the file's bytes, None), or (None, the DL902 finding saying why it cannot be read)."""
+    try:
+        return read_regular(path, max_size), None
+    except (OSError, SkippedFile) as error:  # SkippedFile: a FIFO, a device, too large
+        return None, unreadable(display, error)
+
+
+def lint_file(path: str, display: str, codes: Sequence[str], max_size: int) -> list[Finding]:
+    """Read and lint one file, unfiltered by configuration."""
+    data, problem = read_file(path, display, max_size)
+    return [problem] if problem is not None else lint_bytes(path, display, data, codes)
 
 
 def _worker(job: tuple[str, str, bytes, tuple[str, ...]]) -> list[dict]:
     path, display, data, codes = job
     try:
-        return _lint_bytes(path, display, data, codes)
+        return [f.to_dict() for f in lint_bytes(path, display, data, codes)]
     except Exception as error:  # noqa: BLE001 - one bad file must not end the run
         return [_internal_error(display, error).to_dict()]
 
 
 def _internal_error(display: str, error: Exception) -> Finding:
-    return _diagnostic(
-        "DL900", display,
+    return diagnostic(
+        SYNTAX_ERROR, display,
         f"Internal error while linting this file ({type(error).__name__}: {error}); "
         "please report it with the file",
     )
-
-
-def _read(candidate: Candidate, max_size: int) -> tuple[Optional[bytes], Optional[Finding]]:
-    try:
-        return read_regular(candidate.path, max_size), None
-    except FileNotFoundError:
-        return None, _diagnostic(UNREADABLE, candidate.display, "No such file or directory (deleted while linting?)")
-    except SkippedFile as error:  # a FIFO, a device, too large: never read
-        return None, _diagnostic(UNREADABLE, candidate.display, str(error))
-    except OSError as error:
-        reason = error.strerror or str(error)
-        return None, _diagnostic(UNREADABLE, candidate.display, f"Cannot read file: {reason}")
 
 
 class PathIgnores:
@@ -150,17 +164,18 @@ class PathIgnores:
         return False
 
 
-# (root, per-file-ignores) -> PathIgnores of the last call: fix.py and the server call per finding.
-_path_ignores_memo: list = [None, None]
+class FindingFilter:
+    """The one filter of a run's findings: the enabled codes (select, ignore, extend-select)
+    and `per-file-ignores`."""
 
+    def __init__(self, settings: Settings, codes: Sequence[str],
+                 project: Optional[ProjectPaths] = None) -> None:
+        self.codes = frozenset(codes)
+        self.path_ignores = PathIgnores(settings, project)
 
-def _ignored_by_path(finding: Finding, settings: Settings) -> bool:
-    if not settings.per_file_ignores:
-        return False
-    key = (settings.root, {k: list(v) for k, v in settings.per_file_ignores.items()})
-    if _path_ignores_memo[0] != key:
-        _path_ignores_memo[:] = [key, PathIgnores(settings)]
-    return _path_ignores_memo[1].ignored(finding)
+    def keep(self, finding: Finding, relative: Optional[str] = None) -> bool:
+        """`relative`: the finding's path relative to the project root, when known."""
+        return finding.code in self.codes and not self.path_ignores.ignored(finding, relative)
 
 
 def lint_paths(
@@ -175,7 +190,7 @@ def lint_paths(
     settings = settings or resolve_settings(paths, overrides)
     codes = enabled_codes(settings, rule_catalog())
     candidates, problems = discover(list(paths), settings, bool(settings.force_exclude))
-    findings = [_diagnostic(UNREADABLE, p.display, p.message) for p in problems]
+    findings = [diagnostic(UNREADABLE, p.display, p.message) for p in problems]
     project = ProjectPaths(settings.root)
     cache = _open_cache(settings, project, codes) if use_cache else None
     jobs_to_run = []
@@ -185,7 +200,7 @@ def lint_paths(
     for candidate in candidates:
         inside = not candidate.relative.startswith("../")
         relative_of[candidate.display] = candidate.relative if inside else None
-        data, problem = _read(candidate, settings.max_file_size)
+        data, problem = read_file(candidate.path, candidate.display, settings.max_file_size)
         if problem is not None:
             findings.append(problem)
             continue
@@ -206,9 +221,8 @@ def lint_paths(
         findings.extend(Finding.from_dict({**f, "path": display}) for f in result)
     if cache is not None:
         cache.save()
-    path_ignores = PathIgnores(settings, project)
-    findings = [f for f in findings if f.code in codes]
-    findings = [f for f in findings if not path_ignores.ignored(f, relative_of.get(f.path))]
+    selected = FindingFilter(settings, codes, project)
+    findings = [f for f in findings if selected.keep(f, relative_of.get(f.path))]
     findings.sort(key=Finding.sort_key)
     return LintRun(findings, len(candidates), cached, codes, settings)
 
@@ -220,13 +234,13 @@ def lint_text(data: bytes, display: str, settings: Settings) -> LintRun:
     project = ProjectPaths(settings.root)
     relative = project.relative(display) if display != "-" else None
     if len(data) > settings.max_file_size:
-        found = [_diagnostic(UNREADABLE, display, f"File is {len(data):,} bytes, over max-file-size "
-                                                  f"({settings.max_file_size:,}); skipped")]
+        found = [diagnostic(UNREADABLE, display, f"File is {len(data):,} bytes, over max-file-size "
+                                                 f"({settings.max_file_size:,}); skipped")]
     else:
         found = [Finding.from_dict({**f, "path": display})
                  for f in _worker((display, relative or display, data, tuple(codes)))]
-    path_ignores = PathIgnores(settings, project)
-    found = [f for f in found if f.code in codes and not path_ignores.ignored(f, relative)]
+    selected = FindingFilter(settings, codes, project)
+    found = [f for f in found if selected.keep(f, relative)]
     found.sort(key=Finding.sort_key)
     return LintRun(found, 1, 0, codes, settings)
 
@@ -318,3 +332,28 @@ def _watch_parent(parent: int) -> None:
 def run_lint(paths: Sequence[str], select: Optional[list[str]] = None) -> list[Finding]:
     """Library entry point: findings for `paths` with the project's configuration."""
     return lint_paths(paths, Overrides(select=select), use_cache=False).findings
+
+
+def apply_fixes(
+    findings: list[Finding],
+    *,
+    unsafe: bool = False,
+    diff_only: bool = False,
+    settings: Optional[Settings] = None,
+    enabled: Optional[Sequence[str]] = None,
+    max_rounds: Optional[int] = None,
+):
+    """`--fix` / `--diff` over a run's findings: the run's rules (`enabled`, default from
+    `settings`) and filter; safe fixes, and unsafe ones with `unsafe`. Returns
+    devicelint.fix.FixOutcome."""
+    from devicelint.engine import enabled_rules
+    from devicelint.fix import MAX_ROUNDS, fix_files
+
+    settings = settings if settings is not None else Settings()
+    codes = list(enabled) if enabled is not None else enabled_codes(settings, rule_catalog())
+    project = ProjectPaths(settings.root)
+    selected = FindingFilter(settings, codes, project)
+    return fix_files(
+        findings, enabled_rules(codes), lambda fix: fix.safe or unsafe, selected.keep,
+        diff_only=diff_only, max_rounds=max_rounds or MAX_ROUNDS, lint_path=project.key,
+    )

@@ -1,23 +1,15 @@
-"""Reading source files and the engine's own diagnostics, without importing libcst: a run
-whose files are cached or hold no PyTorch code never pays for the parser."""
+"""Reading, decoding and writing user files, and cutting text into lines as Python does.
+No libcst: a run whose files are cached or hold no PyTorch code never pays for the parser."""
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import os
 import re
 import stat
 import tempfile
 import tokenize
-import warnings
 from typing import Callable, Optional
-
-from devicelint.finding import Finding
-
-SYNTAX_ERROR = "DL900"
-UNUSED_SUPPRESSION = "DL901"
-UNREADABLE = "DL902"
 
 
 # Python's tokenizer (and libcst, and CPython's parser) end a line at \n, \r\n or \r only.
@@ -63,16 +55,6 @@ def in_package_directory(path: str) -> bool:
         return False
 
 
-def diagnostic(code: str, path: str, message: str, line: int = 1, column: int = 1) -> Finding:
-    from devicelint.rule import rule_catalog
-
-    rule = rule_catalog()[code]
-    return Finding(
-        code=code, name=rule.name, path=path, line=line, column=column,
-        end_line=line, end_column=column, message=message, severity=rule.severity,
-    )
-
-
 def decode_source(data: bytes) -> str:
     """Decode like Python does: BOM, PEP 263 cookie, else UTF-8. Raises ValueError."""
     if b"\0" in data:
@@ -108,46 +90,6 @@ def _bad_byte(data: bytes, offset: int, encoding: str) -> str:
     name = "UTF-8" if encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig") else encoding
     cookie = " and no PEP 263 coding cookie" if name == "UTF-8" and b"coding" not in data[:400] else ""
     return f"not valid {name} (byte 0x{data[offset]:02x} at line {line}, column {column}){cookie}"
-
-
-def python_syntax_error(path: str, source: str) -> list[Finding]:
-    """DL900 from CPython's parser (faster than libcst's), for files no rule needs parsed."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
-            compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as error:
-        if _newer_python_parses(source):
-            return []  # newer syntax (`def f[T]()` on 3.11): libcst, which the rules use, reads it
-        message = f"Cannot parse: {error.msg}"
-        return [diagnostic(SYNTAX_ERROR, path, message, error.lineno or 1, error.offset or 1)]
-    except (RecursionError, MemoryError, ValueError) as error:
-        deep = isinstance(error, (RecursionError, MemoryError))  # MemoryError: "too complex"
-        kind = "too deeply nested (Python's own parser gives up)" if deep else str(error)
-        return [diagnostic(SYNTAX_ERROR, path, f"Cannot parse: {kind}")]
-    return []
-
-
-def _newer_python_parses(source: str) -> bool:
-    """True if libcst parses what the running CPython rejected: syntax of a newer Python
-    (type parameters and `type` statements of 3.12, 3.13's parameter defaults, 3.14's
-    unparenthesised `except A, B`). devicelint lints code for whatever Python it targets, not
-    for the Python that runs devicelint."""
-    from devicelint import safe_parse
-
-    try:
-        safe_parse.parse_module(source)
-    except Exception:  # noqa: BLE001 - any failure means: not parseable, report CPython's error
-        return False
-    return True
-
-
-def needs_parse(source: str, tokens: list[tuple[str, ...]], judge_suppressions: bool = False) -> bool:
-    """True if some enabled rule's prefilter tokens occur in the text (or a suppression
-    comment, when DL901 must judge it)."""
-    if judge_suppressions and ("noqa" in source.lower() or "devicelint:" in source):
-        return True
-    return any(not group or any(t in source for t in group) for group in tokens)
 
 
 # -- reading and writing user files ----------------------------------------------------------

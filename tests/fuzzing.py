@@ -16,7 +16,8 @@ from pathlib import Path
 import libcst as cst
 
 from devicelint import safe_parse
-from devicelint.engine import decode_source, enabled_rules, lint_source
+from devicelint.engine import enabled_rules, lint_source
+from devicelint.source import decode_source
 from devicelint.rule import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent

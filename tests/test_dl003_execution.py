@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch  # noqa: F401 - the fixtures run here need it; in the dev extra: must not skip
 
-from devicelint.engine import enabled_rules, lint_file  # noqa: E402
+from devicelint.runner import lint_file  # noqa: E402
 
 from conftest import FIXTURES  # noqa: E402
 from fixture_markers import expected_findings  # noqa: E402
@@ -37,13 +37,13 @@ def _cases(path: Path) -> list:
 
 def _fixed_text(path: Path) -> str:
     """The fixture's text with every DL003 fix applied (bottom-up, non-overlapping)."""
-    result = lint_file(str(path), str(path), enabled_rules([CODE]), 10**7)
+    findings = lint_file(str(path), str(path), [CODE], 10**7)
     text = path.read_text(encoding="utf-8")
     starts = [0]
     for line in text.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
     fixes = sorted(
-        (f.fix for f in result.findings if f.fix is not None),
+        (f.fix for f in findings if f.fix is not None),
         key=lambda fix: (fix.line, fix.column),
         reverse=True,
     )

@@ -8,7 +8,8 @@ import libcst as cst
 import pytest
 
 from devicelint.context import FileContext
-from devicelint.engine import decode_source, lint_source
+from devicelint.engine import lint_source
+from devicelint.source import decode_source
 from devicelint.rule import Rule
 from devicelint.suppress import parse_suppressions, skips_file
 

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 import devicelint.rule
 from devicelint.cli import main
 from devicelint.engine import enabled_rules
-from devicelint.fix import fix_text, read_document, unified_diff
+from devicelint.fix import fix_text, fixable_document, unified_diff
 from devicelint.rule import Rule, all_rules
 
 from conftest import FIXTURES, ROOT
@@ -377,7 +377,7 @@ def test_read_document_refuses_what_it_cannot_write_back(tmp_path) -> None:
     path = tmp_path / "m.py"
     path.write_bytes(b"\xef\xbb\xbf\xef\xbb\xbfx = 1\n")  # two BOMs: decoding drops both
     with pytest.raises(ValueError):
-        read_document(str(path))
+        fixable_document(str(path))
 
 
 # -- the real rules' fix fixtures ------------------------------------------------------------
@@ -387,12 +387,19 @@ FIX_PAIRS = sorted(
 )
 
 
+def test_every_fix_fixture_has_its_expected_text() -> None:
+    """A fix_*.py without its .expected would silently not be tested."""
+    missing = [str(p) for p in FIXTURES.glob("DL*/fix_*.py")
+               if not p.with_name(p.name + ".expected").exists()]
+    assert not missing, missing
+
+
 @pytest.mark.parametrize("path", FIX_PAIRS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fixture_pair(path: Path) -> None:
     """fix_<name>.py fixed with its rule (safe and unsafe fixes) gives .expected, byte for
     byte; the result parses; fixing it again changes nothing."""
     code = path.parent.name
-    document = read_document(str(path))
+    document = fixable_document(str(path))
     rules = enabled_rules([code])
     result = fix_text(str(path), document.text, rules, lambda f: True)
     assert result.messages == []
@@ -453,7 +460,7 @@ def _roundtrip(root: Path) -> None:
             continue
         data = (root / name).read_bytes()
         ast.parse(data)
-        cst.parse_module(read_document(str(root / name)).text)
+        cst.parse_module(fixable_document(str(root / name)).text)
     second = CliRunner().invoke(main, ["check", "--fix", "--unsafe-fixes", "--no-cache", str(root)])
     assert "Fixed" not in second.stdout
     assert _digests(root) == after

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from devicelint.engine import enabled_rules, lint_file
+from devicelint.runner import lint_file
 from devicelint.rule import all_rules
 
 from conftest import FIXTURES
@@ -39,8 +39,7 @@ def _findings(path: Path) -> frozenset[tuple[int, str]]:
     codes = [code for code, rule in registry.items() if rule.default_enabled]
     if path.parent.name in registry and path.parent.name not in codes:
         codes.append(path.parent.name)  # an opt-in rule's fixtures run with it enabled
-    result = lint_file(str(path), str(path), enabled_rules(codes), 10**7)
-    return frozenset((f.line, f.code) for f in result.findings)
+    return frozenset((f.line, f.code) for f in lint_file(str(path), str(path), codes, 10**7))
 
 
 def _noise(path: Path) -> set[tuple[int, str]]:

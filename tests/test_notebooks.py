@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from devicelint.engine import enabled_rules, lint_file
+from devicelint.runner import lint_file
 from devicelint.notebook import blank_magics, load, raw_lines
 from devicelint.rule import all_rules
 
@@ -38,7 +38,7 @@ def expected_in_cells(path: Path) -> set[tuple[int, int, str]]:
 
 
 def lint(path: Path):
-    return lint_file(str(path), str(path), enabled_rules(list(all_rules())), 10**7).findings
+    return lint_file(str(path), str(path), list(all_rules()), 10**7)
 
 
 def devicelint(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

@@ -5,8 +5,7 @@ What it does, and where the work is done:
 * **Diagnostics.** The buffer's text, from memory, goes through the linter's own engine
   (`engine.lint_source`, which honours `# noqa` and `# devicelint: ignore[...]`) with the rules
   enabled by `[tool.devicelint]` (`config.load_settings`, `config.enabled_codes`), and the
-  findings are filtered by `per-file-ignores` as the CLI filters them
-  (`runner._ignored_by_path`). A file the configuration excludes gets no diagnostics. Lints run
+  findings are filtered as the CLI filters them (`runner.FindingFilter`). A file the configuration excludes gets no diagnostics. Lints run
   on open and save at once, and on change after a debounce (150 ms by default): a newer change
   cancels a pending lint, and the result of a lint whose text is no longer current is dropped.
   Lints run one at a time on a worker thread, so requests are answered meanwhile.
@@ -18,7 +17,7 @@ What it does, and where the work is done:
   `# noqa: CODE` added to the finding's line (`noqa.with_noqa`, as `--add-noqa` does).
 * **Hover** over a diagnostic shows its rule's documentation (Markdown) and a link to its page.
 * **Notebooks.** LSP notebook documents (`notebookDocument/did*`): the cells are linted as the
-  CLI lints an `.ipynb` (`notebook.lint_notebook`: the code cells joined, magics blanked) and the
+  CLI lints an `.ipynb` (`engine.lint_document`: the code cells joined, magics blanked) and the
   diagnostics go to each cell.
 * **Failures.** Half-typed code is a DL900 diagnostic like any other. An internal error while
   linting is logged (stderr and `window/logMessage`) and publishes nothing; the server goes on.
@@ -113,6 +112,7 @@ class Config:
     settings: Any  # devicelint.config.Settings
     codes: list[str]
     rules: list
+    keep: Callable[[Finding], bool]  # the run's filter (devicelint.runner.FindingFilter)
     error: Optional[str] = None  # a broken [tool.devicelint]: defaults are used meanwhile
 
 
@@ -158,9 +158,10 @@ class ConfigCache:
         from devicelint.config import enabled_codes
         from devicelint.engine import enabled_rules
         from devicelint.rule import rule_catalog
+        from devicelint.runner import FindingFilter
 
         codes = enabled_codes(settings, rule_catalog())
-        return Config(settings, codes, enabled_rules(codes))
+        return Config(settings, codes, enabled_rules(codes), FindingFilter(settings, codes).keep)
 
 
 def _excluded(path: str, settings) -> bool:
@@ -170,13 +171,6 @@ def _excluded(path: str, settings) -> bool:
     from devicelint.discovery import Excluder
 
     return Excluder(replace(settings, respect_gitignore=False)).excluded_with_parents(Path(path))
-
-
-def _keep(config: Config) -> Callable[[Finding], bool]:
-    from devicelint.runner import _ignored_by_path
-
-    codes = set(config.codes)
-    return lambda finding: finding.code in codes and not _ignored_by_path(finding, config.settings)
 
 
 # -- what was published -------------------------------------------------------------------
@@ -236,7 +230,9 @@ def _lsp_range(lines: Sequence[str], line: int, column: int, end_line: int, end_
 
 
 def _diagnostic(finding: Finding, where: types.Range) -> types.Diagnostic:
-    tags = [types.DiagnosticTag.Unnecessary] if finding.code == "DL901" else None
+    from devicelint.diagnostics import UNUSED_SUPPRESSION
+
+    tags = [types.DiagnosticTag.Unnecessary] if finding.code == UNUSED_SUPPRESSION else None
     return types.Diagnostic(
         range=where,
         message=finding.message,
@@ -257,8 +253,7 @@ def lint_text_job(job: Job, configs: ConfigCache) -> Outcome:
     if job.path is not None and _excluded(job.path, config.settings):
         return Outcome([Published(job.key, job.version, job.text)], config.error)
     display = job.path or job.key
-    keep = _keep(config)
-    findings = [f for f in lint_source(display, job.text, config.rules).findings if keep(f)]
+    findings = [f for f in lint_source(display, job.text, config.rules).findings if config.keep(f)]
     lines = split_lines(job.text)
     entries = []
     for finding in findings:
@@ -278,7 +273,8 @@ def lint_text_job(job: Job, configs: ConfigCache) -> Outcome:
 
 def lint_notebook_job(job: Job, configs: ConfigCache) -> Outcome:
     """Lint a notebook's cells as the CLI lints an .ipynb; diagnostics go to each cell."""
-    from devicelint.notebook import load, lint_notebook
+    from devicelint.document import parse_document
+    from devicelint.engine import lint_document
 
     cells = job.cells or []
     published = {uri: Published(uri, job.version, text) for uri, _, text in cells}
@@ -293,13 +289,12 @@ def lint_notebook_job(job: Job, configs: ConfigCache) -> Outcome:
     }
     data = json.dumps(document).encode("utf-8")
     display = job.path or job.key
-    keep = _keep(config)
-    result = lint_notebook(display, data, config.rules)
-    notebook = load(data)
-    virtual = notebook.source
+    notebook = parse_document(".ipynb", data)  # built above: always a readable notebook
+    result = lint_document(notebook, display, config.rules)
+    virtual = notebook.text
     cell_lines = {uri: split_lines(text) for uri, _, text in cells}
     for finding in result.findings:
-        if not keep(finding) or finding.cell is None or not 1 <= finding.cell <= len(cells):
+        if not config.keep(finding) or finding.cell is None or not 1 <= finding.cell <= len(cells):
             continue  # a finding about the whole notebook has no cell to show it in
         uri = cells[finding.cell - 1][0]
         lines = cell_lines[uri]
@@ -330,27 +325,18 @@ def fix_parses(entry: Entry) -> bool:
     """Whether the text with this fix applied still parses (as `--fix` checks before it
     writes anything)."""
     if entry.fix_parses is None:
-        from devicelint.fix import _ast_error, _offset, _parse_error
-        from devicelint.source import line_starts
+        from devicelint.fix import fix_still_parses
 
-        text, fix = entry.fix_text, entry.fix
-        starts = line_starts(text)
-        start = _offset(text, starts, fix.line, fix.column)
-        end = _offset(text, starts, fix.end_line, fix.end_column)
-        if start is None or end is None or end < start:
-            entry.fix_parses = False
-        else:
-            new = text[:start] + _with_newlines(fix.content, text) + text[end:]
-            entry.fix_parses = _parse_error(new, _ast_error(text) is None) is None
+        entry.fix_parses = fix_still_parses(entry.fix_text, entry.fix)
     return entry.fix_parses
 
 
 def noqa_edit(text: str, line: int, code: str, encoding: str) -> Optional[types.TextEdit]:
     """The edit that adds `code` to line `line`'s `# noqa` (None where a comment cannot go,
     e.g. the line ends inside a multi-line string)."""
-    from devicelint.noqa import _edits
+    from devicelint.noqa import noqa_edits
 
-    new = _edits("<buffer>", text, {line: {code}}, []).get(line)
+    new = noqa_edits("<buffer>", text, {line: {code}}, []).get(line)
     if new is None:
         return None
     lines = split_lines(text)
@@ -516,7 +502,7 @@ class DeviceLintServer(LanguageServer):
         return types.WorkspaceEdit(changes={published.uri: [edit]})
 
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
-        from devicelint.diagnostics import DIAGNOSTICS
+        from devicelint.diagnostics import ENGINE_CODES
 
         published = self.published.get(params.text_document.uri)
         only = params.context.only
@@ -525,7 +511,6 @@ class DeviceLintServer(LanguageServer):
                 for kind in only)):
             return []
         asked = {(d.code, d.range.start.line, d.range.start.character) for d in params.context.diagnostics}
-        engine_codes = {rule.code for rule in DIAGNOSTICS}
         encoding = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
         actions = []
         for entry in published.entries:
@@ -542,7 +527,7 @@ class DeviceLintServer(LanguageServer):
                     diagnostics=[entry.diagnostic], is_preferred=entry.fix.safe,
                     edit=self._edit(published, entry.fix_edit),
                 ))
-            if entry.code not in engine_codes:
+            if entry.code not in ENGINE_CODES:
                 edit = noqa_edit(published.text, entry.line, entry.code, encoding)
                 if edit is not None:
                     actions.append(types.CodeAction(

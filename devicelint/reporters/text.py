@@ -9,7 +9,7 @@ from typing import Optional
 from devicelint.config import DEFAULT_MAX_FILE_SIZE
 from devicelint.finding import Finding
 from devicelint.reporters import ReportContext, escape_control
-from devicelint.source import UNREADABLE
+from devicelint.diagnostics import UNREADABLE
 
 BOLD, RED, CYAN, DIM, RESET = "\033[1m", "\033[31m", "\033[36m", "\033[2m", "\033[0m"
 
@@ -112,8 +112,18 @@ def summary(findings: list[Finding], ctx: ReportContext) -> list[str]:
     return lines
 
 
-def describe(confirmation: dict) -> str:
-    """One line of runtime evidence (the runtime checker's own wording, torch-free)."""
-    from devicelint.runtime.report import evidence
+def evidence(confirmation: dict, with_device: bool = True) -> str:
+    """`[status] summary (on DEVICE)`: the one-line form of a runtime confirmation; every
+    report names the device that ran. The text report of `confirm` names it once instead
+    (with_device=False)."""
+    text = f"[{confirmation['status']}] {confirmation.get('summary', '')}".rstrip()
+    if confirmation.get("estimated"):
+        text += " (estimated on the simulated device)"
+    if with_device and confirmation.get("device"):
+        text += f" (on {confirmation['device']})"
+    return text
 
+
+def describe(confirmation: dict) -> str:
+    """One line of runtime evidence (the runtime checker's own wording)."""
     return evidence({"status": "?", **confirmation})

@@ -104,14 +104,15 @@ def _selected_files(paths: list[str]) -> list[str]:
 def _lint_fixtures(files: list[str], select: Optional[list[str]]):
     """Fixtures are excluded by the project's own config: lint them with the engine directly,
     every rule on (a fixture of a default-off rule must still be confirmed)."""
-    from devicelint.engine import enabled_rules, lint_file
+    from devicelint.diagnostics import ENGINE_CODES
     from devicelint.rule import all_rules
+    from devicelint.runner import lint_file
 
-    codes = select or [c for c, r in all_rules().items() if r.handlers()]
-    rules = enabled_rules([c for c in codes if c in all_rules()])
+    codes = [c for c in select or all_rules() if c in all_rules()]
+    codes += [c for c in ENGINE_CODES if c not in codes]
     findings = []
     for path in files:
-        findings.extend(lint_file(path, path, rules, 10**7).findings)
+        findings.extend(lint_file(path, path, codes, 10**7))
     return findings
 
 

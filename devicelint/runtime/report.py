@@ -1,7 +1,7 @@
 """Text and JSON output of `devicelint confirm`. Torch-free.
 
-`evidence(confirmation)` is the one-line form other reporters (SARIF, github) can append to
-a finding's message.
+`evidence(confirmation)` (devicelint/reporters/text.py) is the one-line form other reporters
+(SARIF, github) append to a finding's message.
 """
 
 from __future__ import annotations
@@ -9,18 +9,9 @@ from __future__ import annotations
 import json
 import os
 
+from devicelint.reporters.text import evidence
+
 STATUS_ORDER = ("confirmed", "refuted", "inconclusive", "not-reached")
-
-
-def evidence(confirmation: dict, with_device: bool = True) -> str:
-    """`[status] summary (on DEVICE)`: every report names the device that ran. The text
-    report of `confirm` names it once instead (with_device=False)."""
-    text = f"[{confirmation['status']}] {confirmation.get('summary', '')}".rstrip()
-    if confirmation.get("estimated"):
-        text += " (estimated on the simulated device)"
-    if with_device and confirmation.get("device"):
-        text += f" (on {confirmation['device']})"
-    return text
 
 
 def ran_on(runs: list[dict]) -> tuple:

@@ -23,8 +23,9 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.names import dotted_name
+from devicelint.names import call_arg, dotted_name, int_value, keyword_arg, positional_args  # noqa: F401 - also model's API
 from devicelint.semantic.api import OpSpec, torch_api
+from devicelint.tree import children
 from devicelint.semantic.flow import COMPREHENSIONS, FUNCTIONS, Def, ScopeFlow
 from devicelint.semantic.values import (
     BOOL, CONTIGUOUS, LAYOUT_EXPANDED, LAYOUT_NARROWED, LAYOUT_PERMUTED, NONE, NUMBER, STRING,
@@ -57,56 +58,12 @@ def string_value(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
-def int_value(node: cst.CSTNode) -> Optional[int]:
-    if isinstance(node, cst.Integer):
-        try:
-            return int(node.value.replace("_", ""), 0)
-        except ValueError:
-            return None
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        inner = int_value(node.expression)
-        return -inner if inner is not None else None
-    return None
-
-
 def device_string_place(text: str) -> Optional[Place]:
     head = text.split(":", 1)[0].strip().lower()
     if head == "cpu":
         return Place.CPU
     if head == "cuda" or head in _OTHER_ACCELERATORS:
         return Place.DEVICE
-    return None
-
-
-def positional_args(call: cst.Call) -> list[cst.BaseExpression]:
-    out = []
-    for arg in call.args:
-        if arg.keyword is not None or arg.star:
-            break
-        out.append(arg.value)
-    return out
-
-
-def call_arg(call: cst.Call, index: int, keyword: str) -> Optional[cst.BaseExpression]:
-    """The argument at position `index` or named `keyword`, if given."""
-    positional = 0
-    for arg in call.args:
-        if arg.keyword is not None:
-            if arg.keyword.value == keyword:
-                return arg.value
-            continue
-        if arg.star:
-            return None
-        if positional == index:
-            return arg.value
-        positional += 1
-    return None
-
-
-def keyword_arg(call: cst.Call, keyword: str) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
     return None
 
 
@@ -138,9 +95,7 @@ class SemanticModel:
         self._batches = None
         # ScopeFlow looks for `global`/`nonlocal` statements only where the text has them.
         self.declares_names = "global" in ctx.source or "nonlocal" in ctx.source
-        from devicelint.context import children  # the engine's traversal (context imports us)
-
-        self.children = children  # a node's child nodes in source order
+        self.children = children  # a node's child nodes in source order (devicelint.tree)
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.ctx.parent(node)

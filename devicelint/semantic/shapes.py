@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.names import dotted_name
+from devicelint.names import call_arg, dotted_name, int_value, keyword_arg, positional_args
 from devicelint.semantic.values import (
     CONTIGUOUS, LAYOUT_EXPANDED, LAYOUT_NARROWED, LAYOUT_PERMUTED, LAYOUT_UNKNOWN,
     UNKNOWN_LAYOUT, Kind, Layout, Value,
@@ -120,7 +120,6 @@ def shape_args(call: cst.Call, model, skip: int = 0) -> Optional[tuple]:
 
 
 def _dim_arg(call: cst.Call, index: int = 0):
-    from devicelint.semantic.model import call_arg, int_value
 
     node = call_arg(call, index, "dim")
     if node is None:
@@ -146,7 +145,6 @@ def _literal_tensor_shape(node: cst.BaseExpression) -> Optional[tuple]:
 
 
 def apply_rank(spec, first: Optional[Value], call: cst.Call, model) -> Optional[tuple]:
-    from devicelint.semantic.model import call_arg, int_value, keyword_arg, positional_args
 
     rank_rule = spec.rank
     shape = first.shape if first is not None else None
@@ -279,7 +277,6 @@ def apply_rank(spec, first: Optional[Value], call: cst.Call, model) -> Optional[
 
 
 def _transpose_perm(call: cst.Call, rank: Optional[int], name: str) -> Optional[tuple[int, ...]]:
-    from devicelint.semantic.model import int_value, positional_args
 
     args = positional_args(call)
     if name.startswith("torch."):
@@ -300,7 +297,6 @@ def _transpose_perm(call: cst.Call, rank: Optional[int], name: str) -> Optional[
 
 
 def _permute_perm(call: cst.Call, rank: Optional[int], name: str, model) -> Optional[tuple[int, ...]]:
-    from devicelint.semantic.model import int_value, positional_args
 
     args = positional_args(call)
     if name.startswith("torch."):
@@ -399,7 +395,6 @@ def apply_layout(spec, first: Optional[Value], call: cst.Call, model, name: str,
     if rule == "expand":
         return Layout(LAYOUT_EXPANDED, label=label, source=call, base=first), shape
     if rule == "narrow":
-        from devicelint.semantic.model import call_arg, int_value
 
         dim = call_arg(call, 0 if not name.startswith("torch.") else 1, "dim")
         if dim is not None and int_value(dim) == 0 and first.layout.contiguous:
@@ -414,7 +409,6 @@ def apply_layout(spec, first: Optional[Value], call: cst.Call, model, name: str,
             return CONTIGUOUS, shape
         return UNKNOWN_LAYOUT, shape
     if rule == "keep":
-        from devicelint.semantic.model import keyword_arg
 
         memory_format = keyword_arg(call, "memory_format")
         if memory_format is not None:

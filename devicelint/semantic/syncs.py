@@ -25,7 +25,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.names import dotted_name
+from devicelint.names import call_arg, dotted_name, keyword_arg
 from devicelint.semantic.values import Kind, Place
 
 CONVERSIONS = ("float", "int", "bool")
@@ -98,7 +98,6 @@ class SyncModel:
         return []
 
     def _to_host(self, call: cst.Call) -> bool:
-        from devicelint.semantic.model import call_arg, keyword_arg
 
         target = keyword_arg(call, "device")
         if target is None:
