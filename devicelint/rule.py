@@ -51,6 +51,10 @@ class Rule:
     # An empty tuple means the rule needs every file.
     tokens: ClassVar[tuple[str, ...]] = ()
     fixable: ClassVar[bool] = False
+    # How often the rule's findings are right, as code scanning ranks results (SARIF
+    # `properties.precision`): "high" once at least 20 judged cases (docs/audit.md) are at
+    # least 95% right, "medium" while fewer are judged.
+    precision: ClassVar[str] = "medium"
     # What `devicelint confirm` watches and how it judges a flagged line; None: no probe
     # (the runtime reports the rule's findings as inconclusive). See devicelint/runtime_spec.py.
     runtime: ClassVar[Optional[RuntimeSpec]] = None
@@ -315,6 +319,7 @@ class SyntaxErrorDiagnostic(Rule):
     name = "syntax-error"
     summary = "File does not parse"
     severity = "error"
+    precision = "very-high"  # a fact: a parse failure, an unreadable file, a comment
 
 
 class UnusedSuppression(Rule):
@@ -353,6 +358,7 @@ class UnusedSuppression(Rule):
     name = "unused-suppression"
     summary = "Suppression comment for a code that reports nothing here"
     severity = "warning"
+    precision = "very-high"  # a fact: a parse failure, an unreadable file, a comment
     fixable = True
 
 
@@ -370,6 +376,7 @@ class UnreadableFileDiagnostic(Rule):
     name = "unreadable-file"
     summary = "File cannot be read"
     severity = "error"
+    precision = "very-high"  # a fact: a parse failure, an unreadable file, a comment
 
 
 DIAGNOSTICS = (SyntaxErrorDiagnostic, UnusedSuppression, UnreadableFileDiagnostic)

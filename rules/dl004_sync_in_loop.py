@@ -83,6 +83,7 @@ class SyncInLoop(Rule):
     """
 
     code = "DL004"
+    precision = "high"  # docs/audit.md: at least 20 judged cases, at least 95% right
     name = "sync-in-loop"
     summary = "Host sync (`.item()`, `.cpu()`, `print(t)`, ...) inside a training/inference step loop"
     message = (

@@ -109,6 +109,7 @@ class CreateThenMove(Rule):
     """
 
     code = "DL007"
+    precision = "high"  # docs/audit.md: at least 20 judged cases, at least 95% right
     name = "create-then-move"
     summary = "Tensor created on the CPU and then moved: pass `device=` to the factory"
     message = "`{factory}(...)` fills a CPU tensor that is then copied to the device; pass `device=`"

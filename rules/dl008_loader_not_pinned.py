@@ -62,6 +62,7 @@ class LoaderNotPinned(Rule):
     """
 
     code = "DL008"
+    precision = "high"  # docs/audit.md: at least 20 judged cases, at least 95% right
     name = "loader-not-pinned"
     summary = "DataLoader feeding a GPU without `pin_memory=True`"
     message = (

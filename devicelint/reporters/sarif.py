@@ -26,15 +26,6 @@ PROBLEM_SEVERITY = {"error": "error", "warning": "warning", "info": "recommendat
 SRCROOT = "%SRCROOT%"
 FINGERPRINT = "devicelint/v1"
 
-# How often a rule's findings are right, as GitHub code scanning ranks results
-# (`properties.precision`), from the judged cases in docs/audit.md (library audit and
-# practitioner corpus, 2026-11-22): `high` where at least 20 cases were judged and at least
-# 95% were right; `medium` where fewer were judged; `very-high` for the engine's own
-# diagnostics, which report facts (a parse failure, an unreadable file, a comment).
-PRECISION = {
-    "DL004": "high", "DL007": "high", "DL008": "high",
-    "DL900": "very-high", "DL901": "very-high", "DL902": "very-high",
-}
 
 
 def section(docs: str, title: str) -> str:
@@ -57,7 +48,7 @@ def _rule_entry(code: str) -> dict:
         "helpUri": rule_url(code),
         "defaultConfiguration": {"level": LEVEL.get(rule.severity, "warning")},
         "properties": {
-            "precision": PRECISION.get(code, "medium"),
+            "precision": rule.precision,  # each rule declares it (devicelint/rule.py)
             "problem.severity": PROBLEM_SEVERITY.get(rule.severity, "warning"),
             "tags": ["pytorch", "performance" if code < "DL900" else "devicelint"],
         },

@@ -60,7 +60,7 @@ def _all_params(function: cst.FunctionDef):
 
 def _calls(function: cst.FunctionDef):
     """Calls in the function's own body (nested functions and classes are theirs)."""
-    from devicelint.context import children
+    from devicelint.tree import children
 
     stack = list(children(function.body))
     while stack:
