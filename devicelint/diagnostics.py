@@ -45,6 +45,8 @@ def python_syntax_error(path: str, source: str) -> list[Finding]:
             warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
             compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
+        if _newer_python_parses(source):
+            return []  # newer syntax (`def f[T]()` on 3.11): libcst, which the rules use, reads it
         message = f"Cannot parse: {error.msg}"
         return [diagnostic(SYNTAX_ERROR, path, message, error.lineno or 1, error.offset or 1)]
     except (RecursionError, MemoryError, ValueError) as error:
@@ -52,3 +54,17 @@ def python_syntax_error(path: str, source: str) -> list[Finding]:
         kind = "too deeply nested (Python's own parser gives up)" if deep else str(error)
         return [diagnostic(SYNTAX_ERROR, path, f"Cannot parse: {kind}")]
     return []
+
+
+def _newer_python_parses(source: str) -> bool:
+    """True if libcst parses what the running CPython rejected: syntax of a newer Python
+    (type parameters and `type` statements of 3.12, 3.13's parameter defaults, 3.14's
+    unparenthesised `except A, B`). devicelint lints code for whatever Python it targets, not
+    for the Python that runs devicelint."""
+    from devicelint import safe_parse
+
+    try:
+        safe_parse.parse_module(source)
+    except Exception:  # noqa: BLE001 - any failure means: not parseable, report CPython's error
+        return False
+    return True

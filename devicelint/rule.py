@@ -45,6 +45,10 @@ class Rule:
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     message: ClassVar[str] = ""
+    # What to do about a finding, in one clause (`--output-format full` prints it as
+    # `help:` under findings without a fix). The message says what and where, short as
+    # ruff's; why it matters and what it costs live in the docstring.
+    hint: ClassVar[str] = ""
     severity: ClassVar[str] = "warning"
     default_enabled: ClassVar[bool] = True
     # Prefilter: a file none of whose text contains one of these is not parsed for the rule.
@@ -172,6 +176,15 @@ class RuleMeta:
     tokens: tuple[str, ...]
     fixable: bool
     has_handlers: bool
+    hint: str = ""
+    why: str = ""  # the first sentence of the docstring's "Why is this bad?"
+
+
+def why_sentence(docs: str) -> str:
+    """The first sentence of a rule docstring's `## Why is this bad?` section, one line."""
+    match = re.search(r"^## Why is this bad\?\s*\n(.*?)(?=^## |\Z)", docs, re.S | re.M)
+    text = " ".join(match.group(1).split()) if match else ""
+    return re.split(r"(?<=[.!?])\s+(?=[A-Z`])", text, maxsplit=1)[0] if text else ""
 
 
 _catalog: Optional[dict[str, RuleMeta]] = None
@@ -201,7 +214,7 @@ def _signature() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
-CATALOG_FORMAT = "devicelint-rules-1"
+CATALOG_FORMAT = "devicelint-rules-2"
 
 
 def _catalog_dir() -> tuple[str, str]:
@@ -232,7 +245,7 @@ def _catalog_from(payload: object) -> Optional[dict[str, RuleMeta]]:
 
 _META_TYPES = {
     "code": str, "name": str, "summary": str, "severity": str, "default_enabled": bool,
-    "tokens": list, "fixable": bool, "has_handlers": bool,
+    "tokens": list, "fixable": bool, "has_handlers": bool, "hint": str, "why": str,
 }
 
 
@@ -259,6 +272,7 @@ def _metadata(registry: dict[str, type[Rule]]) -> dict[str, RuleMeta]:
             code=code, name=rule.name, summary=rule.summary, severity=rule.severity,
             default_enabled=rule.default_enabled, tokens=tuple(rule.tokens),
             fixable=bool(getattr(rule, "fixable", False)), has_handlers=bool(rule.handlers()),
+            hint=rule.hint, why=why_sentence(rule.docs()),
         )
         for code, rule in registry.items()
     }

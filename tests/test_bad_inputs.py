@@ -117,6 +117,7 @@ def test_ten_megabyte_file_is_skipped_with_a_reason(tmp_path: Path) -> None:
     assert_reported(lint(tmp_path), "huge.py:1:1: DL902", "over max-file-size", "5,000,000")
 
 
+@pytest.mark.slow
 def test_three_megabyte_file_lints_in_reasonable_time(tmp_path: Path) -> None:
     (tmp_path / "big.py").write_text(_generated(3_000_000))
     started = time.process_time()

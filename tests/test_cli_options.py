@@ -34,10 +34,13 @@ def test_output_format_full_concise_and_format_alias(tmp_path: Path) -> None:
     full = run_cli(["--output-format", "full", "a.py"], tmp_path)
     assert "   4 | x = torch.zeros(4).cuda()" in full.output
     assert "help: Create the tensor on the device" in full.output
+    # The why (the first sentence of the rule's "Why is this bad?") is in full output only.
+    assert "why: DataParallel runs one Python process for all GPUs" in full.output
     assert run_cli(["a.py"], tmp_path).output == full.output  # full is the default
     assert run_cli(["--format", "text", "a.py"], tmp_path).output == full.output
     concise = run_cli(["--output-format", "concise", "a.py"], tmp_path)
     assert concise.exit_code == 1
+    assert "why:" not in concise.output and "help:" not in concise.output
     lines = concise.output.splitlines()
     assert lines[0].startswith("a.py:3:9: DL005 ") and lines[1].startswith("a.py:4:5: DL007 [*] ")
     assert lines[2:] == ["Found 2 findings in 1 file checked.", "[*] 1 fixable with `--fix`."]
@@ -177,3 +180,18 @@ def _read_until(process: subprocess.Popen, marker: str, timeout: float = 60) -> 
         assert line, f"devicelint --watch ended: {seen!r}"
         seen += line
     return seen
+
+
+def test_full_output_shows_the_rule_hint_when_there_is_no_fix(monkeypatch) -> None:
+    from dataclasses import replace
+
+    from devicelint.finding import Finding
+    from devicelint.reporters import ReportContext, renderer
+    from devicelint.rule import rule_catalog
+
+    catalog = dict(rule_catalog())
+    catalog["DL005"] = replace(catalog["DL005"], hint="use `DistributedDataParallel`")
+    monkeypatch.setattr("devicelint.rule.rule_catalog", lambda: catalog)
+    finding = Finding("DL005", "data-parallel", "nowhere.py", 1, 1, 1, 2, "`nn.DataParallel`")
+    out = renderer("text")([finding], ReportContext(files=1))
+    assert "     help: use `DistributedDataParallel`\n" in out

@@ -2,8 +2,8 @@
 sources never make a rule raise, give the same findings twice, and `--fix --unsafe-fixes`
 always yields code that parses and is stable under a second pass.
 
-Bounded for CI (a few minutes on 2 cores): the `ci` Hypothesis profile is derandomized with
-few examples. `DEVICELINT_FUZZ_EXAMPLES=N` raises the count; bench/fuzz.py runs long campaigns."""
+Marked `slow` (run with `pytest -m slow`; .ci/run does): about a minute of CPU. The
+Hypothesis profile is derandomized with few examples. `DEVICELINT_FUZZ_EXAMPLES=N` raises the count; bench/fuzz.py runs long campaigns."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import fuzzing
 
 import hypothesmith  # in the dev extra: a broken install must fail, not skip
+
+pytestmark = pytest.mark.slow
 
 EXAMPLES = int(os.environ.get("DEVICELINT_FUZZ_EXAMPLES", "40"))
 settings.register_profile(

@@ -129,6 +129,7 @@ def test_findings_visible_in_chromium(sample: list[Finding], tmp_path: Path) -> 
         shutil.copy(shot, ROOT / "docs" / "html-report.png")
 
 
+@pytest.mark.slow
 def test_confirm_writes_the_html_report(tmp_path: Path) -> None:
     import torch  # noqa: F401 - confirm needs it; in the dev extra, so a broken install fails
     import sys

@@ -357,12 +357,14 @@ def _check_property(source: str) -> None:
 
 @PROPERTY
 @given(st.randoms(use_true_random=False))
+@pytest.mark.slow
 def test_renaming_torch_programs_twice_is_stable(rng: random.Random) -> None:
     _check_property(fuzzing.header() + fuzzing.torch_program(rng))
 
 
 @PROPERTY
 @given(st.data())
+@pytest.mark.slow
 def test_renaming_generated_programs_twice_is_stable(data) -> None:
     import hypothesmith
 

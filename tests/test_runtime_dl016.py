@@ -3,9 +3,12 @@
 iteration are confirmed; new data each time is confirmed only as a round trip's upload, when the
 file read device data back; one copy is refuted."""
 
+import pytest
+
 from runtime_helpers import run_probe
 
 
+@pytest.mark.slow
 def test_repeated_transfers_on_the_simulated_device():
     results, child = run_probe("probe_repeated.py", {
         "same": "DL016", "rebuilt": "DL016", "back": "DL016", "fresh": "DL016",
@@ -24,6 +27,7 @@ def test_repeated_transfers_on_the_simulated_device():
     assert results["once"]["status"] == "refuted"
 
 
+@pytest.mark.slow
 def test_new_data_without_a_watched_read_is_inconclusive():
     results, child = run_probe("probe_repeated.py", {"fresh": "DL016", "once": "DL016"}, "sim")
     assert child.result, child.stderr_tail

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from runtime_helpers import DATA, run_probe
 
 
+@pytest.mark.slow
 def test_copies_and_syncs_counted_like_a_gpu_run():
     results, child = run_probe("probe_copies.py", {
         "rows": "DL001", "once": "DL001", "dtype": "DL001", "item": "DL004",
@@ -30,6 +31,7 @@ def test_copies_and_syncs_counted_like_a_gpu_run():
     assert child.result["sim_counts"]["syncs"] == 20
 
 
+@pytest.mark.slow
 def test_mismatch_reproduced_with_pytorch_message():
     results, child = run_probe("probe_mismatch.py", {
         "unmoved": "DL002", "moved": "DL002", "scalar": "DL015", "mismatch": "DL015",
@@ -49,6 +51,7 @@ def test_mismatch_reproduced_with_pytorch_message():
     assert child.result["crash"]["line"] == 17
 
 
+@pytest.mark.slow
 def test_views_failed_latent_and_fine():
     results, _ = run_probe("probe_view.py", {
         "latent": "DL003", "split": "DL003", "fails": "DL003"}, "sim")
@@ -77,6 +80,7 @@ def test_extra_rules():
     assert results["pageable"]["status"] == "confirmed"
 
 
+@pytest.mark.slow
 def test_crashing_child_is_a_result():
     results, child = run_probe("probe_crash.py", {"before": "DL004", "after": "DL004"}, "sim")
     assert child.result["crash"] == {
@@ -87,6 +91,7 @@ def test_crashing_child_is_a_result():
     assert results["after"]["status"] == "not-reached"
 
 
+@pytest.mark.slow
 def test_timeout_stops_the_child_and_keeps_what_it_saw():
     results, child = run_probe("probe_sleep.py", {"loop": "DL004"}, "sim", timeout=12)
     assert child.timed_out
@@ -103,6 +108,7 @@ def test_plain_linting_never_imports_torch():
     assert out.stdout.strip() == "False", out.stderr
 
 
+@pytest.mark.slow
 def test_confirm_command_json(tmp_path):
     from devicelint.runtime.command import confirm
 
@@ -180,6 +186,7 @@ except RuntimeError as error:
 """
 
 
+@pytest.mark.slow
 def test_sim_attribution_and_cuda_surface(tmp_path):
     from devicelint.finding import Finding
     from devicelint.runtime.launch import run_child
@@ -221,6 +228,7 @@ def test_sim_attribution_and_cuda_surface(tmp_path):
     assert results["cuda-index"]["error"].startswith("indices should be either on cpu")
 
 
+@pytest.mark.slow
 def test_a_sync_in_a_helper_counts_at_the_flagged_call():
     # DL004 reports `read(...)` at its call in the loop; the `.item()` runs on the helper's
     # own line, which is not flagged: the flagged caller's line gets it.

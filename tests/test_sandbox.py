@@ -75,6 +75,7 @@ with open(os.environ["PIDFILE"], "w") as handle:
 """
 
 
+@pytest.mark.slow
 def test_sleeping_forever_is_stopped_at_the_time_limit(tmp_path: Path, monkeypatch) -> None:
     # It ignores SIGTERM too: after the grace period the whole group is killed.
     monkeypatch.setattr(launch, "GRACE_SECONDS", 2)
@@ -91,6 +92,7 @@ def test_sleeping_forever_is_stopped_at_the_time_limit(tmp_path: Path, monkeypat
 
 
 @pytest.mark.parametrize("ending", ["exits", "times_out"])
+@pytest.mark.slow
 def test_forked_children_leave_no_orphans(tmp_path: Path, monkeypatch, ending: str) -> None:
     monkeypatch.setattr(launch, "GRACE_SECONDS", 2)
     pidfile = tmp_path / "pids"
@@ -103,6 +105,7 @@ def test_forked_children_leave_no_orphans(tmp_path: Path, monkeypatch, ending: s
     assert _wait_dead(pids) == [], "the user's subprocesses outlived the run"
 
 
+@pytest.mark.slow
 def test_memory_exhaustion_is_reported(tmp_path: Path) -> None:
     # RLIMIT_AS makes the allocation fail at once instead of swapping the machine.
     script = _script(tmp_path, """
@@ -121,6 +124,7 @@ def test_memory_exhaustion_is_reported(tmp_path: Path) -> None:
     assert child.result["exit_code"] == 1  # the user's code failed; the child itself did not
 
 
+@pytest.mark.slow
 def test_segfault_is_reported_and_lint_results_survive(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
@@ -143,6 +147,7 @@ def test_segfault_is_reported_and_lint_results_survive(tmp_path: Path) -> None:
     assert launch.describe_exit(child.exit_code) == "-11 (killed by SIGSEGV)"
 
 
+@pytest.mark.slow
 def test_interrupting_devicelint_kills_the_child(tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
     script = _script(tmp_path, SPAWN + """

@@ -64,6 +64,7 @@ def test_confirm_with_neither_paths_nor_command_runs_nothing(tmp_path: Path, mon
     assert time.perf_counter() - started < 5  # no child was started
 
 
+@pytest.mark.slow
 def test_confirm_paths_run_only_what_discovery_selects_and_list_it_first(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.devicelint]\nextend-exclude = ["scratch"]\n')
     (tmp_path / ".gitignore").write_text("ignored/\n")
@@ -83,6 +84,7 @@ def test_confirm_paths_run_only_what_discovery_selects_and_list_it_first(tmp_pat
 
 
 @POSIX
+@pytest.mark.slow
 def test_listed_and_reported_paths_carry_no_control_characters(tmp_path: Path) -> None:
     # A file name is the attacker's: a newline and `::error::` would be a GitHub Actions
     # workflow command in the list of what runs (stderr) or in the report (stdout).
@@ -125,6 +127,7 @@ def _alive(pid: int) -> bool:
 
 @POSIX
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGKILL", "SIGINT"])
+@pytest.mark.slow
 def test_the_child_and_its_children_die_with_devicelint(tmp_path: Path, signame: str) -> None:
     script = tmp_path / "train.py"
     script.write_text(SPAWNS)
@@ -179,6 +182,7 @@ STDERR_MB = 64
 
 
 @POSIX
+@pytest.mark.slow
 def test_child_stderr_is_capped_and_the_parent_does_not_grow(tmp_path: Path) -> None:
     script = tmp_path / "noisy.py"
     script.write_text(textwrap.dedent(f"""\
@@ -264,6 +268,7 @@ def test_no_run_exits_2(tmp_path: Path, monkeypatch, torch_body: str, message: s
 
 # --- item 14: reports say what really happened ----------------------------------------------
 
+@pytest.mark.slow
 def test_device_cuda_without_a_gpu_is_an_error(tmp_path: Path) -> None:
     script = _flagged(tmp_path / "train.py")
     proc = _devicelint(["confirm", str(script), "--device", "cuda", "--format", "json",
@@ -296,6 +301,7 @@ NOTEBOOK = {
 }
 
 
+@pytest.mark.slow
 def test_text_report_states_the_crash_once_names_cells_and_the_device(tmp_path: Path) -> None:
     (tmp_path / "crash.py").write_text(CRASHES)
     (tmp_path / "explore.ipynb").write_text(json.dumps(NOTEBOOK))
@@ -314,6 +320,7 @@ def test_text_report_states_the_crash_once_names_cells_and_the_device(tmp_path: 
     assert "Device: sim (costs estimated from " in out
 
 
+@pytest.mark.slow
 def test_every_format_names_the_device_that_ran(tmp_path: Path) -> None:
     (tmp_path / "crash.py").write_text(CRASHES)
     proc = _devicelint(["confirm", "crash.py", "--format", "sarif", "--",

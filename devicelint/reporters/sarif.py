@@ -74,6 +74,11 @@ def _uri(path: str, base: Optional[str]) -> tuple[str, bool]:
     return quote(posix, safe="/"), True
 
 
+def _artifact(path: str, base: Optional[str]) -> dict:
+    uri, relative = _uri(path, base)
+    return {"uri": uri, "uriBaseId": SRCROOT} if relative else {"uri": uri}
+
+
 def source_root(root: Optional[str]) -> Optional[str]:
     """The repository root that URIs are relative to: the git work tree holding the project
     root, else the project root itself (code scanning resolves URIs against the checkout)."""
@@ -108,10 +113,10 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
     results = []
     for f in findings:
         line, column, end_line, end_column = viewer_region(f)
-        uri, relative = _uri(f.path, base)
+        artifact = _artifact(f.path, base)
+        uri = artifact["uri"]
         line_text = _line_text(f, limit)
         occurrences[(f.code, uri, line_text.strip())] += 1
-        artifact = {"uri": uri, "uriBaseId": SRCROOT} if relative else {"uri": uri}
         text = f"{f.code} {f.message}"
         if f.confirmation:
             text += f" (runtime: {describe(f.confirmation)})"
@@ -143,7 +148,7 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
                     "id": number,
                     "message": {"text": r["message"]},
                     "physicalLocation": {
-                        "artifactLocation": {"uri": _uri(r.get("path", f.path)), "uriBaseId": "%SRCROOT%"},
+                        "artifactLocation": _artifact(r.get("path", f.path), base),
                         "region": {"startLine": r["line"], "startColumn": r["column"]},
                     },
                 }

@@ -60,6 +60,23 @@ def _snippet(finding: Finding, color: bool, limit: Optional[int]) -> list[str]:
     return [_paint(gutter, DIM, color) + escape_control(text), _paint(caret, RED, color)]
 
 
+def _notes(finding: Finding, color: bool) -> list[str]:
+    """`--output-format full`: what to do (the fix, or the rule's hint) and why it matters
+    (the first sentence of the rule's "Why is this bad?"; `devicelint rule CODE` says the rest)."""
+    from devicelint.rule import rule_catalog
+
+    meta = rule_catalog().get(finding.code)
+    notes = []
+    if finding.fix is not None and finding.fix.description:
+        unsafe = "" if finding.fix.safe else " (unsafe: needs --unsafe-fixes)"
+        notes.append(("help:", finding.fix.description + unsafe))
+    elif meta is not None and meta.hint:
+        notes.append(("help:", meta.hint))
+    if meta is not None and meta.why:
+        notes.append(("why:", meta.why))
+    return [f"     {_paint(label, CYAN, color)} {escape_control(text)}" for label, text in notes]
+
+
 def applicable(finding: Finding, unsafe: bool) -> bool:
     """The finding has a fix that `--fix` applies (an unsafe one only with --unsafe-fixes)."""
     return finding.fix is not None and (finding.fix.safe or unsafe)
@@ -81,9 +98,8 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
             out.append(f"     {_paint('runtime:', CYAN, color)} {escape_control(describe(f.confirmation))}")
         if ctx.show_source:
             out.extend(_snippet(f, color, limit))
-            if ctx.full and f.fix is not None and f.fix.description:
-                unsafe = "" if f.fix.safe else " (unsafe: needs --unsafe-fixes)"
-                out.append(f"     {_paint('help:', CYAN, color)} {escape_control(f.fix.description)}{unsafe}")
+            if ctx.full:
+                out.extend(_notes(f, color))
             out.append("")
     if ctx.summary:
         out.extend(summary(findings, ctx))
