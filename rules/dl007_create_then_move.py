@@ -37,7 +37,10 @@ class CreateThenMove(Rule):
     - through a name: `z = torch.randn(n, d)` then `z = z.to(dev)` on a later line, when that
       binding is the only one reaching the move and nothing reads the CPU tensor before
       the move (nor after it, unless the move rebinds the name). It is reported at the move,
-      naming the factory's line.
+      naming the factory's line;
+    - through a function of the file that returns such a fill (`mask = causal_mask(t)` then
+      `mask.to(dev)`, with `def causal_mask(n): return torch.triu(torch.ones(n, n)) == 1`),
+      when nothing in it reads the fill but the way to its `return`.
 
     It decides from the values (what the data is computed from, where the target device
     points), not from names; a device the code does not define (a parameter called `device`
@@ -117,6 +120,10 @@ class CreateThenMove(Rule):
         "`{factory}(...)` at line {line} fills a CPU tensor copied to the device here; "
         "pass `device=` there"
     )
+    helper_message = (
+        "`{call}()` fills a CPU tensor (`{factory}`, line {line}) copied to the device here; "
+        "give it `device=`"
+    )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(")
     fixable = True
@@ -141,7 +148,10 @@ class CreateThenMove(Rule):
         label = self.ctx.qualname(factory.func) or self.ctx.code(factory.func)
         suffix = self.hint_message.format(target=self.ctx.code(device).strip()) if hint else ""
         line = self.ctx.position(factory)[0]
-        if fill.through and line != self.ctx.position(node)[0]:
+        if fill.calls:
+            callee = self.ctx.code(fill.calls[0].func).strip()
+            message = self.helper_message.format(call=callee, factory=label, line=line) + suffix
+        elif fill.through and line != self.ctx.position(node)[0]:
             message = self.later_message.format(factory=label, line=line) + suffix
         else:
             message = self.message.format(factory=label) + suffix
@@ -182,7 +192,14 @@ class CreateThenMove(Rule):
         loops = sem.loops.enclosing_loops(move)
         followed = {id(name) for name, _ in fill.through}
         at = ctx.order(move)
+        here = sem.scope_of(move)
         for name, d in fill.through:
+            if d.scope is not here:
+                # Inside a function the move calls: nothing there may read the fill but
+                # the way to its `return`.
+                if any(id(use) not in followed for use in dataflow.uses(sem, d)):
+                    return False
+                continue
             if not all(dataflow.within(sem, d.node, loop) for loop in loops):
                 return False
             for use in dataflow.uses(sem, d):
@@ -201,7 +218,7 @@ class CreateThenMove(Rule):
     # -- the fix -------------------------------------------------------------------------
     def _fix(self, node: cst.Call, fill: dataflow.Fill):
         """(replacement, node it replaces, safe) or None."""
-        if len(fill.factories) != 1:
+        if len(fill.factories) != 1 or fill.calls:
             return None
         factory = fill.factories[0]
         qual = self.ctx.qualname(factory.func)

@@ -519,3 +519,26 @@ def test_device_facts_from_api_not_names() -> None:
     ret = next(ctx.iter_nodes(cst.Return))
     values = [sem.value(e.value) for e in ret.value.elements]
     assert values[2].kind is Kind.NUMBER and values[3].kind is Kind.DEVICE
+
+
+def test_fresh_fill_into_a_function_of_the_file() -> None:
+    from devicelint.semantic import dataflow
+
+    source = """\
+    import torch
+    def causal(size):
+        mask = (torch.triu(torch.ones(size, size)) == 1).transpose(0, 1)
+        return mask.float().masked_fill(mask == 0, float("-inf"))
+    def with_data(size, bias):
+        return torch.ones(size) + bias
+    def recursive(n):
+        return recursive(n - 1)
+    a = causal(4).to("cuda")  # here
+    """
+    _, sem, receiver = _move_receiver(textwrap.dedent(source), "here")
+    fill = dataflow.fresh_fill(sem, receiver)
+    assert fill is not None and [c.func.value for c in fill.calls] == ["causal"]
+    for name in ("with_data(4, torch.tensor([1.0]))", "recursive(3)"):
+        other = textwrap.dedent(source).replace('causal(4).to("cuda")', f'{name}.to("cuda")')
+        _, sem, receiver = _move_receiver(other, "here")
+        assert dataflow.fresh_fill(sem, receiver) is None, name

@@ -440,21 +440,25 @@ class Fill:
     factories: tuple[cst.Call, ...]
     ops: tuple[str, ...] = ()
     through: tuple[tuple[cst.Name, Def], ...] = ()
+    calls: tuple[cst.Call, ...] = ()   # calls of the file's functions whose returns were followed
 
 
-def fresh_fill(sem, expr: cst.BaseExpression, depth: int = 3) -> Optional[Fill]:
+def fresh_fill(sem, expr: cst.BaseExpression, depth: int = 4) -> Optional[Fill]:
     """How `expr` is a host tensor computed from factories that fill it themselves (sizes and
     scalars in, no other data): `torch.zeros(n).long()`, `torch.ones(1, 1).fill_(v)`,
     `torch.exp(-k * torch.arange(n) / n)`, `torch.stack([torch.zeros(n) for _ in ...])`,
     `torch.Tensor(b, b).fill_(v)`. A name is followed when exactly one binding of it, an
-    assignment made in the same scope, reaches the read (up to `depth` names). None when
-    any part may carry other data, lives on the device, or is unknown."""
+    assignment made in the same scope, reaches the read (up to `depth` names), and a call of
+    a function of the file into what it returns (one function deep; `Fill.calls`). None
+    when any part may carry other data, lives on the device, or is unknown."""
     parts: list[cst.Call] = []
     ops: list[str] = []
     through: list[tuple[cst.Name, Def]] = []
     if not _fill(sem, expr, parts, ops, through, depth) or not parts:
         return None
-    return Fill(tuple(parts), tuple(ops), tuple(through))
+    calls = tuple(op for op in ops if isinstance(op, cst.Call))
+    names = tuple(op for op in ops if isinstance(op, str))
+    return Fill(tuple(parts), names, tuple(through), calls)
 
 
 def _scalar(sem, node: cst.BaseExpression) -> bool:
@@ -482,6 +486,11 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
             return False
         sides = [side for side in (node.left, node.right) if not _scalar(sem, side)]
         return bool(sides) and all(_fill(sem, side, parts, ops, through, depth) for side in sides)
+    if isinstance(node, cst.Comparison):
+        if not all(_scalar(sem, c.comparator) for c in node.comparisons):
+            return False
+        ops.append("compare")
+        return _fill(sem, node.left, parts, ops, through, depth)
     if isinstance(node, cst.Subscript):
         for element in node.slice:
             index = element.slice
@@ -501,6 +510,17 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
     qual = sem.qualname(node.func)
     if qual is not None:
         return _fill_function(sem, node, qual, parts, ops, through, depth)
+    function = sem.resolve_function(node.func)
+    if function is not None:
+        # A function of the file that returns a fresh fill (its parameters can only be
+        # sizes or scalars there: a parameter read as data is not followed).
+        flow = sem.flow(function)
+        if depth <= 0 or any(isinstance(op, cst.Call) for op in ops):
+            return False  # one function deep (and no recursion)
+        if flow.yields or not flow.returns or any(r.value is None for r in flow.returns):
+            return False
+        ops.append(node)
+        return all(_fill(sem, r.value, parts, ops, through, depth) for r in flow.returns)
     if not isinstance(node.func, cst.Attribute):
         return False
     method = node.func.attr.value
