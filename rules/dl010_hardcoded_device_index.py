@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.context import children
+from devicelint.tree import children
 from devicelint.rule import Rule
 from devicelint.source import in_package_directory
 from devicelint.semantic.model import call_arg, int_value, keyword_arg, string_value
@@ -138,32 +138,33 @@ class HardcodedDeviceIndex(Rule):
             self.candidates.append((node, int(match.group(1))))
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.exempt:
-            return
+        if self.exempt or not any(int_value(arg.value) is not None for arg in node.args):
+            return  # every call this rule flags passes an integer literal index
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
-            if self.ctx.semantic.resolved_qualname(func) is None:  # a method, not torch.cuda
-                if func.attr.value == "cuda":
-                    index = int_value(call_arg(node, 0, "device"))
-                else:
-                    index = int_value(call_arg(node, 0, "\0"))
-                    if index is None:
-                        index = int_value(keyword_arg(node, "device"))
-                self._candidate(node, index)
-                return
-        name = self.ctx.semantic.resolved_qualname(func)
-        if name is None or not name.startswith("torch."):
+        cheap = self.ctx.qualname(func)  # the import table: no flow analysis
+        if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to") and cheap is None:
+            # a tensor's or module's method (not `torch.cuda`)
+            if func.attr.value == "cuda":
+                index = int_value(call_arg(node, 0, "device"))
+            else:
+                index = int_value(call_arg(node, 0, "\0"))
+                if index is None:
+                    index = int_value(keyword_arg(node, "device"))
+            self._candidate(node, index)
             return
-        if name == "torch.device":
+        if cheap is None or not cheap.startswith("torch."):
+            return  # (names bound by assignment to torch functions are not followed here)
+        if cheap == "torch.device":
             index = int_value(call_arg(node, 0, "type"))
             if index is None and string_value(call_arg(node, 0, "type")) == "cuda":
                 index = int_value(call_arg(node, 1, "index"))
-            self._candidate(node, index)
-        elif name in INDEX_CALLS:
-            position, keyword = INDEX_CALLS[name]
-            self._candidate(node, int_value(call_arg(node, position, keyword)))
+        elif cheap in INDEX_CALLS:
+            position, keyword = INDEX_CALLS[cheap]
+            index = int_value(call_arg(node, position, keyword))
         else:
-            self._candidate(node, int_value(keyword_arg(node, "device")))
+            index = int_value(keyword_arg(node, "device"))
+        if index is not None and self.ctx.semantic.resolved_qualname(func) == cheap:
+            self._candidate(node, index)  # the import reaches this call: not shadowed
 
     def _candidate(self, node: cst.CSTNode, index: Optional[int]) -> None:
         if index is not None and index >= 0:

@@ -67,6 +67,10 @@ def device_string_place(text: str) -> Optional[Place]:
     return None
 
 
+_ALIAS, _OTHER = "<alias>", "<other>"  # not qualified names: they hold "<"
+_NOT_IMPORTS = frozenset({_ALIAS, _OTHER})
+
+
 class SemanticModel:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
@@ -87,6 +91,7 @@ class SemanticModel:
         self._dataset_classes: Optional[dict[str, cst.ClassDef]] = None
         self._functions: Optional[dict[str, list[cst.FunctionDef]]] = None
         self._calls_by_name: Optional[dict[str, list[cst.Call]]] = None
+        self._bound_names: Optional[dict[str, set[str]]] = None
         self._param_values: dict[int, Value] = {}
         self._returns: dict[int, Value] = {}
         self._summaries: dict = {}
@@ -258,13 +263,20 @@ class SemanticModel:
             return f"{base}.{node.attr.value}" if base is not None else None
         if not isinstance(node, cst.Name):
             return None
+        bound = self._name_bindings().get(node.value)
+        if bound is None:
+            return self.ctx.qualname(node)  # bound nowhere: a star import's name, or None
+        if len(bound) == 1 and next(iter(bound)) not in _NOT_IMPORTS:
+            return next(iter(bound))  # bound only by imports of one target: no flow needed
+        if _ALIAS not in bound and not bound - _NOT_IMPORTS:
+            return None  # bound only by what cannot stand for an import
         defs = self.defs(node)
         if not defs:
-            return self.ctx.qualname(node)  # a star import's name, or None
+            return self.ctx.qualname(node)
         names = set()
         for d in defs:
             if d.kind == "import":
-                names.add(self._import_qualname(d))
+                names.add(self._import_qualname(d.node, d.name))
             elif d.kind in ("assign", "annassign", "walrus") and d.value is not None and not d.path:
                 names.add(self.resolved_qualname(d.value, depth + 1))
             else:
@@ -273,11 +285,31 @@ class SemanticModel:
                 return None
         return names.pop()
 
+    def _name_bindings(self) -> dict[str, set[str]]:
+        """For each name the file binds anywhere: the qualified names its imports stand
+        for, `_ALIAS` for an assignment of a name or attribute, `_OTHER` for any other
+        binding. A cheap first look that spares building flows for most names."""
+        if self._bound_names is None:
+            self.ctx.bindings(self.ctx.module)  # builds the file's binding tables
+            table: dict[str, set[str]] = {}
+            for scope_table in (self.ctx._bindings or {}).values():
+                for name, bindings in scope_table.items():
+                    found = table.setdefault(name, set())
+                    for b in bindings:
+                        if b.kind == "import":
+                            found.add(self._import_qualname(b.node, name) or _OTHER)
+                        elif b.kind in ("assign", "annassign", "walrus") \
+                                and isinstance(b.value, (cst.Name, cst.Attribute)):
+                            found.add(_ALIAS)
+                        else:
+                            found.add(_OTHER)
+            self._bound_names = table
+        return self._bound_names
+
     @staticmethod
-    def _import_qualname(d: Def) -> Optional[str]:
-        """What the name bound by one import statement stands for (`import torch.nn as nn`
+    def _import_qualname(node: cst.CSTNode, name: str) -> Optional[str]:
+        """What `name`, bound by one import statement, stands for (`import torch.nn as nn`
         binds `nn` to `torch.nn`, `import torch.nn` binds `torch`)."""
-        node = d.node
         if not isinstance(node, (cst.Import, cst.ImportFrom)) or isinstance(node.names, cst.ImportStar):
             return None
         module = ""
@@ -297,7 +329,7 @@ class SemanticModel:
                 bound, target = full, full
             else:
                 bound = target = full.split(".", 1)[0]
-            if bound == d.name:
+            if bound == name:
                 return f"{module}.{target}" if module else target
         return None
 
