@@ -35,8 +35,9 @@ class HostFillPerStep(Rule):
     module on its data or walks a loader; not one under a `%` or flag gate whose body does
     not train), or inside a function of the file that such a loop calls (reported in the
     function, naming the call's line). It decides from values and the file's data flow:
-    the tensor type a name holds on the GPU path, where the array comes from, where the
-    refilled tensor lives. It stays silent on a draw made once before the loop, on scripts
+    the tensor type a name holds on the GPU path (the arm or binding that is a CUDA type,
+    whatever flag picks it), where the array comes from, where the refilled tensor lives.
+    It stays silent on a draw made once before the loop, on scripts
     that run on the CPU (`Tensor = torch.FloatTensor`, code in CPU-only branches), on
     arrays of loaded data (a copy is needed then: DL001/DL016 judge those), and on
     `torch.cuda.FloatTensor(b, d)` with sizes (allocated on the device).
@@ -126,17 +127,15 @@ class HostFillPerStep(Rule):
         qual = sem.qualname(func)
         if qual is not None:
             return qual.startswith("torch.cuda.") and qual.endswith("Tensor")
+        # An arm or a binding that is a CUDA type is the one the code takes with a GPU,
+        # whatever the flag that picks it (`if cuda`, `if opt.cuda`, `if x.is_cuda`).
         if isinstance(func, cst.IfExp):
-            taken = sem.gpu_truth(func.test)
-            if taken is None:
-                return False
-            return self._cuda_tensor_type(func.body if taken else func.orelse, depth)
+            return any(self._cuda_tensor_type(arm, depth) for arm in (func.body, func.orelse))
         if not isinstance(func, cst.Name) or depth <= 0:
             return False
-        defs = sem.gpu_path_defs(sem.defs(func))
+        defs = sem.defs(func)
         values = [d.value for d in defs if d.kind in ("assign", "annassign") and not d.path]
-        return bool(defs) and len(values) == len(defs) and all(
-            v is not None and self._cuda_tensor_type(v, depth - 1) for v in values)
+        return any(v is not None and self._cuda_tensor_type(v, depth - 1) for v in values)
 
     def _numpy_source(self, expr: cst.BaseExpression, depth: int) -> Optional[str]:
         """The NumPy call that makes the array `expr` is, through arithmetic with numbers,
