@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import operator
 import os
 import re
 from typing import Optional
@@ -31,7 +32,7 @@ PROCESS_CALLS = {
 LAUNCHER_STRINGS = {"LOCAL_RANK", "--local_rank", "--local-rank"}
 # Values that tell how many processes run, by where they come from (not what they are named).
 WORLD_SIZE_SOURCES = {"env:WORLD_SIZE", "torch.distributed.get_world_size"}
-RANK_SOURCES = {"env:LOCAL_RANK", "env:RANK"}
+RANK_SOURCES = {"env:LOCAL_RANK", "env:RANK", "torch.distributed.get_rank"}
 NOT_DISTRIBUTED = {"torch.distributed.is_initialized", "torch.distributed.is_available"}
 ENV_READS = {"os.environ.get", "os.getenv", "os.environ.__getitem__"}
 DEVICE_COUNT = "torch.cuda.device_count"
@@ -71,10 +72,12 @@ class HardcodedDeviceIndex(Rule):
     literals (device remapping tables), in code under an `if` whose test uses
     `torch.cuda.device_count()` (directly or through a variable bound to it: a deliberate
     multi-GPU layout that checked the index exists), and, for index 0, in the branch a test
-    declares single-process by what it reads: `not dist.is_initialized()`, a world size from
-    `dist.get_world_size()` or the `WORLD_SIZE` environment variable compared with 1, a rank
-    from `LOCAL_RANK`/`RANK` compared with -1, `DistributedType.NO` (accelerate). These are
-    decided from values and qualified names, never from what variables are called.
+    says runs alone or as the process whose own GPU is 0, by what it reads:
+    `not dist.is_initialized()`, a world size from `dist.get_world_size()` or the
+    `WORLD_SIZE` environment variable compared with 1, a rank from `LOCAL_RANK`/`RANK` or
+    `dist.get_rank()` that is -1 (no launcher) or 0 (`== 0`, `in (-1, 0)`, `< 1`, the `else`
+    of `> 0`), `DistributedType.NO` (accelerate). These are decided from values and
+    qualified names, never from what variables are called.
 
     **Test files are exempt, by path**: files named `test_*.py`, `*_test.py` or
     `conftest.py`, and files under a `tests/` or `test/` directory. Tests routinely pin a
@@ -181,7 +184,7 @@ class HardcodedDeviceIndex(Rule):
                 self.report(target, self.message.format(index=index))
                 continue
             evidence = self.evidence()
-            if evidence is None or self._single_process_branch(target):
+            if evidence is None or self._zero_is_right_branch(target):
                 continue
             self.report(target, self.zero_message.format(evidence=evidence))
 
@@ -220,26 +223,27 @@ class HardcodedDeviceIndex(Rule):
         knowing how many GPUs there are."""
         return any(DEVICE_COUNT in self._sources(owner.test) for owner, _ in self._branches(node))
 
-    def _single_process_branch(self, node: cst.CSTNode) -> bool:
-        """In the branch that runs only when the process is not one of several."""
+    def _zero_is_right_branch(self, node: cst.CSTNode) -> bool:
+        """In a branch that runs only in a single process, or only in the process whose own
+        GPU is 0 (rank 0): there index 0 is right."""
         for owner, part in self._branches(node):
-            single_when = self._single_process_when(owner.test)
-            if single_when is True and part is owner.body:
+            right_when = self._zero_is_right_when(owner.test)
+            if right_when is True and part is owner.body:
                 return True
-            if single_when is False and part is owner.orelse:
+            if right_when is False and part is owner.orelse:
                 return True
         return False
 
-    def _single_process_when(self, test: cst.BaseExpression) -> Optional[bool]:
-        """The truth value of `test` under which the process is certainly not distributed,
-        or None when the test does not say."""
+    def _zero_is_right_when(self, test: cst.BaseExpression) -> Optional[bool]:
+        """The truth value of `test` under which index 0 is this process's GPU (it runs
+        alone, or it is rank 0), or None when the test does not say."""
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            inner = self._single_process_when(test.expression)
+            inner = self._zero_is_right_when(test.expression)
             return None if inner is None else not inner
         if isinstance(test, cst.BooleanOperation):
-            sides = {self._single_process_when(test.left), self._single_process_when(test.right)}
+            sides = {self._zero_is_right_when(test.left), self._zero_is_right_when(test.right)}
             if isinstance(test.operator, cst.And) and True in sides:
-                return True  # both hold, one of them says single-process
+                return True  # both hold, one of them is enough
             if isinstance(test.operator, cst.Or) and False in sides:
                 return False
             return None
@@ -248,36 +252,47 @@ class HardcodedDeviceIndex(Rule):
                 return False
             return None
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            return self._compared_process_count(test.left, test.comparisons[0])
+            return self._compared_process(test.left, test.comparisons[0])
         return None
 
-    def _compared_process_count(self, left, comparison: cst.ComparisonTarget) -> Optional[bool]:
+    def _compared_process(self, left, comparison: cst.ComparisonTarget) -> Optional[bool]:
+        """A world size or a rank compared with numbers: evaluated on small values."""
         right = comparison.comparator
-        operator = type(comparison.operator).__name__
-        number = int_value(right)
-        subject = left
-        if number is None:
-            number, subject = int_value(left), right
-            operator = _MIRRORED.get(operator, operator)
-        if number is None:
-            qual = self.ctx.semantic.resolved_qualname(right)
-            if qual is not None and qual.startswith("accelerate.") and qual.endswith("DistributedType.NO"):
-                return {"Equal": True, "Is": True, "NotEqual": False, "IsNot": False}.get(operator)
-            return None
+        op = type(comparison.operator).__name__
+        if op in ("In", "NotIn"):
+            numbers = _int_set(right)
+            if not numbers:
+                return None
+            subject = left
+            def holds(value: int) -> bool:
+                return (value in numbers) == (op == "In")
+        else:
+            number, subject = int_value(right), left
+            if number is None:
+                number, subject = int_value(left), right
+                op = _MIRRORED.get(op, op)
+            if number is None or op not in _COMPARE:
+                qual = self.ctx.semantic.resolved_qualname(right)
+                if qual is not None and qual.startswith("accelerate.") \
+                        and qual.endswith("DistributedType.NO"):
+                    return {"Equal": True, "Is": True, "NotEqual": False, "IsNot": False}.get(op)
+                return None
+            numbers = {number}
+            def holds(value: int) -> bool:
+                return _COMPARE[op](value, number)
         sources = self._sources(subject)
         if sources & WORLD_SIZE_SOURCES:
-            single = {"Equal": number == 1, "LessThanEqual": number <= 1, "LessThan": number <= 2}
-            multi = {"NotEqual": number == 1, "GreaterThan": number >= 1,
-                     "GreaterThanEqual": number >= 2}
+            lowest, right_values = 1, {1}  # one process
         elif sources & RANK_SOURCES:
-            single = {"Equal": number == -1, "LessThan": number <= 0}
-            multi = {"NotEqual": number == -1, "GreaterThanEqual": number >= 0,
-                     "GreaterThan": number >= -1}
+            lowest, right_values = -1, {-1, 0}  # no launcher (-1), or the process whose GPU is 0
         else:
             return None
-        if single.get(operator):
+        domain = set(range(lowest, max(numbers) + 3))
+        when_true = {value for value in domain if holds(value)}
+        when_false = domain - when_true
+        if when_true and when_true <= right_values:
             return True
-        if multi.get(operator):
+        if when_false and when_false <= right_values:
             return False
         return None
 
@@ -346,5 +361,16 @@ class HardcodedDeviceIndex(Rule):
         return None
 
 
+_COMPARE = {"Equal": operator.eq, "NotEqual": operator.ne, "LessThan": operator.lt,
+            "LessThanEqual": operator.le, "GreaterThan": operator.gt,
+            "GreaterThanEqual": operator.ge}
 _MIRRORED = {"LessThan": "GreaterThan", "GreaterThan": "LessThan",
              "LessThanEqual": "GreaterThanEqual", "GreaterThanEqual": "LessThanEqual"}
+
+
+def _int_set(node: cst.BaseExpression) -> Optional[set[int]]:
+    """The integers of a literal tuple, list or set (`(-1, 0)`), or None."""
+    if not isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        return None
+    values = {int_value(element.value) for element in node.elements}
+    return None if None in values else values
