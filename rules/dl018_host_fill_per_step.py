@@ -90,8 +90,8 @@ class HostFillPerStep(Rule):
     code = "DL018"
     name = "host-fill-per-step"
     summary = "Random or constant data made on the host and copied to the device every step"
-    message = "`{what}` is made on the host and copied to the device each step; use `{use}(device=...)`"
-    helper_message = " (called each step at line {line})"
+    message = "`{what}` on the host, copied to the device each step; use `{use}(device=...)`"
+    helper_message = " (called at line {line})"
     tokens = ("Tensor", "copy_(")
 
     def leave_Call(self, node: cst.Call) -> None:
