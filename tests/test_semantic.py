@@ -542,3 +542,33 @@ def test_fresh_fill_into_a_function_of_the_file() -> None:
         other = textwrap.dedent(source).replace('causal(4).to("cuda")', f'{name}.to("cuda")')
         _, sem, receiver = _move_receiver(other, "here")
         assert dataflow.fresh_fill(sem, receiver) is None, name
+
+
+def test_variable_is_the_tensor_it_wraps():
+    source = """
+    import torch
+    from torch.autograd import Variable
+    x = Variable(torch.ones(3).cuda())  # here
+    """
+    value = value_at(source, "here")
+    assert value.kind is Kind.TENSOR and value.place is Place.DEVICE
+
+
+def test_a_factory_given_an_unknown_tensors_size_has_unknown_rank():
+    source = """
+    import torch
+    def f(x):
+        return torch.rand(x.size())  # here
+    """
+    value = value_at(source, "here")
+    assert value.kind is Kind.TENSOR and value.rank is None
+
+
+def test_size_without_a_dimension_is_the_shape():
+    source = """
+    import torch
+    x = torch.ones(2, 3)
+    n = x.size(0)
+    y = torch.zeros(x.size())  # here
+    """
+    assert value_at(source, "here").shape == (2, 3)

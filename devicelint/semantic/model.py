@@ -864,9 +864,7 @@ class SemanticModel:
             if attr in ("data", "grad", "real", "imag"):
                 return base.with_(node=node, origin=base.origin if attr == "data" else Origin.NONE)
             if attr == "shape":
-                return Value(Kind.SIZE, Place.CPU, items=tuple(NUMBER.with_(literal=s if isinstance(s, int) else None)
-                                                              for s in base.shape) if base.shape else None,
-                             element=NUMBER)
+                return self._size_of(base)
             if attr == "device":
                 return Value(Kind.DEVICE, base.place)
             if attr == "dtype":
@@ -899,6 +897,14 @@ class SemanticModel:
         if base.kind is Kind.UNKNOWN and attr == "device" and base.origin is Origin.NONE:
             return Value(Kind.DEVICE, Place.UNKNOWN, node=node)  # a tensor's or a module's device
         return UNKNOWN
+
+    @staticmethod
+    def _size_of(base: Value) -> Value:
+        """`x.shape` / `x.size()`: a torch.Size with one number per dimension, when known."""
+        items = None
+        if base.shape is not None:
+            items = tuple(NUMBER.with_(literal=s if isinstance(s, int) else None) for s in base.shape)
+        return Value(Kind.SIZE, Place.CPU, items=items, element=NUMBER)
 
     def self_attribute(self, owner: cst.ClassDef, attr: str) -> Value:
         self._ensure_class_flows(owner)
@@ -1393,6 +1399,9 @@ class SemanticModel:
         if qual.startswith(api.module_factory_prefixes) and qual.rsplit(".", 1)[-1][:1].islower() \
                 or qual.startswith("torchvision.models.") and qual.rsplit(".", 1)[-1][:1].isupper():
             return Value(Kind.MODULE, self.built_place(node), cls=qual, node=node)
+        if qual in ("torch.autograd.Variable", "torch.autograd.variable.Variable"):
+            inner = call_arg(node, 0, "data")  # a legacy wrapper: the tensor itself
+            return self.value(inner) if inner is not None else UNKNOWN
         if qual in ("torch.compile", "torch.jit.script", "torch.jit.trace"):
             inner = call_arg(node, 0, "model")
             return self.value(inner) if inner is not None else UNKNOWN
@@ -1474,6 +1483,8 @@ class SemanticModel:
             # Nothing upstream shows a permute: tensors are contiguous unless made otherwise
             # (the same assumption `view` users make).
             receiver = tensor(Place.UNKNOWN, layout=CONTIGUOUS)
+        if receiver.kind is Kind.TENSOR and method == "size" and not node.args:
+            return self._size_of(receiver)  # `x.size()` is `x.shape`; `x.size(0)` a number
         if receiver.kind is Kind.TENSOR:
             spec = self.api.method(method)
             if spec is not None:

@@ -112,11 +112,19 @@ def shape_args(call: cst.Call, model, skip: int = 0) -> Optional[tuple]:
         return tuple(size_of(e.value, model) for e in elements)
     if len(args) == 1:
         value = model.value(args[0])
+        if value.kind is Kind.UNKNOWN and (_is_size_call(args[0]) or (
+                isinstance(args[0], cst.Attribute) and args[0].attr.value == "shape")):
+            return None  # `torch.rand(x.size())`: as many sizes as `x` has dimensions
         if value.kind is Kind.SIZE:
             if value.items is None:
                 return None
             return tuple(i.literal if isinstance(i.literal, int) else None for i in value.items)
     return tuple(size_of(a, model) for a in args)
+
+
+def _is_size_call(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+        and node.func.attr.value == "size" and not node.args
 
 
 def _dim_arg(call: cst.Call, index: int = 0):
