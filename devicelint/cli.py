@@ -163,13 +163,17 @@ OUTPUT_FORMATS = (*TEXT_MODES, "json", "json-lines", "github", "sarif", "gitlab"
               type=click.Choice(OUTPUT_FORMATS),
               help="full: findings with their source line and the rule's fix; concise: one line each.")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report here.")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 if any fix was applied, even if nothing remains.")
 @click.option("--statistics", is_flag=True, help="Print only the number of findings per rule.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
+@click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the result cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="Where to keep the result cache.")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=None,
+              help="Skip what git ignores (default: the `respect-gitignore` setting, true).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
 @click.option("--config", type=click.Path(dir_okay=False), help="A pyproject.toml to use instead of the nearest.")
 @click.option("-q", "--quiet", count=True, help="-q: findings only; -qq: nothing (exit code only).")
+@click.option("-s", "--silent", is_flag=True, help="Print nothing (exit code only): -qq.")
 @click.option("--no-show-source", is_flag=True, help="Do not print the source line under each finding.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Colour text output (auto: on a terminal, unless NO_COLOR; FORCE_COLOR forces it).")
@@ -179,7 +183,7 @@ OUTPUT_FORMATS = (*TEXT_MODES, "json", "json-lines", "github", "sarif", "gitlab"
               help="Lint standard input as this file (its config, excludes and per-file ignores).")
 @click.option("--list-rules", is_flag=True, help="List all rules and exit.")
 @click.option("--explain", metavar="CODE", help="Print a rule's documentation and exit.")
-@click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
+@click.option("--fix/--no-fix", default=False, help="Apply safe fixes in place (--no-fix: do not).")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix/--diff, also apply unsafe fixes.")
 @click.option("--fix-only", is_flag=True, help="Apply fixes (like --fix) but do not report what remains.")
 @click.option("--show-fixes", is_flag=True, help="With --fix: list the fixes applied, per rule and file.")
@@ -190,8 +194,8 @@ OUTPUT_FORMATS = (*TEXT_MODES, "json", "json-lines", "github", "sarif", "gitlab"
 @verbose_option
 def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_file_ignores,
           force_exclude, output_format, output_file, exit_zero, exit_non_zero_on_fix, statistics,
-          no_cache, jobs, config, quiet, no_show_source, color, show_files, show_settings,
-          stdin_filename, list_rules, explain, fix, unsafe_fixes, fix_only, show_fixes, diff,
+          no_cache, cache_dir, respect_gitignore, jobs, config, quiet, silent, no_show_source,
+          color, show_files, show_settings, stdin_filename, list_rules, explain, fix, unsafe_fixes, fix_only, show_fixes, diff,
           watch, add_noqa=False) -> None:
     """Lint PATHS (default: the current directory; `-` reads standard input)."""
     if list_rules:
@@ -209,12 +213,15 @@ def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_fil
         per_file_ignores=_per_file_ignores(per_file_ignores),
         force_exclude=True if force_exclude else None, config=config,
     )
+    if silent:
+        quiet = max(quiet, 2)
     options = Options(
         output_format=output_format, quiet=quiet, statistics=statistics,
         show_source=not no_show_source and quiet == 0 and output_format != "concise",
         color=color, fix=fix or fix_only, unsafe_fixes=unsafe_fixes, fix_only=fix_only,
         show_fixes=show_fixes, diff=diff, exit_zero=exit_zero,
         exit_non_zero_on_fix=exit_non_zero_on_fix, use_cache=not no_cache, jobs=jobs,
+        respect_gitignore=respect_gitignore, cache_dir=cache_dir,
     )
     if paths == ("-",) or (stdin_filename and not paths):
         if watch or add_noqa or show_files:
@@ -224,7 +231,7 @@ def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_fil
     if "-" in targets:
         _fail("`-` (standard input) must be the only path")
     if show_files or show_settings:
-        _show(targets, overrides, show_files, show_settings)
+        _show(targets, overrides, options, show_files, show_settings)
         return
     if add_noqa:
         run = _lint(targets, overrides, options)
@@ -254,6 +261,8 @@ class Options:
     exit_non_zero_on_fix: bool = False
     use_cache: bool = True
     jobs: Optional[int] = None
+    respect_gitignore: Optional[bool] = None  # None: as configured
+    cache_dir: Optional[str] = None
 
 
 def _cli_codes(values: tuple[str, ...], option: str) -> Optional[list[str]]:
@@ -275,12 +284,26 @@ def _check_codes(codes: list[str], origin: str) -> None:
         _fail(str(error))
 
 
-def _settings(targets: list[str], overrides):
-    from devicelint.config import ConfigError
+def _resolve(targets: list[str], overrides, options: Options):
+    """The settings of a run: the configuration, the command line's overrides, and the
+    options that only the command line has (--respect-gitignore, --cache-dir)."""
+    from dataclasses import replace
+
     from devicelint.runner import resolve_settings
 
+    settings = resolve_settings(targets, overrides)
+    if options.respect_gitignore is not None:
+        settings = replace(settings, respect_gitignore=options.respect_gitignore)
+    if options.cache_dir is not None:
+        settings = replace(settings, cache_dir=os.path.abspath(os.path.expanduser(options.cache_dir)))
+    return settings
+
+
+def _settings(targets: list[str], overrides, options: Options):
+    from devicelint.config import ConfigError
+
     try:
-        return resolve_settings(targets, overrides)
+        return _resolve(targets, overrides, options)
     except ConfigError as error:
         _fail(str(error))
 
@@ -289,8 +312,10 @@ def _lint(targets: list[str], overrides, options: Options):
     from devicelint.config import ConfigError
     from devicelint.runner import lint_paths
 
+    settings = _settings(targets, overrides, options)
     try:
-        return lint_paths(targets, overrides, use_cache=options.use_cache, jobs=options.jobs)
+        return lint_paths(targets, overrides, use_cache=options.use_cache, jobs=options.jobs,
+                          settings=settings)
     except ConfigError as error:
         _fail(str(error))
 
@@ -334,7 +359,7 @@ def _check_stdin(filename: str, overrides, options: Options) -> int:
     from devicelint.runner import lint_text
 
     named = filename != "-"
-    settings = _settings([filename] if named else [], overrides)
+    settings = _settings([filename] if named else [], overrides, options)
     data = sys.stdin.buffer.read()
     if named and settings.force_exclude and _excluded(filename, settings):
         if options.fix and not options.diff:
@@ -516,14 +541,14 @@ def _excluded(path: str, settings) -> bool:
     return Excluder(settings).excluded_with_parents(Path(path))
 
 
-def _show(targets: list[str], overrides, show_files: bool, show_settings: bool) -> None:
+def _show(targets: list[str], overrides, options: Options, show_files: bool, show_settings: bool) -> None:
     """--show-files: what a run would lint; --show-settings: the settings in effect and
     where they came from (ruff's options of the same names)."""
     from devicelint.config import enabled_codes
     from devicelint.discovery import discover
     from devicelint.rule import rule_catalog
 
-    settings = _settings(targets, overrides)
+    settings = _settings(targets, overrides, options)
     if show_settings:
         from devicelint.config import ConfigError
 
@@ -555,7 +580,7 @@ def _watch(targets: list[str], overrides, options: Options, output_file: Optiona
     click.echo(f"[{time.strftime('%H:%M:%S')}] Watching for file changes (Ctrl-C stops).", err=True)
     seen = None
     while True:
-        state = _watched_state(targets, overrides)
+        state = _watched_state(targets, overrides, options)
         if state != seen:
             if seen is not None:
                 click.echo(f"[{time.strftime('%H:%M:%S')}] File change detected; linting again.", err=True)
@@ -563,18 +588,17 @@ def _watch(targets: list[str], overrides, options: Options, output_file: Optiona
                 _check_once(targets, overrides, options, output_file)
             except SystemExit:  # a configuration error: said on stderr; wait for a change
                 pass
-            seen = _watched_state(targets, overrides)  # --fix may have changed files itself
+            seen = _watched_state(targets, overrides, options)  # --fix may have changed files itself
         time.sleep(WATCH_INTERVAL)
 
 
-def _watched_state(targets: list[str], overrides) -> frozenset:
+def _watched_state(targets: list[str], overrides, options: Options) -> frozenset:
     """(path, mtime, size) of every file a run would lint, and of the config file."""
     from devicelint.config import ConfigError
     from devicelint.discovery import discover
-    from devicelint.runner import resolve_settings
 
     try:
-        settings = resolve_settings(targets, overrides)
+        settings = _resolve(targets, overrides, options)
     except ConfigError as error:
         return frozenset({("config-error", str(error), 0)})
     paths = [c.path for c in discover(targets, settings, bool(settings.force_exclude))[0]]

@@ -195,3 +195,21 @@ def test_full_output_shows_the_rule_hint_when_there_is_no_fix(monkeypatch) -> No
     finding = Finding("DL005", "data-parallel", "nowhere.py", 1, 1, 1, 2, "`nn.DataParallel`")
     out = renderer("text")([finding], ReportContext(files=1))
     assert "     help: use `DistributedDataParallel`\n" in out
+
+
+def test_ruff_short_options_and_file_selection_switches(tmp_path: Path) -> None:
+    write(tmp_path / "a.py", MIXED)
+    write(tmp_path / ".gitignore", "ignored/\n")
+    write(tmp_path / "ignored" / "b.py", BAD_DP)
+    assert run_cli(["-e", "-n", "a.py"], tmp_path).exit_code == 0  # --exit-zero, --no-cache
+    silent = run_cli(["-s", "a.py"], tmp_path)
+    assert (silent.exit_code, silent.output) == (1, "")
+    assert run_cli(["--fix", "--no-fix", "a.py"], tmp_path).exit_code == 1
+    assert "torch.zeros(4).cuda()" in (tmp_path / "a.py").read_text()  # --no-fix won
+    assert run_cli(["--show-files"], tmp_path).output.splitlines() == ["a.py"]
+    unignored = run_cli(["--show-files", "--no-respect-gitignore"], tmp_path).output.splitlines()
+    assert unignored == ["a.py", "ignored/b.py"]
+    fresh = tmp_path / "fresh"
+    write(fresh / "c.py", BAD_DP)
+    run_cli(["--cache-dir", "cache-here", "c.py"], fresh)
+    assert (fresh / "cache-here").is_dir() and not (fresh / ".devicelint_cache").exists()
