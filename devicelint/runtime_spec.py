@@ -6,11 +6,11 @@ module:
     class CreateThenMove(Rule):
         ...
         @staticmethod
-        def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+        def probe(run: ProbeRun, rec: LineRecord) -> dict:
             copies = rec.copies.get("h2d")
             if copies is None:
-                return ctx.base("refuted", "the line ran but made no host-to-device copy")
-            return ctx.base("confirmed", f"{copies.count} CPU-built tensor(s) copied")
+                return run.base("refuted", "the line ran but made no host-to-device copy")
+            return run.base("confirmed", f"{copies.count} CPU-built tensor(s) copied")
 
         runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES))
 
@@ -47,7 +47,7 @@ class Watch(enum.Enum):
 class RuntimeSpec:
     """A rule's runtime part.
 
-    probe: (ctx, rec) -> confirmation dict, built with `ctx.base(status, summary, **figures)`
+    probe: (run, rec) -> confirmation dict, built with `run.base(status, summary, **figures)`
         where status is "confirmed", "refuted" or "inconclusive".
     watch: the call groups the probe needs recorded.
     whole_file: on a good fixture (`fixtures/DLnnn/good_*.py`) every line of the file is
@@ -57,7 +57,7 @@ class RuntimeSpec:
         GPUs, asynchronous execution...); empty when the simulated device decides.
     """
 
-    probe: Callable[["ProbeContext", "LineRecord"], dict]
+    probe: Callable[["ProbeRun", "LineRecord"], dict]
     watch: tuple[Watch, ...] = ()
     whole_file: bool = False
     sim_cannot_judge: str = ""
@@ -161,8 +161,9 @@ class LineRecord:
     cuda_state: Optional[CudaState] = None
 
 
-class ProbeContext(Protocol):
-    """What a probe may ask the runtime (devicelint/runtime/probes.py implements it)."""
+class ProbeRun(Protocol):
+    """The run being judged, as a probe sees it: the device, the cost table, GPU timers, the
+    other records of the file (devicelint/runtime/probes.py implements it)."""
 
     device: str  # "cuda" or "sim"
     estimated: bool  # times come from the cost table (the simulated device)
@@ -181,18 +182,18 @@ class ProbeContext(Protocol):
     def compare_data_parallel(self, module: Any, batch: Any, gpus: int) -> dict: ...
 
 
-def device_mismatch(ctx: ProbeContext, rec: LineRecord) -> dict:
+def device_mismatch(run: ProbeRun, rec: LineRecord) -> dict:
     """Confirmed when the line raised PyTorch's "same device" error; inconclusive when the
     file raised it elsewhere (the rule flagged where the tensors meet, the error came from
     the module's forward, say)."""
     errors = [e for e in rec.errors if "same device" in e.message]
     if errors:
         first = errors[0]
-        return ctx.base("confirmed", f"raised {first.type}: {first.message}",
+        return run.base("confirmed", f"raised {first.type}: {first.message}",
                         count=sum(e.count for e in errors), error=first.message)
-    elsewhere = ctx.errors_elsewhere()
+    elsewhere = run.errors_elsewhere()
     if elsewhere:
         line, message = elsewhere[0]
-        return ctx.base("inconclusive", f"a device mismatch was raised at line {line} of this "
+        return run.base("inconclusive", f"a device mismatch was raised at line {line} of this "
                         f"file, not at this line: {message}", error=message, error_line=line)
-    return ctx.base("refuted", "the line ran with every tensor on one device")
+    return run.base("refuted", "the line ran with every tensor on one device")

@@ -12,7 +12,7 @@ from devicelint.semantic import Kind, Origin, Place, Value
 from devicelint.semantic import dataflow
 from devicelint.semantic.flow import Def, target_parts
 from devicelint.semantic.model import call_arg, keyword_arg
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 # Factories that copy their first argument's data to `device=` in one go.
 _DATA_TO_DEVICE = ("torch.tensor", "torch.as_tensor", "torch.asarray")
@@ -442,29 +442,29 @@ class TransferInLoop(Rule):
     BATCH_GAIN = 2.0
 
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
         copies = rec.copies.get("h2d")
         if copies is None:
-            return ctx.base("refuted", "the line ran but made no host-to-device copy (a dtype "
+            return run.base("refuted", "the line ran but made no host-to-device copy (a dtype "
                             "target, or data already on the device)", count=0)
         count, nbytes = copies.count, copies.bytes
-        measured = ctx.copy_ms(copies, "h2d")
-        pageable = ctx.time_copy(nbytes, pinned=False)
-        pinned = ctx.time_copy(nbytes, pinned=True)
+        measured = run.copy_ms(copies, "h2d")
+        pageable = run.time_copy(nbytes, pinned=False)
+        pinned = run.time_copy(nbytes, pinned=True)
         gain = measured / pageable if pageable > 0 else 0.0
         figures = dict(count=count, bytes=nbytes, measured_ms=round(measured, 4),
                        counterfactual_ms=round(pageable, 4),
                        counterfactual_pinned_ms=round(pinned, 4), speedup=round(gain, 4))
         if count < 2:
-            return ctx.base("refuted", "one copy per run of the line: nothing to batch", **figures)
+            return run.base("refuted", "one copy per run of the line: nothing to batch", **figures)
         if copies.distinct < 2:
-            return ctx.base("refuted", f"the same host data copied {count} times: hoist the "
+            return run.base("refuted", f"the same host data copied {count} times: hoist the "
                             "copy out of the loop (not a per-row copy, nothing to batch)",
                             **figures)
         if gain < TransferInLoop.BATCH_GAIN:
-            return ctx.base("refuted", f"{count} copies of {nbytes // count:,} B each; one "
+            return run.base("refuted", f"{count} copies of {nbytes // count:,} B each; one "
                             f"batched copy would be only {gain:.1f}x faster", **figures)
-        return ctx.base(
+        return run.base(
             "confirmed",
             f"{count:,} host-to-device copies, {nbytes:,} B, {measured:.3f} ms; one batched "
             f"copy {pageable:.3f} ms pageable, {pinned:.3f} ms pinned ({gain:.0f}x)",

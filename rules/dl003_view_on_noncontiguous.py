@@ -7,7 +7,7 @@ import libcst as cst
 from devicelint.rule import Rule
 from devicelint.semantic import Kind
 from devicelint.semantic.shapes import FAILS, OK, shape_args, view_outcome
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 
 class ViewOnNoncontiguous(Rule):
@@ -103,7 +103,7 @@ class ViewOnNoncontiguous(Rule):
 
     # -- devicelint confirm ------------------------------------------------------------
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
         views = rec.views
         failed = [s for s in views.samples if s.failed]
         shapes = [asdict(s) for s in views.samples[:5]]
@@ -111,21 +111,21 @@ class ViewOnNoncontiguous(Rule):
             sample = failed[0]
             message = next((e.message for e in rec.errors if "view size" in e.message),
                            "view size is not compatible with input tensor's size and stride")
-            return ctx.base("confirmed", f".view{tuple(sample.target)} on size {sample.size} "
+            return run.base("confirmed", f".view{tuple(sample.target)} on size {sample.size} "
                             f"stride {sample.stride} raised: {message}", count=views.failed,
                             error=message, shapes=[asdict(s) for s in failed[:5]])
         if not views.count:
-            return ctx.base("inconclusive", "the line ran but no Tensor.view call was seen on it")
+            return run.base("inconclusive", "the line ran but no Tensor.view call was seen on it")
         for sample in views.samples:
-            latent = ctx.latent_view_failure(sample)
+            latent = run.latent_view_failure(sample)
             if latent is not None:
-                return ctx.base(
+                return run.base(
                     "confirmed",
                     f"latent: .view{tuple(sample.target)} passed on size {sample.size} only "
                     f"because a dim has size 1; with size {latent['size']} it raises: "
                     f"{latent['error']}",
                     count=views.count, latent=latent, shapes=shapes)
-        return ctx.base("refuted", f"the view succeeded for every shape seen ({views.count} "
+        return run.base("refuted", f"the view succeeded for every shape seen ({views.count} "
                         "calls) and no size-1 dim hides a failure", count=views.count,
                         shapes=shapes)
 

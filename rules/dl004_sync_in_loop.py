@@ -8,7 +8,7 @@ import libcst as cst
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic.values import join_all
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 _PASS_THROUGH = ("enumerate", "tqdm", "trange", "iter", "zip")
 
@@ -328,29 +328,29 @@ class SyncInLoop(Rule):
 
     # -- devicelint confirm ------------------------------------------------------------
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
         syncs = rec.syncs
         count = syncs.count
         if not count:
-            return ctx.base("refuted", "the line ran but read nothing back from the GPU (values "
+            return run.base("refuted", "the line ran but read nothing back from the GPU (values "
                             "on the CPU)", count=0)
-        if ctx.estimated:
-            blocked = count * ctx.table["item_us"] / 1000
+        if run.estimated:
+            blocked = count * run.table["item_us"] / 1000
         else:
             blocked = syncs.seconds * 1000
         figures = dict(count=count, kinds=syncs.kinds, measured_ms=round(blocked, 4))
         span = (rec.last - rec.first) * 1000 if rec.first is not None else 0.0
-        if count >= 2 and span > 0 and not ctx.estimated:
+        if count >= 2 and span > 0 and not run.estimated:
             # Reads moved out: the host stops waiting at each step and pays one read at the end.
             per_read = blocked / count
             figures["loop_ms"] = round(span, 4)
             figures["counterfactual_ms"] = round(max(span - blocked + per_read, 0.0), 4)
             figures["counterfactual_is_estimate"] = True
         if count < 2:
-            return ctx.base("refuted", "one host read per run of the line: not per step",
+            return run.base("refuted", "one host read per run of the line: not per step",
                             **figures)
         what = ", ".join(f"{n}x {k}" for k, n in sorted(syncs.kinds.items()))
-        return ctx.base("confirmed", f"{count:,} host syncs ({what}), host blocked "
+        return run.base("confirmed", f"{count:,} host syncs ({what}), host blocked "
                         f"{blocked:.3f} ms", **figures)
 
     runtime = RuntimeSpec(probe=probe, watch=(Watch.SYNCS, Watch.MOVES))

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devicelint.rule import Rule
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 DATA_PARALLEL = {
     "torch.nn.DataParallel",
@@ -78,26 +78,26 @@ class DataParallel(Rule):
 
     # -- devicelint confirm ------------------------------------------------------------
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
-        if ctx.device != "cuda":
-            return ctx.base("inconclusive", "DataParallel vs DDP needs 2 real GPUs; the "
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
+        if run.device != "cuda":
+            return run.base("inconclusive", "DataParallel vs DDP needs 2 real GPUs; the "
                             "simulated device cannot time it", needs="2 GPUs")
-        gpus = ctx.gpu_count()
+        gpus = run.gpu_count()
         if gpus < 2:
-            return ctx.base("inconclusive", f"DataParallel vs DDP needs 2 GPUs; {gpus} visible",
+            return run.base("inconclusive", f"DataParallel vs DDP needs 2 GPUs; {gpus} visible",
                             needs="2 GPUs", gpus=gpus)
-        batches = ctx.data_parallel_batches()
+        batches = run.data_parallel_batches()
         if not batches:
-            return ctx.base("inconclusive", "DataParallel was built here but never called, so "
+            return run.base("inconclusive", "DataParallel was built here but never called, so "
                             "no batch was captured to time", gpus=gpus)
         module, batch = batches[0]
         try:
-            result = ctx.compare_data_parallel(module, batch, gpus)
+            result = run.compare_data_parallel(module, batch, gpus)
         except Exception as error:  # noqa: BLE001 - a failed benchmark is a result
-            return ctx.base("inconclusive", f"could not time DP vs DDP: {error}", gpus=gpus)
+            return run.base("inconclusive", f"could not time DP vs DDP: {error}", gpus=gpus)
         ratio = result["ddp_per_s"] / result["dp_per_s"]
         status = "confirmed" if ratio > 1.05 else "refuted"
-        return ctx.base(status, f"DataParallel {result['dp_per_s']:,.0f} samples/s vs DDP "
+        return run.base(status, f"DataParallel {result['dp_per_s']:,.0f} samples/s vs DDP "
                         f"{result['ddp_per_s']:,.0f} samples/s on {gpus} GPUs ({ratio:.2f}x)",
                         gpus=gpus, speedup=round(ratio, 4), **result)
 

@@ -8,7 +8,7 @@ from devicelint.analysis import CPU, TENSOR_FACTORIES, method_name, to_call_devi
 from devicelint.context import FileContext
 from devicelint.names import dotted_name
 from devicelint.rule import Rule
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 # torch functions (besides the factories) that return one tensor.
 TENSOR_FUNCTIONS = TENSOR_FACTORIES | {
@@ -294,17 +294,17 @@ class DiscardedTo(Rule):
 
     # -- devicelint confirm ------------------------------------------------------------
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
         moves = rec.moves
         made = moves.count - moves.noop
         if not moves.count:
-            return ctx.base("inconclusive", "the line ran but no tensor .to/.cuda/.cpu was seen")
+            return run.base("inconclusive", "the line ran but no tensor .to/.cuda/.cpu was seen")
         if not made:
-            return ctx.base("refuted", "the tensor was already there: the call returned it "
+            return run.base("refuted", "the tensor was already there: the call returned it "
                             "unchanged, nothing was lost", count=moves.count)
         copies = sum(c.count for c in rec.copies.values())
         nbytes = sum(c.bytes for c in rec.copies.values())
-        return ctx.base("confirmed", f"{made} new tensor(s) made and discarded ({copies} "
+        return run.base("confirmed", f"{made} new tensor(s) made and discarded ({copies} "
                         f"copies, {nbytes:,} B); the original stayed where it was", count=made,
                         bytes=nbytes)
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from devicelint.builders import plain_reference, reindent, with_keyword_args
 from devicelint.rule import Rule
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow
 from devicelint.semantic.model import call_arg, int_value, keyword_arg, positional_args
@@ -311,14 +311,14 @@ class CreateThenMove(Rule):
 
     # -- devicelint confirm ------------------------------------------------------------
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
         copies = rec.copies.get("h2d")
         if copies is None:
-            return ctx.base("refuted", "the line ran but made no host-to-device copy", count=0)
+            return run.base("refuted", "the line ran but made no host-to-device copy", count=0)
         count, nbytes = copies.count, copies.bytes
-        measured = ctx.copy_ms(copies, "h2d")
-        fill = ctx.time_fill(nbytes // count) * count
-        return ctx.base("confirmed", f"{count} CPU-built tensor(s) copied to the GPU, "
+        measured = run.copy_ms(copies, "h2d")
+        fill = run.time_fill(nbytes // count) * count
+        return run.base("confirmed", f"{count} CPU-built tensor(s) copied to the GPU, "
                         f"{nbytes:,} B, {measured:.3f} ms; built on the device: {fill:.3f} ms",
                         count=count, bytes=nbytes, measured_ms=round(measured, 4),
                         counterfactual_ms=round(fill, 4))

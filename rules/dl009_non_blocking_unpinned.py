@@ -9,7 +9,7 @@ from devicelint.rule import Rule
 from devicelint.rules._loaders import (
     EXPLICIT_OFF, UNPINNED, batch_moves, loaders_of, pin_state,
 )
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 # Factories that generate their content in fresh pageable CPU memory unless given
 # `device=` or `pin_memory=True`. Left out: the `*_like` ones and `stack`/`cat` (they follow
@@ -155,15 +155,15 @@ class NonBlockingUnpinned(Rule):
 
     # -- devicelint confirm ------------------------------------------------------------
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
         copies = rec.copies.get("h2d")
         if copies is None:
-            return ctx.base("refuted", "the line ran but made no host-to-device copy", count=0)
+            return run.base("refuted", "the line ran but made no host-to-device copy", count=0)
         bad = copies.pageable_non_blocking
         if not bad:
-            return ctx.base("refuted", "every non_blocking copy here came from pinned memory",
+            return run.base("refuted", "every non_blocking copy here came from pinned memory",
                             count=copies.count)
-        return ctx.base("confirmed", f"{bad} of {copies.count} non_blocking copies came from "
+        return run.base("confirmed", f"{bad} of {copies.count} non_blocking copies came from "
                         "pageable memory, so they were not asynchronous", count=bad,
                         bytes=copies.bytes)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devicelint.rule import Rule
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 EMPTY_CACHE = {"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"}
 
@@ -83,16 +83,16 @@ class EmptyCacheInLoop(Rule):
     # -- devicelint confirm. Not whole_file: the runtime counts empty_cache calls but cannot
     # tell a step loop from an epoch loop or a sweep, which is all the rule's distinction is.
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
         calls = rec.empty_cache
         if calls.count < 2:
-            return ctx.base("refuted", f"empty_cache ran {calls.count} time(s): not per step",
+            return run.base("refuted", f"empty_cache ran {calls.count} time(s): not per step",
                             count=calls.count)
-        if ctx.estimated:
-            measured = calls.count * ctx.table["empty_cache_us"] / 1000
+        if run.estimated:
+            measured = calls.count * run.table["empty_cache_us"] / 1000
         else:
             measured = calls.seconds * 1000
-        return ctx.base("confirmed", f"empty_cache ran {calls.count} times, {measured:.3f} ms; "
+        return run.base("confirmed", f"empty_cache ran {calls.count} times, {measured:.3f} ms; "
                         "the allocator then had to cudaMalloc its blocks again",
                         count=calls.count, measured_ms=round(measured, 4), counterfactual_ms=0.0)
 

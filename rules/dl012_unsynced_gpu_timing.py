@@ -6,7 +6,7 @@ import libcst as cst
 
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 WORK, SYNC, STAMP = "work", "sync", "stamp"
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -108,12 +108,12 @@ class UnsyncedGpuTiming(Rule):
 
     # -- devicelint confirm ------------------------------------------------------------
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
         stamps = rec.stamps
         if not stamps.count:
-            return ctx.base("inconclusive", "the line ran but no time.time/perf_counter call "
+            return run.base("inconclusive", "the line ran but no time.time/perf_counter call "
                             "was seen")
-        if ctx.estimated:
+        if run.estimated:
             # The simulated device runs every op synchronously on the CPU: it knows which
             # device ops were issued since the last sync, not whether a GPU would still be
             # running them.
@@ -125,13 +125,13 @@ class UnsyncedGpuTiming(Rule):
             else:
                 summary = ("no device work was issued since the last sync at this timestamp; "
                            "the simulated device is synchronous and cannot time a GPU's queue")
-            return ctx.base("inconclusive", summary, count=stamps.count,
+            return run.base("inconclusive", summary, count=stamps.count,
                             unsynced=stamps.pending, needs="a GPU (asynchronous execution)")
         if not stamps.pending:
-            return ctx.base("refuted", "no GPU work was pending when the timestamp was taken",
+            return run.base("refuted", "no GPU work was pending when the timestamp was taken",
                             count=stamps.count)
         lag = stamps.lag_seconds * 1000
-        return ctx.base("confirmed", f"GPU work was still pending at {stamps.pending} of "
+        return run.base("confirmed", f"GPU work was still pending at {stamps.pending} of "
                         f"{stamps.count} timestamps; the GPU ran {lag:.3f} ms more after it",
                         count=stamps.pending, unmeasured_ms=round(lag, 4))
 

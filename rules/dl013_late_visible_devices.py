@@ -5,7 +5,7 @@ from typing import Optional
 import libcst as cst
 
 from devicelint.rule import Rule
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 from devicelint.semantic.model import call_arg, keyword_arg, string_value
 
 VARIABLE = "CUDA_VISIBLE_DEVICES"
@@ -224,20 +224,20 @@ class LateVisibleDevices(Rule):
 
     # -- devicelint confirm ------------------------------------------------------------
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
         state = rec.cuda_state
         if state is not None and state.initialized:
-            return ctx.base("confirmed", "CUDA was already initialised when "
+            return run.base("confirmed", "CUDA was already initialised when "
                             "CUDA_VISIBLE_DEVICES was set: the setting had no effect")
         if state is not None and state.driver_queried:
             # cudaGetDeviceCount (behind is_available/device_count) initialises the driver,
             # which reads CUDA_VISIBLE_DEVICES once; PYTORCH_NVML_BASED_CUDA_CHECK=1 avoids it.
-            return ctx.base("confirmed", "torch.cuda.is_available()/device_count() had already "
+            return run.base("confirmed", "torch.cuda.is_available()/device_count() had already "
                             "initialised the CUDA driver when CUDA_VISIBLE_DEVICES was set: the "
                             "driver read the variable then, so the setting had no effect")
         # torch had no CUDA context yet, but torch.cuda.is_available()/device_count() call
         # cudaGetDeviceCount, which already reads the variable: this cannot be refuted here.
-        return ctx.base("inconclusive", "torch had not created a CUDA context yet; an earlier "
+        return run.base("inconclusive", "torch had not created a CUDA context yet; an earlier "
                         "is_available()/device_count() may still have fixed the visible devices")
 
     runtime = RuntimeSpec(probe=probe, watch=(Watch.DRIVER_QUERIES, Watch.CUDA_STATE))

@@ -9,7 +9,7 @@ from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow
 from devicelint.semantic.model import call_arg, keyword_arg
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 # Factories that copy their data argument to `device=`.
 _DATA_TO_DEVICE = ("torch.tensor", "torch.as_tensor", "torch.asarray")
@@ -387,7 +387,7 @@ class RepeatedTransfer(Rule):
 
     # -- devicelint confirm ------------------------------------------------------------
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
         """Repeated transfers: the same host data copied to the device again and again at the
         line, data copied back to the host at the line on every iteration (a round trip's way
         back), or new uploads at the line while the same file read device data back to the
@@ -396,8 +396,8 @@ class RepeatedTransfer(Rule):
         h2d = rec.copies.get("h2d")
         d2h = rec.copies.get("d2h")
         if h2d is not None and h2d.count >= 2 and h2d.distinct < h2d.count:
-            measured = ctx.copy_ms(h2d, "h2d")
-            return ctx.base(
+            measured = run.copy_ms(h2d, "h2d")
+            return run.base(
                 "confirmed",
                 f"{h2d.count:,} host-to-device copies of {h2d.distinct} distinct host data "
                 f"({h2d.bytes:,} B, {measured:.3f} ms): copied once, "
@@ -406,26 +406,26 @@ class RepeatedTransfer(Rule):
                 measured_ms=round(measured, 4),
                 counterfactual_ms=round(measured * h2d.distinct / h2d.count, 4))
         if d2h is not None and d2h.count >= 2:
-            measured = ctx.copy_ms(d2h, "d2h")
-            return ctx.base("confirmed", f"{d2h.count:,} device-to-host copies at this line "
+            measured = run.copy_ms(d2h, "d2h")
+            return run.base("confirmed", f"{d2h.count:,} device-to-host copies at this line "
                             f"({d2h.bytes:,} B, {measured:.3f} ms), one per iteration",
                             count=d2h.count, bytes=d2h.bytes, measured_ms=round(measured, 4))
         if h2d is not None and h2d.count >= 2:
-            reads = [(line, other.syncs.count) for line, other in ctx.records_in_file()
+            reads = [(line, other.syncs.count) for line, other in run.records_in_file()
                      if other.syncs.count >= 2]
-            measured = ctx.copy_ms(h2d, "h2d")
+            measured = run.copy_ms(h2d, "h2d")
             figures = dict(count=h2d.count, bytes=h2d.bytes, measured_ms=round(measured, 4))
             if reads:
-                here = ctx.line()
+                here = run.line()
                 line, count = min(reads, key=lambda read: (abs(read[0] - here), read[0]))
-                return ctx.base("confirmed", f"{h2d.count:,} host-to-device copies of new data "
+                return run.base("confirmed", f"{h2d.count:,} host-to-device copies of new data "
                                 f"at this line while line {line} read device data back "
                                 f"{count:,} times", **figures)
-            return ctx.base("inconclusive", f"{h2d.count:,} host-to-device copies of new data "
+            return run.base("inconclusive", f"{h2d.count:,} host-to-device copies of new data "
                             "each time; no read back from the device was watched in this file",
                             **figures)
         count = (h2d or d2h).count if (h2d or d2h) is not None else 0
-        return ctx.base("refuted", "the line ran but did not copy the same data again, nor "
+        return run.base("refuted", "the line ran but did not copy the same data again, nor "
                         "back and forth on every iteration", count=count)
 
     runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES, Watch.SYNCS))

@@ -43,8 +43,8 @@ def test_no_rule_code_in_engine_or_runtime() -> None:
     assert not found, "\n".join(found)
 
 
-class FakeContext:
-    """The parts of devicelint.runtime.probes.Context a copy probe uses, on the simulated
+class FakeRun:
+    """The parts of devicelint.runtime.probes.ProbeRun a copy probe uses, on the simulated
     device's cost table."""
 
     device = "sim"
@@ -61,7 +61,7 @@ class FakeContext:
 def test_a_probe_judges_a_typed_record() -> None:
     probe = all_rules()["DL009"].runtime.probe
     rec = LineRecord(reached=True)
-    assert probe(FakeContext(), rec)["status"] == "refuted"
+    assert probe(FakeRun(), rec)["status"] == "refuted"
     rec.copies["h2d"] = CopyStats(count=3, bytes=300, pageable_non_blocking=2)
-    verdict = probe(FakeContext(), rec)
+    verdict = probe(FakeRun(), rec)
     assert verdict["status"] == "confirmed" and verdict["count"] == 2

@@ -194,23 +194,23 @@ def run(plan_path: str, result_path: str) -> int:
 
     # The rules (and libcst) are imported only now: not a moment of the run is spent on them.
     rules = {code: _load_rule(where) for code, where in plan.rules.items()}
-    ctx = probes.Context(device, tracker)
+    probe_run = probes.ProbeRun(device, tracker)
     result["device"] = device
-    result["device_name"] = ctx.device_name
+    result["device_name"] = probe_run.device_name
     result["torch"] = torch.__version__
     verdicts = []
     for path, lines in plan.lines.items():
         for line, line_codes in lines.items():
             for code in line_codes:
                 try:
-                    confirmation = probes.verdict(ctx, path, line, rules.get(code))
+                    confirmation = probes.verdict(probe_run, path, line, rules.get(code))
                 except Exception as error:  # noqa: BLE001 - one probe must not lose the rest
-                    confirmation = ctx.base("inconclusive", f"probe failed: {error!r}")
+                    confirmation = probe_run.base("inconclusive", f"probe failed: {error!r}")
                 verdicts.append({"path": path, "line": line, "code": code,
                                  "confirmation": confirmation})
     result["verdicts"] = verdicts
     result["premise"] = {
-        path: {code: probes.pitfall_lines(ctx, path, rules.get(code)) for code in codes_}
+        path: {code: probes.pitfall_lines(probe_run, path, rules.get(code)) for code in codes_}
         for path, codes_ in plan.whole_files.items()
     }
     if sim is not None:

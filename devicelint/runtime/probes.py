@@ -19,8 +19,8 @@ from devicelint.runtime import costs
 from devicelint.runtime_spec import CopyStats, LineRecord, ViewSample
 
 
-class Context:
-    """What a probe may use (devicelint.runtime_spec.ProbeContext): the device kind, the cost
+class ProbeRun:
+    """What a probe may use (devicelint.runtime_spec.ProbeRun): the device kind, the cost
     table, GPU timers, and the other records of the file being judged."""
 
     def __init__(self, device: str, tracker) -> None:
@@ -155,28 +155,28 @@ def _grown_targets(target, grown_dims: int):
 
 
 
-def verdict(ctx: Context, path: str, line: int, rule) -> dict:
+def verdict(run: ProbeRun, path: str, line: int, rule) -> dict:
     """The confirmation of `rule` (a Rule class) at a flagged line."""
-    rec = ctx.tracker.records.get((path, line))
-    ctx.path, ctx.site_line = path, line
+    rec = run.tracker.records.get((path, line))
+    run.path, run.site_line = path, line
     if rec is None or not rec.reached:
-        return ctx.base("not-reached", "the line never ran")
+        return run.base("not-reached", "the line never ran")
     if rule is None or rule.runtime is None:
         code = rule.code if rule is not None else "this rule"
-        return ctx.base("inconclusive", f"no runtime probe for {code}; the line ran")
-    return rule.runtime.probe(ctx, rec)
+        return run.base("inconclusive", f"no runtime probe for {code}; the line ran")
+    return rule.runtime.probe(run, rec)
 
 
-def pitfall_lines(ctx: Context, path: str, rule) -> list[dict]:
+def pitfall_lines(run: ProbeRun, path: str, rule) -> list[dict]:
     """For a good fixture (every line watched): lines where the rule's pitfall happened."""
     found = []
     if rule is None or rule.runtime is None:
         return found
-    for (rec_path, line), rec in sorted(ctx.tracker.records.items()):
+    for (rec_path, line), rec in sorted(run.tracker.records.items()):
         if rec_path != path:
             continue
-        ctx.path, ctx.site_line = path, line
-        result = rule.runtime.probe(ctx, rec)
+        run.path, run.site_line = path, line
+        result = rule.runtime.probe(run, rec)
         if result["status"] == "confirmed":
             found.append({"line": line, **result})
     return found

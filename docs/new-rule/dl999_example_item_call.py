@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devicelint.rule import Rule
-from devicelint.runtime_spec import LineRecord, ProbeContext, RuntimeSpec, Watch
+from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 
 class ExampleItemCall(Rule):
@@ -44,10 +44,10 @@ class ExampleItemCall(Rule):
 
     # -- devicelint confirm --------------------------------------------------------------
     @staticmethod
-    def probe(ctx: ProbeContext, rec: LineRecord) -> dict:
+    def probe(run: ProbeRun, rec: LineRecord) -> dict:
         if not rec.syncs.count:
-            return ctx.base("refuted", "the line ran but read nothing back from the device")
-        return ctx.base("confirmed", f"{rec.syncs.count} host read(s) of device values",
+            return run.base("refuted", "the line ran but read nothing back from the device")
+        return run.base("confirmed", f"{rec.syncs.count} host read(s) of device values",
                         count=rec.syncs.count)
 
     runtime = RuntimeSpec(probe=probe, watch=(Watch.SYNCS,), whole_file=True)
