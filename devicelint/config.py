@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from devicelint.diagnostics import SYNTAX_ERROR, UNREADABLE
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -31,7 +33,8 @@ KNOWN_KEYS = {
 }
 
 
-ALWAYS_REPORTED = frozenset({"DL900", "DL902"})  # syntax-error, unreadable-file
+# A file that cannot be parsed or read is always said, whatever is selected.
+ALWAYS_REPORTED = frozenset({SYNTAX_ERROR, UNREADABLE})
 
 
 class ConfigError(Exception):
