@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -158,6 +158,7 @@ OUTPUT_FORMATS = (*TEXT_MODES, "json", "json-lines", "github", "sarif", "gitlab"
 @click.option("--exclude", multiple=True, help="Glob patterns to exclude (replaces the defaults).")
 @click.option("--extend-exclude", multiple=True, help="Glob patterns to exclude in addition.")
 @click.option("--per-file-ignores", multiple=True, help="PATTERN:CODES, e.g. 'tests/*:DL010'.")
+@click.option("--extend-per-file-ignores", multiple=True, help="Like --per-file-ignores, added to the configured ones.")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too.")
 @click.option("--output-format", "--format", "output_format", default="full", show_default=True,
               type=click.Choice(OUTPUT_FORMATS),
@@ -193,7 +194,7 @@ OUTPUT_FORMATS = (*TEXT_MODES, "json", "json-lines", "github", "sarif", "gitlab"
               help="Add `# noqa: CODE` to every line with a finding (adopt devicelint today).")
 @verbose_option
 def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_file_ignores,
-          force_exclude, output_format, output_file, exit_zero, exit_non_zero_on_fix, statistics,
+          extend_per_file_ignores, force_exclude, output_format, output_file, exit_zero, exit_non_zero_on_fix, statistics,
           no_cache, cache_dir, respect_gitignore, jobs, config, quiet, silent, no_show_source,
           color, show_files, show_settings, stdin_filename, list_rules, explain, fix, unsafe_fixes, fix_only, show_fixes, diff,
           watch, add_noqa=False) -> None:
@@ -222,6 +223,7 @@ def check(paths, select, ignore, extend_select, exclude, extend_exclude, per_fil
         show_fixes=show_fixes, diff=diff, exit_zero=exit_zero,
         exit_non_zero_on_fix=exit_non_zero_on_fix, use_cache=not no_cache, jobs=jobs,
         respect_gitignore=respect_gitignore, cache_dir=cache_dir,
+        extend_per_file_ignores=_per_file_ignores(extend_per_file_ignores, "--extend-per-file-ignores") or {},
     )
     if paths == ("-",) or (stdin_filename and not paths):
         if watch or add_noqa or show_files:
@@ -263,6 +265,7 @@ class Options:
     jobs: Optional[int] = None
     respect_gitignore: Optional[bool] = None  # None: as configured
     cache_dir: Optional[str] = None
+    extend_per_file_ignores: dict = field(default_factory=dict)
 
 
 def _cli_codes(values: tuple[str, ...], option: str) -> Optional[list[str]]:
@@ -296,6 +299,11 @@ def _resolve(targets: list[str], overrides, options: Options):
         settings = replace(settings, respect_gitignore=options.respect_gitignore)
     if options.cache_dir is not None:
         settings = replace(settings, cache_dir=os.path.abspath(os.path.expanduser(options.cache_dir)))
+    if options.extend_per_file_ignores:
+        merged = {pattern: list(codes) for pattern, codes in settings.per_file_ignores.items()}
+        for pattern, codes in options.extend_per_file_ignores.items():
+            merged.setdefault(pattern, []).extend(codes)
+        settings = replace(settings, per_file_ignores=merged)
     return settings
 
 
@@ -426,17 +434,17 @@ def _add_noqa(findings, quiet: int) -> None:
     sys.exit(EXIT_FINDINGS if outcome.skipped else EXIT_CLEAN)
 
 
-def _per_file_ignores(values: tuple[str, ...]) -> Optional[dict[str, list[str]]]:
+def _per_file_ignores(values: tuple[str, ...], option: str = "--per-file-ignores") -> Optional[dict[str, list[str]]]:
     if not values:
         return None
     table: dict[str, list[str]] = {}
     for value in values:
         pattern, sep, codes = value.rpartition(":")
         if not sep or not pattern:
-            _fail(f"--per-file-ignores expects PATTERN:CODES, got {value!r}")
+            _fail(f"{option} expects PATTERN:CODES, got {value!r}")
         table.setdefault(pattern, []).extend(c for c in codes.split(",") if c)
     for codes in table.values():
-        _check_codes(codes, "--per-file-ignores")
+        _check_codes(codes, option)
     return table
 
 

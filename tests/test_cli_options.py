@@ -213,3 +213,14 @@ def test_ruff_short_options_and_file_selection_switches(tmp_path: Path) -> None:
     write(fresh / "c.py", BAD_DP)
     run_cli(["--cache-dir", "cache-here", "c.py"], fresh)
     assert (fresh / "cache-here").is_dir() and not (fresh / ".devicelint_cache").exists()
+
+
+def test_extend_per_file_ignores_adds_to_the_configured_ones(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.devicelint]\nper-file-ignores = { "tests/*" = ["DL005"] }\n')
+    write(tmp_path / "tests" / "t.py", BAD_DP)
+    write(tmp_path / "src" / "s.py", MIXED)
+    args = ["--output-format", "concise", "--extend-per-file-ignores", "src/*:DL007", "."]
+    lines = run_cli(args, tmp_path).output.splitlines()
+    assert [line.split(" ")[:2] for line in lines[:-1]] == [["src/s.py:3:9:", "DL005"]]
+    wrong = run_cli(["--extend-per-file-ignores", "src/*:DL996", "."], tmp_path)
+    assert wrong.exit_code == 2 and "--extend-per-file-ignores: unknown rule code" in wrong.output
