@@ -18,7 +18,8 @@ RANDOM_OPS = {"normal_", "uniform_", "random_", "exponential_", "bernoulli_"}
 EXACT_OPS = {"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char",
              "type", "to", "view", "reshape", "unsqueeze", "squeeze", "repeat", "expand", "t",
              "transpose", "permute", "flatten", "contiguous", "clone", "detach", "narrow", "tril",
-             "triu", "flip", "fill_", "zero_", "unsqueeze_", "squeeze_", "t_", "transpose_"}
+             "triu", "flip", "fill_", "zero_", "unsqueeze_", "squeeze_", "t_", "transpose_",
+             "compare"}
 # `.to()` keywords the fix may drop: a fresh device fill has no host copy to overlap.
 DROPPABLE = {"non_blocking"}
 

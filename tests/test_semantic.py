@@ -454,10 +454,10 @@ def _move_receiver(source: str, marker: str):
 @pytest.mark.parametrize("expr, ops", [
     ("torch.ones(1, 1).fill_(s).type(torch.long)", ("type", "fill_")),
     ("torch.arange(n).unsqueeze(0).repeat(b, 1)", ("repeat", "unsqueeze")),
-    ("torch.exp(-math.log(p) * torch.arange(n, dtype=torch.float32) / n)", ("torch.exp",)),
+    ("torch.exp(-math.log(p) * torch.arange(n, dtype=torch.float32) / n)", ("arith", "arith", "torch.exp")),
     ("torch.stack([torch.zeros(n) for _ in range(4)])", ("torch.stack",)),
     ("torch.Tensor(n, n).fill_(1 / n)", ("fill_",)),
-    ("(torch.zeros(n) + 1).bool()", ("bool",)),
+    ("(torch.zeros(n) + 1).bool()", ("bool", "arith")),
 ])
 def test_fresh_fill_follows_conversions_shapes_and_arithmetic(expr, ops) -> None:
     from devicelint.semantic import dataflow

@@ -485,6 +485,7 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
         if isinstance(node.operator, cst.MatrixMultiply):
             return False
         sides = [side for side in (node.left, node.right) if not _scalar(sem, side)]
+        ops.append("arith")
         return bool(sides) and all(_fill(sem, side, parts, ops, through, depth) for side in sides)
     if isinstance(node, cst.Comparison):
         if not all(_scalar(sem, c.comparator) for c in node.comparisons):
