@@ -44,8 +44,6 @@ NAME_HINT = re.compile(r"\bnam(e|ed)\b", re.IGNORECASE)
 NAME_DEPENDENT_TODAY: dict[str, str] = {
     "DL006/bad_module_attributes.py": "loses DL006 14, 19",
     "DL006/fix_assign_back.py": "loses DL006 16",
-    "DL007/bad_model_buffers.py": "loses DL009 21",
-    "DL007/fix_factories.py": "loses DL009 7",
 }
 
 
