@@ -4,190 +4,28 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.analysis import CPU, TENSOR_FACTORIES, method_name, to_call_device
 from devicelint.context import FileContext
 from devicelint.names import dotted_name
 from devicelint.rule import Rule
 from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
+from devicelint.semantic import Kind, Place
+from devicelint.semantic.model import call_arg, keyword_arg
+from devicelint.semantic.modules import attribute_assignments, self_class
 
-# torch functions (besides the factories) that return one tensor.
-TENSOR_FUNCTIONS = TENSOR_FACTORIES | {
-    f"torch.{name}"
-    for name in (
-        "matmul", "mm", "bmm", "einsum", "where", "softmax", "log_softmax", "sigmoid",
-        "tanh", "relu", "exp", "log", "sqrt", "abs", "sum", "mean", "clamp", "flatten",
-        "reshape", "transpose", "permute", "cumsum", "outer", "tril", "triu", "masked_fill",
-        "normal", "bernoulli", "multinomial", "full_like", "sin", "cos", "pow", "polar",
-        "nn.Parameter", "nn.parameter.Parameter", "nn.functional.one_hot",
-        "nn.functional.pad", "nn.functional.softmax", "nn.functional.normalize",
-        "nn.functional.interpolate", "nn.functional.linear", "nn.functional.relu",
-        "nn.functional.gelu", "nn.functional.dropout", "nn.functional.embedding",
-    )
-}
-# Tensor methods that return a tensor.
-TENSOR_METHODS = {
-    "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "long", "int", "bool",
-    "byte", "view", "reshape", "transpose", "permute", "contiguous", "detach", "clone",
-    "unsqueeze", "squeeze", "flatten", "t", "sum", "mean", "softmax", "log_softmax",
-    "expand", "expand_as", "repeat", "masked_fill", "matmul", "abs", "exp", "log",
-    "sqrt", "clamp", "type_as", "view_as", "reshape_as", "narrow", "pin_memory",
-    "requires_grad_", "argmax", "argmin", "cumsum", "sigmoid", "tanh", "relu", "norm",
-    "pow", "mul", "add", "sub", "div", "tril", "triu", "index_select", "gather",
-}
-TENSOR_ATTRIBUTES = {"T", "mT", "data"}
-TENSOR_TYPES = {"torch.Tensor", "torch.nn.Parameter", "torch.FloatTensor", "torch.LongTensor"}
-DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
-ARITHMETIC = (
-    cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply, cst.Power,
-    cst.FloorDivide, cst.Modulo,
-)
-
-
-class TensorFacts:
-    """What the code shows about which expressions hold a torch.Tensor (never guesses:
-    unknown means "not known to be a tensor"). One instance per file; results cached."""
-
-    def __init__(self, ctx: FileContext) -> None:
-        self.ctx = ctx
-        self._names: dict[tuple[int, str], bool] = {}
-
-    def is_tensor(self, node: cst.CSTNode, depth: int = 0) -> bool:
-        if depth > 6:
-            return False
-        ctx = self.ctx
-        if isinstance(node, cst.Call):
-            qual = ctx.qualname(node.func)
-            if qual is not None:
-                return qual in TENSOR_FUNCTIONS
-            method = method_name(node)
-            if method in TENSOR_METHODS:
-                return self.is_tensor(node.func.value, depth + 1)  # type: ignore[union-attr]
-            return False
-        if isinstance(node, cst.Name):
-            return self._name_is_tensor(node, depth)
-        if isinstance(node, cst.Attribute):
-            if node.attr.value in TENSOR_ATTRIBUTES:
-                return self.is_tensor(node.value, depth + 1)
-            return False
-        if isinstance(node, cst.Subscript):
-            return self.is_tensor(node.value, depth + 1)
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, ARITHMETIC):
-            return self.is_tensor(node.left, depth + 1) or self.is_tensor(node.right, depth + 1)
-        return False
-
-    def _name_is_tensor(self, node: cst.Name, depth: int) -> bool:
-        scope = self.ctx.scope(node)
-        key = (id(scope), node.value)
-        cached = self._names.get(key)
-        if cached is not None:
-            return cached
-        self._names[key] = False  # a cycle (`x = x + 1`) is decided by the other bindings
-        bindings = self.ctx.bindings_of(node.value, node)
-        result = bool(bindings) and all(self._binding_is_tensor(b, depth) for b in bindings)
-        self._names[key] = result
-        return result
-
-    def _binding_is_tensor(self, binding, depth: int) -> bool:
-        if binding.kind in ("assign", "annassign", "walrus"):
-            if binding.value is None:
-                return False
-            if binding.kind == "assign" and not self._plain_target(binding):
-                return False
-            return self.is_tensor(binding.value, depth + 1)
-        if binding.kind == "param":
-            annotation = binding.node.annotation
-            if annotation is None:
-                return False
-            return self.ctx.qualname(annotation.annotation) in TENSOR_TYPES
-        if binding.kind == "for":
-            return self._batch_element(binding)
-        return False
-
-    @staticmethod
-    def _plain_target(binding) -> bool:
-        """`x = value` (not `x, y = value` or `x = y = ...` with unpacking)."""
-        return all(isinstance(t.target, cst.Name) for t in binding.node.targets)
-
-    def _batch_element(self, binding) -> bool:
-        """`for x, y in loader` / `for i, (x, y) in enumerate(loader)` with `loader` a
-        DataLoader built in this file: the default collate makes each element a tensor."""
-        loop: cst.For = binding.node
-        source = loop.iter
-        target = loop.target
-        if (
-            isinstance(source, cst.Call)
-            and isinstance(source.func, cst.Name)
-            and source.func.value == "enumerate"
-            and source.args
-        ):
-            source = source.args[0].value
-            if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
-                return False
-            target = target.elements[1].value
-        if not isinstance(target, (cst.Tuple, cst.List)):
-            return False  # `for batch in loader`: the batch may be a dict or a list
-        if not all(isinstance(e.value, cst.Name) for e in target.elements):
-            return False
-        return self._is_dataloader(source)
-
-    def _is_dataloader(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.Call):
-            return self.ctx.qualname(node.func) in DATALOADERS
-        if isinstance(node, cst.Name):
-            bindings = self.ctx.bindings_of(node.value, node)
-            return bool(bindings) and all(
-                b.kind in ("assign", "annassign")
-                and b.value is not None
-                and isinstance(b.value, cst.Call)
-                and self.ctx.qualname(b.value.func) in DATALOADERS
-                for b in bindings
-            )
-        return False
-
-    def self_attribute_is_tensor(self, node: cst.Attribute) -> Optional[str]:
-        """For `self.x` in a method: "tensor" or "parameter" if the class's `__init__`
-        assigns `self.x` only tensors, else None."""
-        if not (isinstance(node.value, cst.Name) and node.value.value == "self"):
-            return None
-        function = self.ctx.function(node)
-        if function is None:
-            return None
-        klass = self.ctx.parent(self.ctx.parent(function) or function)
-        if not isinstance(klass, cst.ClassDef):
-            return None
-        init = next(
-            (
-                s for s in klass.body.body
-                if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"
-            ),
-            None,
-        )
-        if init is None:
-            return None
-        bindings = self.ctx.bindings(init).get(f"self.{node.attr.value}")
-        if not bindings:
-            return None
-        kinds = set()
-        for binding in bindings:
-            if binding.kind not in ("assign", "annassign") or binding.value is None:
-                return None
-            value = binding.value
-            qual = self.ctx.qualname(value.func) if isinstance(value, cst.Call) else None
-            if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-                kinds.add("parameter")
-            elif self.is_tensor(value) and not isinstance(value, cst.Name):
-                kinds.add("tensor")
-            else:
-                return None
-        return "parameter" if "parameter" in kinds else "tensor"
+_PARAMETERS = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 
 
 class DiscardedTo(Rule):
     """## What it does
     Flags `t.to(...)`, `t.cuda()` and `t.cpu()` written as a statement of their own when
-    `t` is known to be a tensor: built by a torch factory or tensor operation in the same
-    function, a parameter annotated `torch.Tensor`, an element of a batch unpacked from a
-    `DataLoader` (`for x, y in loader`), or a tensor attribute set in `__init__`.
+    the semantic model shows `t` is a tensor: built by a torch factory or tensor operation,
+    a parameter annotated `torch.Tensor` or passed tensors by every call site in the file,
+    an element of a loader's batch (`for x, y in loader`), a module's output, a tensor held
+    in a list or dict, or a tensor attribute the class assigns to `self` — whatever the
+    variables are called. `.to(...)` is flagged only when it moves (a device, a place, a
+    `.device` attribute, another tensor): a dtype-only `.to(torch.float16)` is another
+    matter. Silent when the tensor is already where the call would move it (nothing is
+    lost) and in branches that run only without a GPU (`if not use_cuda:`).
 
     ## Why is this bad?
     `nn.Module.to()` moves a module's parameters in place, but `Tensor.to()` returns a new
@@ -236,64 +74,98 @@ class DiscardedTo(Rule):
         "was (tensors are not moved in place, unlike `nn.Module`); the result is "
         "discarded: assign it (`{receiver} = {receiver}.{method}(...)`)"
     )
+    hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", ".cpu(")
     fixable = True
 
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__(ctx)
-        self.facts = TensorFacts(ctx)
-
     def leave_Expr(self, node: cst.Expr) -> None:
-        # On leaving, the children have been visited: scope queries on them work.
         call = node.value
-        if not isinstance(call, cst.Call) or call.lpar:
+        if not isinstance(call, cst.Call) or call.lpar or not isinstance(call.func, cst.Attribute):
             return
-        method = method_name(call)
+        method = call.func.attr.value
         if method not in ("to", "cuda", "cpu"):
             return
-        if method == "to" and not call.args:
-            return
-        receiver = call.func.value  # type: ignore[union-attr]
-        to_cpu = to_call_device(self.ctx, call) == CPU
-        text = dotted_name(receiver)
+        sem = self.ctx.semantic
+        receiver = call.func.value
+        if sem.value(receiver).kind is not Kind.TENSOR:
+            return  # modules move in place; objects of unknown kind may too
+        target = self._target(call)
+        if target is None:
+            return  # `.to(torch.float16)`, `.to()` with nothing said, `**kwargs`
+        place, hint = target
+        if place is not Place.UNKNOWN and sem.value(receiver).place is place:
+            return  # already there: the discarded copy is the tensor itself, nothing is lost
+        if not sem.on_gpu_path(call):
+            return  # a branch that runs only without a GPU
+        text = dotted_name(receiver) or self.ctx.code(receiver)
+        message = self.message.format(receiver=text, method=method)
+        if hint is not None:
+            message += self.hint_message.format(target=hint)
+        to_cpu = place is Place.CPU
         if isinstance(receiver, cst.Name):
-            if not self.facts.is_tensor(receiver):
-                return
-            message = self.message.format(receiver=text, method=method)
-            if receiver.value in self.ctx.bindings(self.ctx.scope(node)):
-                self.report(
-                    call, message, replacement=self._assign(receiver, call), safe=not to_cpu,
-                    fix_description=f"Assign the result back to `{text}`",
-                )
+            if self._local(receiver):
+                self.report(call, message, replacement=_assign(receiver, call), safe=not to_cpu,
+                            fix_description=f"Assign the result back to `{text}`")
             else:
                 self.report(call, message)
             return
-        if isinstance(receiver, cst.Attribute):
-            kind = self.facts.self_attribute_is_tensor(receiver)
-            if kind is None:
-                return
-            message = self.message.format(receiver=text, method=method)
-            if kind == "parameter":
-                self.report(call, message.rstrip() + "; register it and move the module")
-            else:
-                self.report(
-                    call, message, replacement=self._assign(receiver, call), safe=False,
-                    fix_description=f"Assign the result back to `{text}`",
-                )
+        if isinstance(receiver, cst.Attribute) and self._parameter_attribute(receiver):
+            self.report(call, message.rstrip() + "; register it and move the module")
             return
-        if self.facts.is_tensor(receiver):
-            self.report(
-                call,
-                f"`.{method}(...)` returns a moved copy that this statement discards "
-                "(tensors are not moved in place); assign the result",
-            )
+        if isinstance(receiver, cst.Attribute) and self_class(sem, receiver.value) is not None:
+            self.report(call, message, replacement=_assign(receiver, call), safe=False,
+                        fix_description=f"Assign the result back to `{text}`")
+            return
+        self.report(
+            call,
+            f"`.{method}(...)` returns a moved copy that this statement discards "
+            "(tensors are not moved in place); assign the result",
+        )
 
-    @staticmethod
-    def _assign(receiver: cst.BaseExpression, call: cst.Call) -> cst.Assign:
-        return cst.Assign(targets=[cst.AssignTarget(receiver)], value=call)
+    def _target(self, call: cst.Call) -> Optional[tuple[Place, Optional[str]]]:
+        """(where the call moves the tensor, the target's text when that rests on a name),
+        or None when it does not move it (a dtype-only `.to`)."""
+        method = call.func.attr.value  # type: ignore[union-attr]
+        if method == "cpu":
+            return Place.CPU, None
+        if method == "cuda":
+            return Place.DEVICE, None
+        if any(arg.star for arg in call.args):
+            return None
+        target = keyword_arg(call, "device") or call_arg(call, 0, "\0")
+        if target is None:
+            return None
+        sem = self.ctx.semantic
+        place, hint = sem.device_place(target)
+        if place is not None:
+            return place, (self.ctx.code(target) if hint else None)
+        if isinstance(target, cst.Attribute) and target.attr.value == "device":
+            return Place.UNKNOWN, None  # PyTorch's `.device` of a tensor or module
+        if sem.value(target).kind is Kind.TENSOR:
+            return Place.UNKNOWN, None  # `.to(other)`: other's device and dtype
+        return None
 
-    # -- devicelint confirm ------------------------------------------------------------
-    @staticmethod
+    def _local(self, name: cst.Name) -> bool:
+        """Every binding that reaches `name` is made in its own scope: assigning it there
+        cannot turn a global or closure variable into an unbound local."""
+        sem = self.ctx.semantic
+        defs = sem.defs(name)
+        scope = sem.scope_of(name)
+        return bool(defs) and all(d.scope is scope and d.kind not in ("global", "import") for d in defs)
+
+    def _parameter_attribute(self, node: cst.Attribute) -> bool:
+        """`self.x` that the class assigns an `nn.Parameter` (assigning a plain tensor to it
+        would raise)."""
+        sem = self.ctx.semantic
+        owner = self_class(sem, node.value)
+        if owner is None:
+            return False
+        for _target, d in attribute_assignments(sem, owner).get(node.attr.value, ()):
+            value = d.value
+            if isinstance(value, cst.Call) and sem.qualname(value.func) in _PARAMETERS:
+                return True
+        return False
+
     def probe(run: ProbeRun, rec: LineRecord) -> dict:
         moves = rec.moves
         made = moves.count - moves.noop
@@ -309,3 +181,7 @@ class DiscardedTo(Rule):
                         bytes=nbytes)
 
     runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES,))
+
+
+def _assign(receiver: cst.BaseExpression, call: cst.Call) -> cst.Assign:
+    return cst.Assign(targets=[cst.AssignTarget(receiver)], value=call)

@@ -42,8 +42,6 @@ NAME_HINT = re.compile(r"\bnam(e|ed)\b", re.IGNORECASE)
 # Findings that change when the file's own names change, measured with bench/rename.py -v
 # before the semantic-model rewrite (what is lost or gained, in (code, line) form).
 NAME_DEPENDENT_TODAY: dict[str, str] = {
-    "DL006/bad_module_attributes.py": "loses DL006 14, 19",
-    "DL006/fix_assign_back.py": "loses DL006 16",
 }
 
 

@@ -137,3 +137,32 @@ def test_loader_object_and_names_are_not_batches():
         return whole
     """
     assert fed_lines(source) == set()
+
+
+def test_chained_in_place_module_moves_are_followed():
+    source = """
+    import torch, torch.nn as nn
+    device = torch.device("cuda")
+    model = nn.Linear(2, 2)
+    model.to(device).to(torch.bfloat16)
+    y = model(torch.randn(2, 2, device=device))
+    """
+    ctx, sem = model_of(source)
+    call = next(c for c in ctx.iter_nodes(cst.Call)
+                if isinstance(c.func, cst.Name) and c.func.value == "model")
+    assert sem.value(call).place is Place.DEVICE
+
+
+def test_call_sites_of_a_method_on_an_instance_give_its_parameters():
+    source = """
+    import torch
+    class Holder:
+        def move(self, target):
+            return torch.zeros(2).to(target)
+    h = Holder()
+    h.move(torch.device("cuda"))
+    """
+    ctx, sem = model_of(source)
+    call = next(c for c in ctx.iter_nodes(cst.Call)
+                if isinstance(c.func, cst.Attribute) and c.func.attr.value == "to")
+    assert sem.value(call).place is Place.DEVICE

@@ -820,7 +820,9 @@ class SemanticModel:
             return None  # `self`
         name = function.name.value
         calls = [c for c in self.calls_by_name().get(name, ())
-                 if self.resolve_function(c.func) is function]
+                 if self.resolve_function(c.func) is function or (
+                     is_method and isinstance(c.func, cst.Attribute)
+                     and self.syncs._instance_class(c.func.value) is self.parent(self.parent(function)))]
         owner = self.parent(self.parent(function))
         if name == "__init__" and isinstance(owner, cst.ClassDef):
             # `Seq2Seq(encoder, decoder, device)` calls `Seq2Seq.__init__`.
