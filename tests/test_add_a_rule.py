@@ -66,7 +66,8 @@ def _run_tests(target: Path, code: str, *test_args: str) -> subprocess.Completed
         "CUDA_VISIBLE_DEVICES": "",
     }
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *test_args],
+        # `-m ""`: run the slow tests too (pyproject.toml's addopts deselect them by default).
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "", *test_args],
         cwd=target, env=env, capture_output=True, text=True, timeout=900,
     )
 
