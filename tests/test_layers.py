@@ -34,7 +34,7 @@ LAYERS = {
     "lint": {
         "devicelint.runtime_spec", "devicelint.tree", "devicelint.names", "devicelint.context",
         "devicelint.rule", "devicelint.diagnostics", "devicelint.engine",
-        "devicelint.analysis", "devicelint.builders", "devicelint.semantic", "devicelint.semantic.*",
+        "devicelint.builders", "devicelint.semantic", "devicelint.semantic.*",
         "devicelint.rules", "devicelint.rules.*",
     },
     "fixes": {"devicelint.fix", "devicelint.noqa"},
