@@ -223,9 +223,13 @@ def _findings(ctx: FileContext, rules: Sequence[type[Rule]] = (), honour_noqa: b
 
 def _related(ctx: FileContext, related) -> list[dict]:
     found = []
-    for node, message in related:
+    for where, message in related:
+        if isinstance(where, tuple):  # (path, line, column) in another file of the project
+            path, line, column = where
+            found.append({"line": line, "column": column, "message": message, "path": path})
+            continue
         try:
-            line, column, _end_line, _end_column = ctx.position(node)
+            line, column, _end_line, _end_column = ctx.position(where)
         except (RecursionError, KeyError):
             continue
         found.append({"line": line, "column": column, "message": message})

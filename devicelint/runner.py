@@ -31,6 +31,7 @@ from devicelint.diagnostics import (
     SYNTAX_ERROR, UNREADABLE, UNUSED_SUPPRESSION, diagnostic, python_syntax_error, unreadable,
 )
 from devicelint.document import parse_document
+from devicelint import project_index
 from devicelint.finding import Finding
 from devicelint.rule import rule_catalog, signature
 from devicelint.source import SkippedFile, in_package_directory, read_regular
@@ -197,6 +198,7 @@ def lint_paths(
     keys = []
     cached = 0
     relative_of: dict[str, Optional[str]] = {}
+    readable = []
     for candidate in candidates:
         inside = not candidate.relative.startswith("../")
         relative_of[candidate.display] = candidate.relative if inside else None
@@ -204,18 +206,27 @@ def lint_paths(
         if problem is not None:
             findings.append(problem)
             continue
-        key = entry_key(data, candidate.relative, in_package_directory(candidate.path)) \
-            if cache is not None else ""
+        readable.append((candidate, data))
+    index = _project_index(settings, readable)
+    for candidate, data in readable:
+        # Rules see the path relative to the project root (DL010 exempts tests/ by path);
+        # findings are reported under the path as the user wrote it.
+        seen_as = candidate.relative or candidate.display
+        key = entry_key(data + _dependencies(index, seen_as), candidate.relative,
+                        in_package_directory(candidate.path)) if cache is not None else ""
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
             cached += 1
             findings.extend(Finding.from_dict({**f, "path": candidate.display}) for f in hit)
             continue
-        # Rules see the path relative to the project root (DL010 exempts tests/ by path);
-        # findings are reported under the path as the user wrote it.
-        jobs_to_run.append((candidate.path, candidate.relative or candidate.display, data, tuple(codes)))
+        jobs_to_run.append((candidate.path, seen_as, data, tuple(codes)))
         keys.append((key, candidate.display))
-    for (key, display), result in zip(keys, _run_jobs(jobs_to_run, jobs)):
+    try:
+        project_index.use(index)  # read by the semantic models (forked workers inherit it)
+        results = _run_jobs(jobs_to_run, jobs)
+    finally:
+        project_index.use(None)
+    for (key, display), result in zip(keys, results):
         if cache is not None:
             cache.put(key, [{k: v for k, v in f.items() if k != "path"} for f in result])
         findings.extend(Finding.from_dict({**f, "path": display}) for f in result)
@@ -225,6 +236,29 @@ def lint_paths(
     findings = [f for f in findings if selected.keep(f, relative_of.get(f.path))]
     findings.sort(key=Finding.sort_key)
     return LintRun(findings, len(candidates), cached, codes, settings)
+
+
+def _project_index(settings: Settings, readable: list) -> Optional["project_index.ProjectIndex"]:
+    """The index of the files of this run and the local modules they import (issue 13):
+    what one file may learn from another. Built with `ast`, before any file is linted."""
+    if not project_index.ENABLED or not readable:
+        return None
+    files = [(c.path, c.relative or c.display, data) for c, data in readable]
+    # Local modules are read only under the project root, or, for files linted outside it
+    # (a --config elsewhere), under the directory that holds them all.
+    root = os.path.realpath(str(settings.root))
+    places = [os.path.dirname(os.path.realpath(c.path)) for c, _data in readable]
+    if not all(p == root or p.startswith(root + os.sep) for p in places):
+        root = os.path.commonpath(places)
+    return project_index.ProjectIndex.build(root, files)
+
+
+def _dependencies(index, seen_as: str) -> bytes:
+    """What a file's cache key adds for the local modules it imports: their content hashes,
+    so that a change to one re-lints the files that may have used its facts."""
+    view = index.view(seen_as) if index is not None else None
+    digest = view.dependency_digest() if view is not None else ""
+    return f"\0deps:{digest}".encode() if digest else b""
 
 
 def lint_text(data: bytes, display: str, settings: Settings) -> LintRun:

@@ -146,15 +146,19 @@ class SyncInLoop(Rule):
                 evidence = self._on_device(read.operand, loop)
                 if evidence is not None:
                     found.append((read.node, read.what, evidence))
-            if isinstance(candidate, cst.Call) and _last_name(candidate.func) in helpers:
+            if isinstance(candidate, cst.Call) and (_last_name(candidate.func) in helpers
+                                                    or syncs.runs_foreign_function(candidate)):
                 loop = sem.loops.step_loop(candidate)
                 if loop is not None and sem.on_gpu_path(candidate):
-                    for inner in syncs.call_reads(candidate):
-                        line = ctx.position(inner.node)[0]
-                        found.append((candidate, f"`{_called(candidate)}()` ({inner.what} at line {line})",
-                                      None))
+                    for inner in syncs.call_reads(candidate, self._foreign_arg_on_device(candidate, loop)):
+                        if inner.where is not None:  # in another file of the project
+                            path, line, column = inner.where
+                            place, at = f"{path}:{line}", (path, line, column)
+                        else:
+                            place, at = f"line {ctx.position(inner.node)[0]}", inner.node
+                        found.append((candidate, f"`{_called(candidate)}()` ({inner.what} at {place})", None))
                         self.related.setdefault(id(candidate), []).append(
-                            (inner.node, f"{inner.what} inside `{_called(candidate)}()`, run on every step"))
+                            (at, f"{inner.what} inside `{_called(candidate)}()`, run on every step"))
             for target, what, evidence in found:
                 statement = _statement(ctx, target)
                 groups.setdefault(id(statement), []).append((target, what, evidence))
@@ -174,6 +178,15 @@ class SyncInLoop(Rule):
                 message += self.hint_note
             related = [r for target, _w, _e in reads for r in self.related.get(id(target), [])]
             self.report(reads[0][0], message, related=related)
+
+    def _foreign_arg_on_device(self, call: cst.Call, loop: cst.CSTNode):
+        """How to judge the arguments of a call of a function of another file: as the reads
+        in the loop are judged (what calls the file does not show return for device tensors
+        counts), since the helper's own file says nothing of its callers. Calls of this
+        file's functions keep the semantic model's stricter judgement."""
+        if not self.ctx.semantic.syncs.runs_foreign_function(call):
+            return None
+        return lambda arg: (lambda e: e is not None and not e.hint)(self._on_device(arg, loop))
 
     def _on_device(self, operand: cst.CSTNode, loop: cst.CSTNode) -> Optional[Evidence]:
         """Why the operand is on the device, or None when the code does not show it."""

@@ -101,6 +101,7 @@ class SemanticModel:
         # ScopeFlow looks for `global`/`nonlocal` statements only where the text has them.
         self.declares_names = "global" in ctx.source or "nonlocal" in ctx.source
         self.children = children  # a node's child nodes in source order (devicelint.tree)
+        self._project = False  # not looked up yet
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.ctx.parent(node)
@@ -240,14 +241,16 @@ class SemanticModel:
                 self.flow(function)
 
     def qualname(self, node: cst.CSTNode) -> Optional[str]:
-        """`torch.nn.Linear` for `nn.Linear` when `nn` is an import not rebound since."""
+        """`torch.nn.Linear` for `nn.Linear` when `nn` is an import not rebound since;
+        through module-level aliases the project index knows (`zeros = torch.zeros`,
+        `d2l = sys.modules[__name__]` then `d2l.zeros`)."""
         head = node
         while isinstance(head, cst.Attribute):
             head = head.value
         if isinstance(head, cst.Name):
             defs = self.defs(head)
             if defs and any(d.kind != "import" for d in defs):
-                return None  # shadowed by an assignment, a parameter, a loop variable
+                return self._alias_qualname(node, defs)
         return self.ctx.qualname(node)
 
     def resolved_qualname(self, node: cst.CSTNode, depth: int = 0) -> Optional[str]:
@@ -333,14 +336,41 @@ class SemanticModel:
                 return f"{module}.{target}" if module else target
         return None
 
+    @property
+    def project(self):
+        """This file's view of the project index (devicelint.semantic.project), or None
+        when the run has none or the file is not in it."""
+        if self._project is False:
+            from devicelint import project_index
+
+            self._project = project_index.view_for(self.ctx.path)
+        return self._project
+
+    def _alias_qualname(self, node: cst.CSTNode, defs: list[Def]) -> Optional[str]:
+        view = self.project
+        if view is None or not all(d.kind == "assign" and self.scope_of(d.node) is self.ctx.module
+                                   for d in defs):
+            return None  # a local variable, or no index: shadowed
+        dotted = dotted_name(node)
+        return view.alias(dotted) if dotted is not None else None
+
+    def project_module_class(self, node: cst.CSTNode) -> bool:
+        """`node` (a name as the file writes it) is a class of a local module that derives
+        from nn.Module, through bases in other files (the project index)."""
+        view = self.project
+        dotted = dotted_name(node)
+        return view is not None and dotted is not None and view.is_module_class(dotted, self._module_root)
+
     # -- classes and functions of the file -----------------------------------------------
     def module_classes(self) -> dict[str, cst.ClassDef]:
         """Classes of this file that derive, through bases here, from an nn.Module class."""
         if self._module_classes is None:
-            self._module_classes = self._subclasses(
-                lambda qual: self.api.is_module_class(qual)
-                or qual.startswith(("pytorch_lightning.", "lightning.")) and qual.endswith("Module"))
+            self._module_classes = self._subclasses(self._module_root, self.project_module_class)
         return self._module_classes
+
+    def _module_root(self, qual: str) -> bool:
+        return self.api.is_module_class(qual) \
+            or qual.startswith(("pytorch_lightning.", "lightning.")) and qual.endswith("Module")
 
     def dataset_classes(self) -> dict[str, cst.ClassDef]:
         """Classes of this file that derive, through bases here, from a torch dataset class
@@ -349,9 +379,9 @@ class SemanticModel:
             self._dataset_classes = self._subclasses(self.api.is_dataset_class)
         return self._dataset_classes
 
-    def _subclasses(self, is_root) -> dict[str, cst.ClassDef]:
+    def _subclasses(self, is_root, is_foreign=None) -> dict[str, cst.ClassDef]:
         """Classes of this file with a base `is_root` accepts, directly or through other
-        classes of this file."""
+        classes of this file, or (`is_foreign`) through classes of other local modules."""
         classes: dict[str, cst.ClassDef] = {c.name.value: c for c in self.ctx.class_defs}
         found: dict[str, cst.ClassDef] = {}
         changed = True
@@ -362,7 +392,8 @@ class SemanticModel:
                     continue
                 for base in node.bases:
                     qual = self.ctx.qualname(base.value) or ""
-                    if is_root(qual) or dotted_name(base.value) in found:
+                    if is_root(qual) or dotted_name(base.value) in found \
+                            or is_foreign is not None and is_foreign(base.value):
                         found[name] = node
                         changed = True
                         break
@@ -626,7 +657,12 @@ class SemanticModel:
     def _builtin_or_import(self, node: cst.CSTNode) -> Value:
         qual = self.ctx.qualname(node)
         if qual is not None:
-            return self._qualified_value(qual)
+            found = self._qualified_value(qual)
+            if found.kind is Kind.UNKNOWN and self.project_module_class(node):
+                return Value(Kind.MODULE_CLASS, cls=qual)
+            return found
+        if self.project_module_class(node):  # a name from `from models import *`
+            return Value(Kind.MODULE_CLASS, cls=dotted_name(node))
         return UNKNOWN
 
     def _qualified_value(self, qual: str) -> Value:
@@ -699,7 +735,10 @@ class SemanticModel:
                 if isinstance(bound, cst.Name) and bound.value == d.name:
                     qual = self.ctx.imports.aliases.get(d.name)
                     if qual:
-                        return self._qualified_value(qual)
+                        found = self._qualified_value(qual)
+                        if found.kind is Kind.UNKNOWN and self.project_module_class(bound):
+                            return Value(Kind.MODULE_CLASS, cls=qual)
+                        return found
         return UNKNOWN
 
     def _unpacked(self, value_node: cst.BaseExpression, path: tuple[int, ...]) -> Value:
@@ -859,6 +898,8 @@ class SemanticModel:
             known = self._qualified_value(qual)
             if known.kind is not Kind.UNKNOWN:
                 return known
+            if self.project_module_class(node):  # `models.Net` of `import models`
+                return Value(Kind.MODULE_CLASS, cls=qual)
         base = self.value(node.value)
         if base.kind is Kind.TENSOR:
             if attr in ("T", "mT", "mH", "H"):

@@ -20,7 +20,7 @@ value of `t` (`if t > 0:`, `while t:`, `x if t else y`, `assert t`), and the who
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import libcst as cst
@@ -50,6 +50,9 @@ class SummaryRead:
     what: str
     params: frozenset                  # names of the function's parameters the operand comes from
     device: bool                       # the operand is on the device whatever the arguments
+    # In another file of the project: (its path as linted, line, column) of the read; `node`
+    # is then a node of that file's tree.
+    where: Optional[tuple] = None
 
 
 class SyncModel:
@@ -197,18 +200,51 @@ class SyncModel:
             index += 1
         return bound
 
-    def call_reads(self, call: cst.Call) -> list[SummaryRead]:
-        """The host reads of device data a call of the file's own function makes with these
-        arguments."""
+    def call_reads(self, call: cst.Call, on_device=None) -> list[SummaryRead]:
+        """The host reads of device data a call of the file's own function (or of a function
+        of another local module, through the project index) makes with these arguments.
+        `on_device(arg)`: whether an argument is on the device (default: `self.on_device`,
+        what the code shows)."""
+        on_device = on_device or self.on_device
         found = self.callee(call)
         if found is None:
-            return []
+            return self._foreign_reads(call, on_device)
         function, bound = found
         reads = self.summary(function)
         out = []
         for read in reads or ():
-            if read.device or any(self.on_device(arg) for name in read.params for arg in bound.get(name, ())):
+            if read.device or any(on_device(arg) for name in read.params for arg in bound.get(name, ())):
                 out.append(read)
+        return out
+
+    def runs_foreign_function(self, call: cst.Call) -> bool:
+        """`call` runs a top-level function of another local module (`from utils import
+        accuracy`, `utils.accuracy(...)`, `from utils import *`): the project index says so,
+        without reading that file yet."""
+        view = self.model.project
+        dotted = dotted_name(call.func) if view is not None else None
+        if dotted is None:
+            return False
+        symbol = view.resolve(dotted)
+        return symbol is not None and symbol.kind == "function" and symbol.module is not view.module
+
+    def foreign_function(self, call: cst.Call):
+        """(the other file's model, its FunctionDef) for such a call, else None."""
+        if not self.runs_foreign_function(call):
+            return None
+        return self.model.project.function(dotted_name(call.func))
+
+    def _foreign_reads(self, call: cst.Call, on_device) -> list[SummaryRead]:
+        found = self.foreign_function(call)
+        if found is None:
+            return []
+        other, function = found
+        bound = self._bind(function, call, False)
+        out = []
+        for read in other.syncs.summary(function) or ():
+            if read.device or any(on_device(arg) for name in read.params for arg in bound.get(name, ())):
+                line, column = other.ctx.position(read.node)[:2]
+                out.append(replace(read, where=(other.ctx.path, line, column)))
         return out
 
     # -- summaries -----------------------------------------------------------------------

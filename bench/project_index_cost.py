@@ -1,0 +1,72 @@
+"""What the project index (devicelint/project_index.py, issue 13) adds to a cold lint.
+
+Lints each corpus without the cache, in fresh processes pinned to 2 cores (`taskset -c 0,1`),
+with the index and without it (`project_index.ENABLED = False`), alternating, ROUNDS times;
+prints the median CPU seconds (user + system of the lint and its worker processes) and wall
+seconds of each, and their ratio. The issue's bound: at most 1.15.
+
+    .venv/bin/python bench/project_index_cost.py [--rounds 5] [DIR ...]
+
+Default corpora: bench/.corpora/torchvision-0.24.1/torchvision (library code) and
+bench/.corpora/practitioner (practitioner scripts; `bench/practitioner.py --materialise`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = [ROOT / "bench/.corpora/torchvision-0.24.1/torchvision", ROOT / "bench/.corpora/practitioner"]
+SNIPPET = (
+    "import sys\n"
+    "import devicelint.project_index as index\n"
+    "index.ENABLED = sys.argv[1] == 'on'\n"
+    "from devicelint.cli import main\n"
+    "sys.argv = ['devicelint', 'check', '--no-cache', '--exit-zero', '-q', '--select', 'ALL', sys.argv[2]]\n"
+    "main()\n"
+)
+
+
+def one(mode: str, corpus: Path) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    pin = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
+    subprocess.run([*pin, sys.executable, "-c", SNIPPET, mode, str(corpus)], check=True,
+                   stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpora", nargs="*", type=Path, default=DEFAULT)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    print("corpus\tfiles\tcpu off\tcpu on\tcpu ratio\twall off\twall on\twall ratio")
+    for corpus in args.corpora:
+        if not corpus.is_dir():
+            print(f"{corpus}: missing, skipped", file=sys.stderr)
+            continue
+        runs: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
+        one("on", corpus)  # warm the file system cache and the rule catalog
+        for _ in range(args.rounds):
+            for mode in ("off", "on"):
+                runs[mode].append(one(mode, corpus))
+        cpu = {m: statistics.median(c for c, _w in r) for m, r in runs.items()}
+        wall = {m: statistics.median(w for _c, w in r) for m, r in runs.items()}
+        files = sum(1 for _ in corpus.rglob("*.py"))
+        print(f"{corpus.name}\t{files}\t{cpu['off']:.2f}\t{cpu['on']:.2f}\t{cpu['on'] / cpu['off']:.3f}"
+              f"\t{wall['off']:.2f}\t{wall['on']:.2f}\t{wall['on'] / wall['off']:.3f}")
+
+
+if __name__ == "__main__":
+    main()

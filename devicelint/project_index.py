@@ -1,0 +1,489 @@
+"""The project index: facts one file of a run may take from the other local modules it
+imports (issue 13 item 2). Lint layer; imports neither libcst nor the semantic model at
+import time (the runner builds it before any file is parsed).
+
+Built once per run (`ProjectIndex.build`) over the files being linted and the local modules
+they import, read with Python's own `ast` (a fraction of the cost of the libcst parse the
+rules need) and never run: for each module its imports (relative ones resolved, `import *`
+of a local module followed), its top-level classes with their bases, functions, and
+module-level aliases (`zeros = torch.zeros`, `d2l = sys.modules[__name__]`). From those it
+answers, for one file (`index.view(path)`):
+
+- which names reach a class of another file that derives from `nn.Module` (through bases in
+  other modules and package `__init__` re-exports): `view.is_module_class(qualname)`;
+- what a module-level alias stands for: `view.alias("d2l.zeros") == "torch.zeros"`;
+- which function of another file a call runs, and that file's own semantic model, built on
+  first use and kept for the run: `view.function(qualname) -> (SemanticModel, FunctionDef)`.
+
+What it does not follow: imports made at run time (`importlib`, `__import__`), `getattr`
+on modules, `sys.path` changes, names a module binds more than once at top level, and
+third-party packages (anything not found under the project root). There it answers None
+and rules stay silent, as without the index.
+
+The cache key of a file includes `view.dependency_digest()`: the content hashes of the
+local modules it imports, directly or through others, so a change to one re-lints the files
+that may have used its facts.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+_MAX_DEPTH = 24
+_MAX_DEPENDENCY_SIZE = 2 * 1024 * 1024  # bytes: a local module larger than this is not read
+_MAX_MODULES = 5000
+
+
+@dataclass
+class ModuleInfo:
+    name: str                    # dotted module name ("models.base")
+    path: str                    # where it was read from
+    key: str                     # the path rules see for it (ctx.path), when it is linted
+    shown: str                   # how messages name it: `key`, else its path under the root
+    digest: str
+    is_package: bool
+    search: tuple[str, ...]      # directories its absolute imports are looked up in
+    imports: dict[str, str] = field(default_factory=dict)    # bound name -> absolute target
+    stars: list[str] = field(default_factory=list)           # absolute modules `import *`ed
+    aliases: dict[str, str] = field(default_factory=dict)    # name -> dotted text it is bound to
+    self_names: set[str] = field(default_factory=set)        # names bound to this module itself
+    classes: dict[str, list[str]] = field(default_factory=dict)  # class -> bases' dotted text
+    functions: set[str] = field(default_factory=set)
+    rebound: set[str] = field(default_factory=set)           # bound more than once at top level
+    text: Optional[str] = field(default=None, repr=False)  # the source, for a semantic model on demand
+
+
+@dataclass(frozen=True)
+class Symbol:
+    kind: str                    # "class", "function", "module" or "external"
+    module: Optional[ModuleInfo]
+    name: str                    # the name in that module, or the external qualified name
+
+
+class ProjectIndex:
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        self.modules: dict[str, ModuleInfo] = {}      # real path -> module
+        self.by_key: dict[str, ModuleInfo] = {}       # ctx.path -> module
+        self._module_class: dict[tuple[str, str], bool] = {}
+        self._models: dict[str, object] = {}
+        self._closure: dict[str, str] = {}
+        # Memos: a module lookup stats files; a name is resolved once per module.
+        self._files: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        self._resolved: dict[tuple[str, str], Optional[Symbol]] = {}
+
+    # -- building ------------------------------------------------------------------------
+    @classmethod
+    def build(cls, root: str, files: Iterable[tuple[str, str, bytes]]) -> "ProjectIndex":
+        """`files`: (path on disk, the path rules will see, content) of each file linted."""
+        index = cls(root)
+        pending = []
+        for path, key, data in files:
+            if not path.endswith((".py", ".pyi")):
+                continue
+            info = index._add(path, data, key)
+            if info is not None:
+                pending.append(info)
+        # The local modules they import, and theirs, read from disk once each.
+        while pending and len(index.modules) < _MAX_MODULES:
+            info = pending.pop()
+            for target in _imported_modules(info):
+                for found in index._module_files(target, info):
+                    if os.path.realpath(found) not in index.modules:
+                        data = _read_small(found)
+                        added = index._add(found, data, None) if data is not None else None
+                        if added is not None:
+                            pending.append(added)
+        return index
+
+    def _add(self, path: str, data: bytes, key: Optional[str]) -> Optional[ModuleInfo]:
+        real = os.path.realpath(path)
+        if real in self.modules:
+            info = self.modules[real]
+            if key is not None:
+                info.key = info.shown = key
+                self.by_key[key] = info
+            return None
+        try:
+            text = data.decode("utf-8-sig")
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, UnicodeDecodeError, MemoryError, RecursionError):
+            return None
+        name, search, is_package = _module_name(real, self.root)
+        shown = key or os.path.relpath(real, self.root)
+        info = ModuleInfo(name=name, path=real, key=key or "", shown=shown, digest=hashlib.sha256(data).hexdigest(),
+                          is_package=is_package, search=search, text=text)
+        _collect(info, tree)
+        self.modules[real] = info
+        if key is not None:
+            self.by_key[key] = info
+        return info
+
+    def _module_files(self, dotted: str, importer: ModuleInfo) -> list[str]:
+        """The file of module `dotted` as `importer` would import it, under the root (a
+        list of one, or empty)."""
+        key = (dotted, importer.search)
+        found = self._files.get(key)
+        if found is None:
+            found = self._files[key] = self._find_files(dotted, importer.search)
+        return found
+
+    def _find_files(self, dotted: str, search: tuple[str, ...]) -> list[str]:
+        parts = dotted.split(".")
+        if not all(parts):
+            return []
+        for base in search:
+            here = os.path.join(base, *parts)
+            for candidate in (os.path.join(here, "__init__.py"), here + ".py"):
+                if os.path.isfile(candidate) and self._inside(candidate):
+                    return [candidate]
+        return []
+
+    def _inside(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return real == self.root or real.startswith(self.root + os.sep)
+
+    # -- answers -------------------------------------------------------------------------
+    def view(self, key: str) -> Optional["FileView"]:
+        info = self.by_key.get(key)
+        return FileView(self, info) if info is not None else None
+
+    def module_named(self, dotted: str, importer: ModuleInfo) -> Optional[ModuleInfo]:
+        """The local module `importer` gets for `import dotted`; never itself (a script
+        `d2l/torch.py` importing torch means the real package)."""
+        for found in self._module_files(dotted, importer):
+            target = self.modules.get(os.path.realpath(found))
+            return target if target is not importer else None
+        return None
+
+    def resolve(self, module: ModuleInfo, dotted: str, depth: int = 0) -> Optional[Symbol]:
+        """What `dotted` (a name as written in `module`, or an absolute/relative import
+        target) stands for."""
+        if depth == 0:
+            key = (module.path, dotted)
+            if key not in self._resolved:
+                self._resolved[key] = None  # a cycle resolves to nothing
+                self._resolved[key] = self._resolve(module, dotted, 0)
+            return self._resolved[key]
+        return self._resolve(module, dotted, depth)
+
+    def _resolve(self, module: ModuleInfo, dotted: str, depth: int) -> Optional[Symbol]:
+        if depth > _MAX_DEPTH:
+            return None
+        if dotted.startswith("."):
+            absolute = _absolute(dotted, module)
+            return self._resolve_absolute(module, absolute, depth + 1) if absolute else None
+        head, _, rest = dotted.partition(".")
+        if head in module.rebound:
+            return None
+        if head in module.self_names:
+            return self._member(module, rest, depth + 1) if rest else Symbol("module", module, module.name)
+        if head in module.classes or head in module.functions:
+            symbol = Symbol("class" if head in module.classes else "function", module, head)
+            return symbol if not rest else None
+        if head in module.imports:
+            target = module.imports[head]
+            return self._resolve_absolute(module, f"{target}.{rest}" if rest else target, depth + 1)
+        if head in module.aliases:
+            text = module.aliases[head]
+            return self.resolve(module, f"{text}.{rest}" if rest else text, depth + 1)
+        for star in reversed(module.stars):
+            target = self.module_named(star, module)
+            if target is not None and target is not module:
+                found = self._member(target, dotted, depth + 1)
+                if found is not None and found.kind != "external":
+                    return found
+        return None
+
+    def _resolve_absolute(self, importer: ModuleInfo, dotted: str, depth: int) -> Optional[Symbol]:
+        if depth > _MAX_DEPTH:
+            return None
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            target = self.module_named(".".join(parts[:cut]), importer)
+            if target is not None:
+                rest = ".".join(parts[cut:])
+                return self._member(target, rest, depth) if rest else Symbol("module", target, target.name)
+        return Symbol("external", None, dotted)
+
+    def _member(self, module: ModuleInfo, dotted: str, depth: int) -> Optional[Symbol]:
+        if depth > _MAX_DEPTH:
+            return None
+        found = self.resolve(module, dotted, depth + 1)
+        if found is None and module.is_package and module.name:
+            # `pkg.sub` of a package: its submodule, whether or not __init__ imports it.
+            head, _, rest = dotted.partition(".")
+            sub = self.module_named(f"{module.name}.{head}", module)
+            if sub is not None and sub is not module:
+                return self._member(sub, rest, depth + 1) if rest else Symbol("module", sub, sub.name)
+        return found
+
+    def is_module_class(self, symbol: Symbol, is_root, depth: int = 0) -> bool:
+        if symbol.kind == "external":
+            return is_root(symbol.name)
+        if symbol.kind != "class" or symbol.module is None or depth > _MAX_DEPTH:
+            return False
+        key = (symbol.module.path, symbol.name)
+        if key in self._module_class:
+            return self._module_class[key]
+        self._module_class[key] = False  # a cycle of bases is not a module class
+        answer = False
+        for base in symbol.module.classes.get(symbol.name, []):
+            found = self.resolve(symbol.module, base)
+            if found is not None and self.is_module_class(found, is_root, depth + 1):
+                answer = True
+                break
+        self._module_class[key] = answer
+        return answer
+
+    def model_of(self, module: ModuleInfo):
+        """The semantic model of another file of the project, built on first use."""
+        found = self._models.get(module.path)
+        if found is None and module.path not in self._models:
+            self._models[module.path] = None
+            try:
+                from devicelint import safe_parse
+                from devicelint.context import FileContext
+
+                tree = safe_parse.parse_module(module.text or "")
+                ctx = FileContext(module.shown, module.text or "", tree)
+                ctx.walk({}, {})
+                found = ctx.semantic
+            except Exception:  # noqa: BLE001 - a file we cannot read gives no facts
+                found = None
+            self._models[module.path] = found
+        return found
+
+    def dependency_digest(self, module: ModuleInfo) -> str:
+        """A hash of the contents of the local modules `module` imports, transitively."""
+        found = self._closure.get(module.path)
+        if found is None:
+            seen: dict[str, str] = {}
+            stack = [module]
+            while stack:
+                current = stack.pop()
+                for target in _imported_modules(current):
+                    for path in self._module_files(target, current):
+                        info = self.modules.get(os.path.realpath(path))
+                        if info is not None and info.path not in seen and info is not module:
+                            seen[info.path] = info.digest
+                            stack.append(info)
+            digest = hashlib.sha256()
+            for path in sorted(seen):
+                digest.update(f"{seen[path]}\0".encode())
+            found = self._closure[module.path] = digest.hexdigest() if seen else ""
+        return found
+
+
+class FileView:
+    """The index as one file sees it."""
+
+    def __init__(self, index: ProjectIndex, module: ModuleInfo) -> None:
+        self.index = index
+        self.module = module
+
+    def resolve(self, dotted: str) -> Optional[Symbol]:
+        return self.index.resolve(self.module, dotted)
+
+    def is_module_class(self, dotted: str, is_root) -> bool:
+        """`dotted` (as the file writes it, or its import's qualified name) names a class of
+        another local module that derives from a class `is_root` accepts."""
+        found = self.resolve(dotted)
+        return found is not None and found.kind == "class" and self.index.is_module_class(found, is_root)
+
+    def alias(self, dotted: str) -> Optional[str]:
+        """The external qualified name a module-level alias chain stands for
+        (`d2l.zeros` -> `torch.zeros`), else None."""
+        head = dotted.partition(".")[0]
+        if head not in self.module.aliases and head not in self.module.self_names:
+            return None
+        found = self.resolve(dotted)
+        return found.name if found is not None and found.kind == "external" else None
+
+    def function(self, dotted: str):
+        """(semantic model of the other file, its top-level FunctionDef) for a function of
+        another local module, else None."""
+        found = self.resolve(dotted)
+        if found is None or found.kind != "function" or found.module is self.module:
+            return None
+        model = self.index.model_of(found.module)
+        if model is None:
+            return None
+        for node in model.functions().get(found.name, []):
+            if model.parent(node) is model.ctx.module:
+                return model, node
+        return None
+
+    def dependency_digest(self) -> str:
+        return self.index.dependency_digest(self.module)
+
+
+# -- reading one module with ast ---------------------------------------------------------------
+def _module_name(path: str, root: str) -> tuple[str, tuple[str, ...], bool]:
+    """(dotted name, directories its absolute imports are looked up in, is a package)."""
+    file = Path(path)
+    is_package = file.name == "__init__.py"
+    parts = [] if is_package else [file.stem]
+    here = file.parent
+    while (here / "__init__.py").is_file() and str(here) != root and len(parts) < 32:
+        parts.insert(0, here.name)
+        here = here.parent
+    search = []
+    for candidate in (str(here), str(file.parent), root):
+        if candidate not in search:
+            search.append(candidate)
+    return ".".join(parts), tuple(search), is_package
+
+
+def _collect(info: ModuleInfo, tree: ast.Module) -> None:
+    meanings: dict[str, set] = {}
+
+    def bind(name: str, meaning: object = None) -> None:
+        # A name bound twice to the same thing (`import torch` twice, `nn_Module = nn.Module`
+        # at the top and again at the bottom) keeps its meaning; anything else is rebound.
+        meanings.setdefault(name, set()).add(meaning if meaning is not None else object())
+
+    for statement in _top_level(tree.body):
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.asname:
+                    info.imports[alias.asname] = alias.name
+                    bind(alias.asname, ("import", alias.name))
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    info.imports[head] = head
+                    bind(head, ("import", head))
+        elif isinstance(statement, ast.ImportFrom):
+            module = "." * statement.level + (statement.module or "")
+            for alias in statement.names:
+                if alias.name == "*":
+                    target = _absolute(module, info) if module.startswith(".") else module
+                    if target:
+                        info.stars.append(target)
+                    continue
+                bound = alias.asname or alias.name
+                target = f"{module}.{alias.name}" if statement.module else f"{module}{alias.name}"
+                if target.startswith("."):
+                    target = _absolute(target, info) or ""
+                if target:
+                    info.imports[bound] = target
+                bind(bound, ("import", target))
+        elif isinstance(statement, ast.ClassDef):
+            info.classes[statement.name] = [t for t in (_dotted(b) for b in statement.bases) if t]
+            bind(statement.name, ("class",))
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            info.functions.add(statement.name)
+            bind(statement.name, ("def",))
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            simple = len(targets) == 1 and isinstance(targets[0], ast.Name) and statement.value is not None
+            if simple and _is_self_module(statement.value):
+                info.self_names.add(targets[0].id)
+                bind(targets[0].id, ("self",))
+            elif simple and _dotted(statement.value) is not None:
+                info.aliases[targets[0].id] = _dotted(statement.value)
+                bind(targets[0].id, ("alias", _dotted(statement.value)))
+            else:
+                for target in targets:
+                    for name in _bound_names(target):
+                        bind(name)
+        elif isinstance(statement, (ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            target = getattr(statement, "target", None)
+            for name in _bound_names(target) if target is not None else ():
+                bind(name)
+    info.rebound = {name for name, found in meanings.items() if len(found) > 1}
+    for name in info.rebound:
+        info.aliases.pop(name, None)
+        info.self_names.discard(name)
+
+
+def _top_level(body: list) -> Iterable[ast.stmt]:
+    """Top-level statements, and those of top-level `if`/`try` blocks (`try: import x`)."""
+    for statement in body:
+        if isinstance(statement, ast.If):
+            yield from _top_level(statement.body)
+            yield from _top_level(statement.orelse)
+        elif isinstance(statement, ast.Try):
+            yield from _top_level(statement.body)
+            for handler in statement.handlers:
+                yield from _top_level(handler.body)
+            yield from _top_level(statement.orelse)
+            yield from _top_level(statement.finalbody)
+        else:
+            yield statement
+
+
+def _bound_names(target: ast.AST) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for element in target.elts for n in _bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _is_self_module(node: ast.AST) -> bool:
+    """`sys.modules[__name__]`: the module itself."""
+    return (isinstance(node, ast.Subscript) and _dotted(node.value) == "sys.modules"
+            and isinstance(node.slice, ast.Name) and node.slice.id == "__name__")
+
+
+def _absolute(relative: str, module: ModuleInfo) -> Optional[str]:
+    level = len(relative) - len(relative.lstrip("."))
+    rest = relative[level:]
+    package = module.name.split(".") if module.is_package else module.name.split(".")[:-1]
+    if level - 1 > len(package):
+        return None
+    base = package[: len(package) - (level - 1)]
+    parts = [p for p in base if p] + ([rest] if rest else [])
+    return ".".join(parts) or None
+
+
+def _imported_modules(info: ModuleInfo) -> set[str]:
+    found = set(info.stars)
+    for target in info.imports.values():
+        found.add(target)
+        if "." in target:
+            found.add(target.rsplit(".", 1)[0])
+    return found
+
+
+def _read_small(path: str) -> Optional[bytes]:
+    try:
+        from devicelint.datafile import read_regular
+
+        return read_regular(path, _MAX_DEPENDENCY_SIZE)
+    except Exception:  # noqa: BLE001 - unreadable: no facts from it
+        return None
+
+
+# -- the index of the current run ---------------------------------------------------------------
+ENABLED = True  # bench/project_index_cost.py turns it off to measure what the index costs
+_current: Optional[ProjectIndex] = None
+
+
+def use(index: Optional[ProjectIndex]) -> None:
+    """Make `index` the one the semantic models of this run consult (None: no index)."""
+    global _current
+    _current = index
+
+
+def view_for(path: str) -> Optional[FileView]:
+    return _current.view(path) if _current is not None else None

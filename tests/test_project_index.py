@@ -1,0 +1,100 @@
+"""The project index (devicelint/project_index.py, issue 13 item 2): facts one file takes from
+the local modules it imports, built once per run; its cache keys; what it does not follow."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from devicelint import project_index
+from devicelint.engine import enabled_rules, lint_source
+from devicelint.project_index import ProjectIndex
+from devicelint.rule import all_rules
+from devicelint.runner import Overrides, lint_paths
+
+from conftest import FIXTURES
+from fixture_markers import expected_findings
+
+PROJECT = FIXTURES / "project_index"
+FILES = sorted(PROJECT.rglob("*.py"))
+
+
+def _run(root: Path, *, cache: bool = False):
+    (root / "pyproject.toml").write_text("[tool.devicelint]\n") if cache else None
+    return lint_paths([str(root)], Overrides(), use_cache=cache, jobs=1)
+
+
+def _found(run, root: Path) -> set[tuple[str, int, str]]:
+    return {(str(Path(f.path).resolve().relative_to(root.resolve())), f.line, f.code) for f in run.findings}
+
+
+def _expected(root: Path) -> set[tuple[str, int, str]]:
+    return {(str(p.relative_to(root)), line, code)
+            for p in sorted(root.rglob("*.py")) for line, code in expected_findings(p)}
+
+
+def test_one_run_over_the_project_finds_what_its_markers_say() -> None:
+    assert _found(_run(PROJECT), PROJECT) == _expected(PROJECT)
+    assert project_index._current is None  # the run's index is not left behind
+
+
+def test_a_helper_of_another_file_reading_on_the_host_is_reported_at_the_call() -> None:
+    run = _run(PROJECT)
+    [finding] = [f for f in run.findings if f.code == "DL004"]
+    assert finding.line == 30 and "metrics.py:6" in finding.message
+    [related] = finding.related
+    assert related["path"].endswith("metrics.py") and (related["line"], related["column"]) == (6, 12)
+
+
+def test_without_the_index_the_cross_file_findings_are_not_made() -> None:
+    """One file at a time (no index): the bases in other files are unknown, the rule silent."""
+    rules = enabled_rules([c for c, r in all_rules().items() if r.default_enabled])
+    for path in FILES:
+        findings = lint_source(str(path), path.read_text(encoding="utf-8"), rules).findings
+        assert findings == [], path
+
+
+def test_a_changed_dependency_relints_the_files_that_import_it(tmp_path) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT, root)
+    first = _run(root, cache=True)
+    assert first.cached == 0 and _found(first, root) == _expected(root)
+    again = _run(root, cache=True)
+    assert again.cached == again.files and _found(again, root) == _found(first, root)
+    # Base no longer derives from nn.Module: the files whose classes build on it lose their
+    # findings; a file that imports nothing local stays cached.
+    layers = root / "pkg" / "layers.py"
+    layers.write_text(layers.read_text().replace("Module = nn.Module", "Module = object"))
+    changed = _run(root, cache=True)
+    found = _found(changed, root)
+    assert ("pkg/models.py", 11, "DL017") not in found and ("train.py", 14, "DL017") not in found
+    assert ("selfref.py", 19, "DL017") in found
+    relinted = changed.files - changed.cached
+    # layers.py itself, pkg/__init__.py, models.py, train.py; not plugins.py (a run-time
+    # import) nor selfref.py
+    assert relinted == 4
+
+
+def _index(tmp_path, files: dict[str, str]) -> ProjectIndex:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return ProjectIndex.build(str(tmp_path), [(str(tmp_path / n), n, t.encode()) for n, t in files.items()])
+
+
+def test_resolution_relative_reexport_alias_and_what_is_not_followed(tmp_path) -> None:
+    index = _index(tmp_path, {
+        "a/__init__.py": "from .b import *\n",
+        "a/b.py": "import torch.nn as nn\nclass B(nn.Module):\n    pass\nx = 1\nx = 2\n",
+        "a/c.py": "from ... import nowhere\nfrom . import b\nfrom a import B\nimport importlib\nm = importlib.import_module('a.b')\n",
+        "torch.py": "import torch\nzeros = torch.zeros\nclass T(torch.nn.Module):\n    pass\n",
+    })
+    c = index.view("a/c.py")
+    assert c.resolve("B").kind == "class" and c.resolve("b.B").name == "B"
+    assert c.resolve("nowhere") is None                 # above the top-level package
+    assert c.resolve("m.B") is None                     # a run-time import
+    assert c.resolve("b.x") is None                     # bound twice at top level
+    shadow = index.view("torch.py")                     # a script named like the package
+    assert shadow.alias("zeros") == "torch.zeros"
+    assert shadow.resolve("T").kind == "class"
+    assert shadow.is_module_class("T", lambda qual: qual == "torch.nn.Module")
