@@ -59,6 +59,11 @@ class LoaderNotPinned(Rule):
     ```
     Pinned memory is a limited resource: on a host short of RAM, or when batches are
     built on the GPU already, leave it off deliberately with `pin_memory=False`.
+
+    ## Fix safety
+    No automatic fix: page-locked memory is a limited host resource (a host short of RAM can
+    fail to pin or slow down), and batches that are not tensors (a custom `collate_fn`) need a
+    `pin_memory()` method of their own, so turning pinning on is the author's decision.
     """
 
     code = "DL008"

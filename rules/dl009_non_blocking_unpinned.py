@@ -58,6 +58,11 @@ class NonBlockingUnpinned(Rule):
     ```
     and create generated tensors on the device (`torch.randn(n, device=device)`), or pin
     a tensor you build yourself (`torch.empty(n, pin_memory=True)`, `t.pin_memory()`).
+
+    ## Fix safety
+    No automatic fix: pinning the source (`pin_memory=True`, `.pin_memory()`) costs host
+    memory, and dropping `non_blocking=True` brings back the stream synchronisation of a
+    blocking copy; which one is right depends on the program.
     """
 
     code = "DL009"
