@@ -35,7 +35,10 @@ def _key(path: Path) -> str:
 
 
 # fixture -> why its findings may rest on a name (each differing finding must say so).
-HINT_ONLY: dict[str, str] = {}
+HINT_ONLY: dict[str, str] = {
+    "DL002/bad_device_by_name.py": "the device is a parameter named `device` that no call fills",
+    "DL015/bad_device_by_name.py": "the device is a parameter named `device` that no call fills",
+}
 # A finding that rests on a name says so in its message (issue 12, point 9).
 NAME_HINT = re.compile(r"\bnam(e|ed)\b", re.IGNORECASE)
 

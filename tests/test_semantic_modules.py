@@ -207,3 +207,14 @@ def test_a_chain_of_module_methods_as_a_statement_moves_the_module():
     """)
     call = find(ctx, cst.Call, "use(a, b)")
     assert [sem.value(arg.value).place for arg in call.args] == [Place.DEVICE, Place.DEVICE]
+
+
+def test_a_module_moved_to_an_unknown_target_is_of_unknown_place():
+    ctx, sem = semantic("""
+        def f(target):
+            a = nn.Linear(2, 2).to(target)
+            b = nn.Linear(2, 2).to(torch.float16)
+            return use(a, b)
+    """)
+    call = find(ctx, cst.Call, "use(a, b)")
+    assert [sem.value(arg.value).place for arg in call.args] == [Place.UNKNOWN, Place.CPU]

@@ -1601,7 +1601,9 @@ class SemanticModel:
             if self.value(target).kind is Kind.DTYPE:
                 base = receiver if receiver.kind is not Kind.UNKNOWN else tensor(receiver.place)
                 return base.with_(node=node)
-            return tensor(Place.UNKNOWN, node=node) if receiver.kind is not Kind.MODULE else receiver
+            if receiver.kind is Kind.MODULE:
+                return receiver.with_(place=Place.UNKNOWN)  # `model.to(x)`: x may be a device
+            return tensor(Place.UNKNOWN, node=node)
         return self._to_place(receiver, place, node, hint)
 
     @staticmethod
