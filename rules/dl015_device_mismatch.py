@@ -77,7 +77,9 @@ class DeviceMismatch(Rule):
     CPU-only laptop and crashes on the first GPU machine. Checked on an H200 (torch 2.11):
     `+`, `==`, `@`, `torch.cat`, `torch.where`, `index_select`, `gather`, `masked_fill` and
     `cpu_tensor[gpu_index]` all raise; a 0-dim CPU tensor, `gpu[cpu_index]` and
-    `gpu.copy_(cpu)` do not.
+    `gpu.copy_(cpu)` do not. The exemption is one-way: a 0-dim tensor on the device times an
+    n-dim CPU tensor (`x.std() * torch.rand(x.size())`) raises (checked on an H100, torch
+    2.11).
 
     ## Example
     ```python
