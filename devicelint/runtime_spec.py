@@ -25,6 +25,7 @@ layer), the runtime builds on it.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
@@ -182,11 +183,26 @@ class ProbeRun(Protocol):
     def compare_data_parallel(self, module: Any, batch: Any, gpus: int) -> dict: ...
 
 
+_WEIGHT_TYPES = re.compile(r"Input type \((\S+)\) and (?:weight|bias) type \((\S+)\)")
+
+
+def is_device_mismatch(message: str) -> bool:
+    """PyTorch's errors for tensors on different devices: the generic "Expected all tensors
+    to be on the same device", the RNN kernels' ("Input and parameter tensors are not at the
+    same device", cuDNN's "to have the same device as tensor for argument"), and the
+    convolutions' "Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor)
+    should be the same" (when the two types differ by device, not only by dtype)."""
+    if "same device" in message:
+        return True
+    types = _WEIGHT_TYPES.search(message)
+    return types is not None and (".cuda." in types.group(1)) != (".cuda." in types.group(2))
+
+
 def device_mismatch(run: ProbeRun, rec: LineRecord) -> dict:
     """Confirmed when the line raised PyTorch's "same device" error; inconclusive when the
     file raised it elsewhere (the rule flagged where the tensors meet, the error came from
     the module's forward, say)."""
-    errors = [e for e in rec.errors if "same device" in e.message]
+    errors = [e for e in rec.errors if is_device_mismatch(e.message)]
     if errors:
         first = errors[0]
         return run.base("confirmed", f"raised {first.type}: {first.message}",

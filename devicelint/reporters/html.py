@@ -21,16 +21,19 @@ from devicelint.finding import Finding
 
 STATUS_COLOURS = {
     "confirmed": ("#b3261e", "#fdecea"),
+    "found": ("#8a1c7c", "#f9e8f6"),  # seen at runtime on a line the static pass missed
     "refuted": ("#1e6b35", "#e6f4ea"),
     "inconclusive": ("#7a5b00", "#fff6d6"),
     "not-reached": ("#4a4a4a", "#eeeeee"),
 }
-STATUS_ORDER = ("confirmed", "inconclusive", "refuted", "not-reached")
+STATUS_ORDER = ("confirmed", "found", "inconclusive", "refuted", "not-reached")
 # Figures shown in a finding's table, in this order, with their labels.
 FIGURES = (
+    ("level", "rank (crash, cost, unmeasured, negligible)"),
     ("count", "events at the line"),
     ("bytes", "bytes"),
     ("measured_ms", "time at the line (ms)"),
+    ("cost_ms", "time of the line's device events (ms)"),
     ("counterfactual_ms", "counterfactual (ms)"),
     ("counterfactual_pinned_ms", "counterfactual, pinned (ms)"),
     ("loop_ms", "whole loop (ms)"),
@@ -52,7 +55,7 @@ def esc(value) -> str:
 def measured_cost(finding: Finding) -> Optional[float]:
     """ms spent at the flagged line, if the runtime checker measured (or estimated) it."""
     conf = finding.confirmation or {}
-    for key in ("measured_ms", "unmeasured_ms"):
+    for key in ("measured_ms", "cost_ms", "unmeasured_ms"):
         value = conf.get(key)
         if isinstance(value, (int, float)):
             return float(value)
@@ -74,7 +77,11 @@ def _sort_key(finding: Finding) -> tuple:
 
 def render_html(findings: Iterable[Finding], title: str = "devicelint confirm report",
                 runs: Optional[list[dict]] = None) -> str:
-    ordered = sorted(findings, key=_sort_key)
+    findings = list(findings)
+    # `devicelint confirm` ranks its findings (runtime/rank.py: crashes, then by cost, then
+    # the negligible ones) and sets each one's `level`: keep its order.
+    ranked = any("level" in (f.confirmation or {}) for f in findings)
+    ordered = findings if ranked else sorted(findings, key=_sort_key)
     scale = max([c for f in ordered for c in (measured_cost(f), counterfactual_cost(f)) if c] or [1.0])
     parts = [_HEAD.format(title=esc(title), css=_CSS), f"<h1>{esc(title)}</h1>"]
     parts.append(_summary(ordered, runs or []))

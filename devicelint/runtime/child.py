@@ -165,11 +165,18 @@ def run(plan_path: str, result_path: str) -> int:
         def device_of(tensor):
             return str(tensor.device)
 
-    tracker = Tracker(plan.watched(), device_of, sim)
+    finder = None
+    if plan.user_roots:
+        from devicelint.runtime.finder import Finder
+
+        finder = Finder(plan.user_roots)
+        finder.install_module_sites()
+    tracker = Tracker(plan.watched(), device_of, sim, finder)
     hooks.install(tracker, {Watch(value) for value in plan.watch})
 
     old_argv, old_path = sys.argv, list(sys.path)
     sys.argv = argv
+    started = time.perf_counter()  # the user's run alone (not torch's import): ranking's share
     if kind == "path":
         sys.path.insert(0, os.path.dirname(os.path.abspath(what)))
     try:
@@ -206,9 +213,18 @@ def run(plan_path: str, result_path: str) -> int:
                     confirmation = probes.verdict(probe_run, path, line, rules.get(code))
                 except Exception as error:  # noqa: BLE001 - one probe must not lose the rest
                     confirmation = probe_run.base("inconclusive", f"probe failed: {error!r}")
+                _add_cost(probe_run, confirmation, tracker.records.get((path, line)))
                 verdicts.append({"path": path, "line": line, "code": code,
                                  "confirmation": confirmation})
     result["verdicts"] = verdicts
+    if finder is not None:
+        from devicelint.runtime import finder as finding
+
+        result["found"] = finding.judge(probe_run, finder, tracker, plan, rules)
+        result["optimizer_steps"] = finder.steps
+        for hit in result["found"]:
+            _add_cost(probe_run, hit["confirmation"],
+                      finder.records.get((hit["path"], hit["line"])))
     result["premise"] = {
         path: {code: probes.pitfall_lines(probe_run, path, rules.get(code)) for code in codes_}
         for path, codes_ in plan.whole_files.items()
@@ -217,6 +233,20 @@ def run(plan_path: str, result_path: str) -> int:
         result["sim_counts"] = {"copies": sim.copies, "syncs": sim.syncs}
     _write(result_path, result)
     return 0
+
+
+def _add_cost(probe_run, confirmation: dict, rec) -> None:
+    """`cost_ms` for ranking (runtime/rank.py): the probe's own figure when it gave one,
+    else the time of the line's device events."""
+    if confirmation.get("status") not in ("confirmed", "found") or rec is None:
+        return
+    if isinstance(confirmation.get("measured_ms"), (int, float)):
+        return
+    cost = probe_run.event_ms(rec)
+    if cost > 0:
+        confirmation["cost_ms"] = round(cost, 4)
+        if probe_run.estimated:
+            confirmation["estimated"] = True
 
 
 def _prepare(plan):

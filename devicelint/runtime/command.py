@@ -18,6 +18,7 @@ from devicelint.runtime.launch import ChildRun, describe_exit, guard_signals, in
 from devicelint.runtime.plan import (
     Plan, fixture_code, is_fixture_run, is_good_fixture, known_gaps, plan_for, real,
 )
+from devicelint.runtime.rank import rank
 from devicelint.runtime.report import _rel, format_json, format_text, ran_on
 
 EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -156,6 +157,8 @@ def _run(plan: Plan, target: str, timeout: float, good: bool = False, quiet: boo
         "premise": result.get("premise") or {},
         "good_fixture": good,
         "verdicts": result.get("verdicts", []),
+        "found": result.get("found", []),
+        "run_seconds": result.get("run_seconds"),
     }
     if result.get("refused"):
         run["refused"] = result["refused"]
@@ -179,6 +182,50 @@ def _not_reached(run: dict) -> str:
         where = f" at {_rel(crash['path'])}:{crash['line']}" if crash.get("path") else ""
         return f"the line never ran: the run stopped early{where} ({crash['type']}, see the run)"
     return "the line never ran"
+
+
+def _found_findings(runs: list[dict], codes: Optional[list[str]]) -> list:
+    """Findings for what the finder saw on lines the static pass did not flag (status
+    `found`, the code of the rule whose pitfall it is); a helper's line names its call
+    sites as related locations."""
+    from devicelint.finding import Finding
+    from devicelint.rule import all_rules
+    from devicelint.runtime.finder import source_column
+
+    registry = all_rules()
+    out = []
+    for run in runs:
+        for hit in run.pop("found", []):
+            code = hit["code"]
+            if code not in registry or (codes and code not in codes):
+                continue
+            path, line = _rel(hit["path"]), hit["line"]
+            column = source_column(hit["path"], line)
+            related = [{**({"path": _rel(c["path"])} if c["path"] != hit["path"] else {}),
+                        "line": c["line"], "column": source_column(c["path"], c["line"]),
+                        "message": "the helper is called from here"}
+                       for c in hit.get("callers", [])]
+            finding = Finding(
+                code, registry[code].name, path, line, column, line, column,
+                f"{registry[code].name}: seen at runtime on a line the static pass did not "
+                f"flag", related=related)
+            confirmation = dict(hit["confirmation"])
+            confirmation["exit_code"] = run["exit_code"]
+            if related:
+                sites = [f"{_rel(c['path'])}:{c['line']}" for c in hit.get("callers", [])]
+                confirmation["called_from"] = sites
+                confirmation["summary"] += f"; called from {', '.join(sites)}"
+            finding.confirmation = confirmation
+            out.append(finding)
+    return out
+
+
+def _run_seconds_of(runs: list[dict]):
+    """finding -> the wall time of the run that saw it (one run, or the fixture file's)."""
+    by_target = {real(run["target"]): run.get("run_seconds") for run in runs
+                 if os.path.exists(run["target"])}
+    only = runs[0].get("run_seconds") if len(runs) == 1 else None
+    return lambda finding: only if len(runs) == 1 else by_target.get(real(finding.path))
 
 
 def _attach(findings, runs: list[dict]) -> None:
@@ -226,7 +273,8 @@ def _device_words(device: str) -> str:
 @click.option("--timeout", type=float, default=None, callback=_check_timeout,
               help="Seconds per run, > 0 (default: 600 for a command, 120 per file).")
 @click.option("--format", "output_format", default="text",
-              type=click.Choice(["text", "json", "json-lines", "github", "sarif", "gitlab"]),
+              type=click.Choice(["text", "json", "json-lines", "github", "sarif", "gitlab",
+                                 "rdjson", "rdjsonl"]),
               help="json: {device, device_name, findings, runs}; other formats as for "
                    "linting, with the runtime evidence (and the device) in each message.")
 @click.option("--select", multiple=True, help="Rule codes to confirm (default: all enabled).")
@@ -272,14 +320,17 @@ def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, 
             for message in refused:
                 _say(f"devicelint: error: {message}")
             sys.exit(EXIT_ERROR)
+        found = _found_findings(runs, codes)
         _attach(findings, runs)
+        findings = findings + found
+        ranked = rank(findings, _run_seconds_of(runs))
         kind, name = ran_on(runs)
         if output_format == "json":
             text = format_json(findings, runs, kind, name)
         elif output_format == "text":
             # Paths, commands and crash messages are the user's: no raw control characters
             # (a newline and `::error::` in a file name would be a workflow command in CI).
-            text = format_text(findings, runs, fixture_mode, escape=escape_control)
+            text = format_text(ranked, runs, fixture_mode, escape=escape_control)
         else:
             from devicelint.reporters import ReportContext, renderer
 
@@ -289,7 +340,7 @@ def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, 
 
             title = f"devicelint confirm: {' '.join(command) or ' '.join(paths)}"
             with open(html_file, "w", encoding="utf-8") as handle:
-                handle.write(render_html(findings, title=title, runs=runs))
+                handle.write(render_html(ranked, title=title, runs=runs))
         if output_file:
             with open(output_file, "w", encoding="utf-8") as handle:
                 handle.write(text)
@@ -323,12 +374,26 @@ def _confirm_runs(paths, command, codes, device, timeout, jobs, sim_gpus):
         _fail(str(error))
     watched = [f for f in findings if not _is_notebook(f.path)]
     plan = plan_for(watched, command, device, sim_gpus)
+    plan.find_under(_user_roots(paths, command))
     limit = timeout or 600.0
     lines = sum(len(lines) for lines in plan.lines.values())
     _announce(f"running `{' '.join(command)}` on {_device_words(device)}, time limit "
               f"{limit:g} s, watching {lines} flagged line{'s' if lines != 1 else ''} in "
               f"{len(plan.lines)} file{'s' if len(plan.lines) != 1 else ''}")
     return [_run(plan, " ".join(command), limit)], findings
+
+
+def _user_roots(paths: list[str], command: list[str]) -> list[str]:
+    """The user's code for the finder: the linted paths (the project when none) and the
+    script the command runs."""
+    roots = list(paths or ["."])
+    try:
+        kind, what, _ = parse_command(command)
+    except Refused:
+        return roots
+    if kind == "path":
+        roots.append(what)
+    return roots
 
 
 def _run_fixtures(files, findings, device, timeout, jobs, sim_gpus) -> list[dict]:
@@ -340,6 +405,7 @@ def _run_fixtures(files, findings, device, timeout, jobs, sim_gpus) -> list[dict
     plans = []
     for path in files:
         plan = plan_for(by_file.get(path, []), [path], device, sim_gpus)
+        plan.find_under([path])
         rule = all_rules().get(fixture_code(path) or "")
         good = is_good_fixture(path)
         # A good fixture of a rule whose pitfall the runtime alone recognises on any line
@@ -393,8 +459,9 @@ def _exit_code(findings, runs, fixture_mode: bool) -> int:
         dirty = any(lines for run in runs for codes in run["premise"].values()
                     for lines in codes.values())
         return EXIT_FOUND if refuted or dirty else EXIT_CLEAN
-    confirmed = any((f.confirmation or {}).get("status") == "confirmed" for f in findings)
-    return EXIT_FOUND if confirmed else EXIT_CLEAN
+    happened = any((f.confirmation or {}).get("status") in ("confirmed", "found")
+                   for f in findings)
+    return EXIT_FOUND if happened else EXIT_CLEAN
 
 
 if __name__ == "__main__":

@@ -107,37 +107,53 @@ def _add_sync(rec: LineRecord, kind: str, seconds: float) -> None:
     syncs.kinds[kind] = syncs.kinds.get(kind, 0) + 1
 
 
+def _note_source(tracker, sites, source) -> None:
+    """Tell the finder what a host->device copy copied (per-row copies, runtime/finder.py)."""
+    finder = tracker.finder
+    if finder is not None:
+        for store, site in sites:
+            if store is finder.records:
+                finder.note_source(site, source)
+
+
 def install_moves(tracker) -> None:
     """Tensor.to / .cuda / .cpu: copies (h2d/d2h), no-op moves, and .cpu() as a sync."""
 
     def make(original, method):
         def wrapper(self, *args, **kwargs):
-            site = tracker.site(sys._getframe(1))
-            if site is None or not isinstance(self, torch.Tensor):
+            sites = tracker.sites(sys._getframe(1))
+            if not sites or not isinstance(self, torch.Tensor):
                 return original(self, *args, **kwargs)
             if getattr(tracker._local, "module_move", 0):
                 # nn.Module.to/.cuda moving its parameters: one move of a whole model, which
                 # no rule flags as a per-row copy; counted apart.
-                tracker.record(site).moves.module += 1
+                for rec in tracker.touch(sites):
+                    rec.moves.module += 1
                 return original(self, *args, **kwargs)
             src = tracker.device_of(self)
             pinned = src == "cpu" and self.is_pinned()
             non_blocking = bool(kwargs.get("non_blocking")) or any(
                 a is True for a in args if isinstance(a, bool))
             out, seconds = timed_call(tracker, original, self, *args, **kwargs)
-            rec = tracker.record(site)
-            rec.moves.count += 1
+            recs = tracker.touch(sites)
+            for rec in recs:
+                rec.moves.count += 1
             if out is self or not isinstance(out, torch.Tensor):
-                rec.moves.noop += 1
+                for rec in recs:
+                    rec.moves.noop += 1
                 return out
             dst = tracker.device_of(out)
             if src != dst:
-                _add_copy(rec, src, dst, _nbytes(out), seconds, pinned, non_blocking,
-                          source=self)
-                if dst == "cpu":
-                    _add_sync(rec, method, seconds)
+                for rec in recs:
+                    _add_copy(rec, src, dst, _nbytes(out), seconds, pinned, non_blocking,
+                              source=self)
+                    if dst == "cpu":
+                        _add_sync(rec, method, seconds)
+                if src == "cpu":
+                    _note_source(tracker, sites, self)
             else:
-                rec.moves.same_device += 1
+                for rec in recs:
+                    rec.moves.same_device += 1
             return out
 
         return wrapper
@@ -164,18 +180,21 @@ def install_factories(tracker) -> None:
 
     def make(original):
         def wrapper(*args, **kwargs):
-            site = tracker.site(sys._getframe(1))
-            if site is None or kwargs.get("device") is None:
+            if kwargs.get("device") is None:
+                return original(*args, **kwargs)
+            sites = tracker.sites(sys._getframe(1))
+            if not sites:
                 return original(*args, **kwargs)
             data = args[0] if args else kwargs.get("data")
             if isinstance(data, torch.Tensor) and tracker.is_cuda(data):
                 return original(*args, **kwargs)
             out, seconds = timed_call(tracker, original, *args, **kwargs)
             if tracker.is_cuda(out):
-                rec = tracker.record(site)
-                rec.moves.count += 1
-                _add_copy(rec, "cpu", tracker.device_of(out), _nbytes(out), seconds,
-                          False, False, source=data)
+                for rec in tracker.touch(sites):
+                    rec.moves.count += 1
+                    _add_copy(rec, "cpu", tracker.device_of(out), _nbytes(out), seconds,
+                              False, False, source=data)
+                _note_source(tracker, sites, data)
             return out
 
         return wrapper
@@ -190,11 +209,14 @@ def install_syncs(tracker) -> None:
 
     def make(original, kind):
         def wrapper(self, *args, **kwargs):
-            site = tracker.site(sys._getframe(1))
-            if site is None or not tracker.is_cuda(self):
+            if not tracker.is_cuda(self):
+                return original(self, *args, **kwargs)
+            sites = tracker.sites(sys._getframe(1))
+            if not sites:
                 return original(self, *args, **kwargs)
             out, seconds = timed_call(tracker, original, self, *args, **kwargs)
-            _add_sync(tracker.record(site), kind, seconds)
+            for rec in tracker.touch(sites):
+                _add_sync(rec, kind, seconds)
             return out
 
         return wrapper
@@ -208,12 +230,14 @@ def install_syncs(tracker) -> None:
 
     def make_sync(original):
         def wrapper(*args, **kwargs):
-            site = tracker.site(sys._getframe(1))
-            if site is None:
+            sites = tracker.sites(sys._getframe(1))
+            if not sites:
                 return original(*args, **kwargs)
             start = clock()
             out = original(*args, **kwargs)
-            _add_sync(tracker.record(site), "synchronize", clock() - start)
+            seconds = clock() - start
+            for rec in tracker.touch(sites):
+                _add_sync(rec, "synchronize", seconds)
             return out
 
         return wrapper
@@ -271,14 +295,15 @@ def _keep_sample(views, sample: ViewSample) -> None:
 def install_empty_cache(tracker) -> None:
     def make(original):
         def wrapper(*args, **kwargs):
-            site = tracker.site(sys._getframe(1))
-            if site is None:
+            sites = tracker.sites(sys._getframe(1))
+            if not sites:
                 return original(*args, **kwargs)
             start = clock()
             out = original(*args, **kwargs)
-            calls = tracker.record(site).empty_cache
-            calls.count += 1
-            calls.seconds += clock() - start
+            seconds = clock() - start
+            for rec in tracker.touch(sites):
+                rec.empty_cache.count += 1
+                rec.empty_cache.seconds += seconds
             return out
 
         return wrapper

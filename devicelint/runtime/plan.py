@@ -43,11 +43,23 @@ class Plan:
     # code -> "module:ClassName" of the rule, and the Watch values of their runtime specs
     rules: dict[str, str] = field(default_factory=dict)
     watch: list[str] = field(default_factory=list)
+    # The finder (runtime/finder.py): record events on every line of the files under these
+    # paths (the user's code), flagged or not, and report the pitfalls the rules' probes see
+    user_roots: list[str] = field(default_factory=list)
 
     def add_rule(self, rule: type[Rule]) -> None:
         self.rules[rule.code] = f"{rule.__module__}:{rule.__qualname__}"
         if rule.runtime is not None:
             self.watch = sorted(set(self.watch) | {watch.value for watch in rule.runtime.watch})
+
+    def find_under(self, roots: list[str]) -> None:
+        """Turn the finder on for the code under `roots` (files or folders)."""
+        from devicelint.runtime.finder import FINDER_RULES
+
+        self.user_roots = sorted({real(root) for root in roots})
+        for rule in all_rules().values():
+            if rule.name in FINDER_RULES:
+                self.add_rule(rule)
 
     def codes(self) -> set[str]:
         found = {code for lines in self.lines.values() for codes in lines.values() for code in codes}
@@ -76,6 +88,7 @@ class Plan:
             "spans": {p: {str(n): h for n, h in span.items()} for p, span in self.spans.items()},
             "rules": self.rules,
             "watch": self.watch,
+            "user_roots": self.user_roots,
         })
 
     @classmethod
@@ -91,6 +104,7 @@ class Plan:
                    for p, span in data.get("spans", {}).items()},
             rules=data.get("rules", {}),
             watch=data.get("watch", []),
+            user_roots=data.get("user_roots", []),
         )
 
 

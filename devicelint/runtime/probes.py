@@ -63,6 +63,23 @@ class ProbeRun:
             return costs.copy_seconds(self.table, kind, copies.count, copies.bytes) * 1000
         return copies.seconds * 1000
 
+    def event_ms(self, rec: LineRecord) -> float:
+        """ms the line's device events took: its copies, host syncs (those that are not a
+        copy's), empty_cache calls and the GPU lag after its timestamps; measured on a GPU,
+        estimated on the simulated device."""
+        total = sum(self.copy_ms(copies, kind) for kind, copies in rec.copies.items())
+        reads = sum(n for kind, n in rec.syncs.kinds.items() if kind not in ("cpu", "to"))
+        if self.estimated:
+            total += reads * self.table["item_us"] / 1000
+            total += rec.empty_cache.count * self.table["empty_cache_us"] / 1000
+        else:
+            copy_syncs = rec.syncs.count - reads
+            per_sync = rec.syncs.seconds / rec.syncs.count if rec.syncs.count else 0.0
+            total += max(rec.syncs.seconds - copy_syncs * per_sync, 0.0) * 1000
+            total += rec.empty_cache.seconds * 1000
+        total += rec.stamps.lag_seconds * 1000
+        return total
+
     def latent_view_failure(self, sample: ViewSample) -> Optional[dict]:
         return latent_view_failure(sample.size, sample.stride, sample.target)
 

@@ -11,7 +11,7 @@ import os
 
 from devicelint.reporters.text import evidence
 
-STATUS_ORDER = ("confirmed", "refuted", "inconclusive", "not-reached")
+STATUS_ORDER = ("confirmed", "found", "refuted", "inconclusive", "not-reached")
 
 
 def ran_on(runs: list[dict]) -> tuple:
@@ -44,7 +44,10 @@ def format_text(findings, runs: list[dict], fixture_mode: bool, escape=str) -> s
     out = []
     for finding in findings:
         conf = finding.confirmation or {"status": "inconclusive", "summary": "no result"}
-        out.append(f"{location(finding)}: {finding.code} {evidence(conf, with_device=False)}")
+        level = conf.get("level")  # ranked: runtime/rank.py
+        rank = f" [{level}]" if level in ("crash", "negligible") else ""
+        out.append(f"{location(finding)}: {finding.code} "
+                   f"{evidence(conf, with_device=False)}{rank}")
     if findings:
         out.append("")
     counts = {status: 0 for status in STATUS_ORDER}

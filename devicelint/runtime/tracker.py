@@ -31,6 +31,14 @@ ERROR_MARKERS = (
     "Expected all tensors to be on",
     "invalid device ordinal",
     "on the same device as the indexed tensor",
+    # Other kernels' device checks on a real GPU: cuDNN RNNs ("Expected tensor for argument
+    # #1 'input' to have the same device as tensor for argument #2 'weight'"), the RNN
+    # front end ("Input and parameter tensors are not at the same device")
+    "same device",
+    # A CPU convolution's weight on a CUDA input ("Input type (torch.cuda.FloatTensor) and
+    # weight type (torch.FloatTensor) should be the same"); runtime_spec.is_device_mismatch
+    # tells it from a dtype mismatch
+    "should be the same",
 )
 
 @dataclass
@@ -42,7 +50,8 @@ class CapturedDataParallel:
 
 
 class Tracker:
-    def __init__(self, lines: dict[str, object], device_of: Callable, sim=None) -> None:
+    def __init__(self, lines: dict[str, object], device_of: Callable, sim=None,
+                 finder=None) -> None:
         # path -> {line: head line of its flagged call}, or ALL_LINES to watch every line
         self.lines = lines
         self.device_of = device_of
@@ -58,6 +67,8 @@ class Tracker:
         self.file_errors: dict[str, list] = {}
         # torch.cuda.is_available()/device_count() called by the user's code (DL013)
         self.driver_queried = False
+        # Records every event of the user's code, flagged or not (runtime/finder.py)
+        self.finder = finder
 
     # -- attribution -------------------------------------------------------------------
     def _user_path(self, filename: str) -> Optional[str]:
@@ -148,6 +159,29 @@ class Tracker:
         """(path, line) if this call should be recorded, else None."""
         if getattr(self._local, "busy", False):
             return None  # inside another recorded call: count the outer one only
+        return self._flagged_site(frame)
+
+    def sites(self, frame) -> list:
+        """Where a call is recorded: its flagged site (`site`) and, with the finder on, the
+        innermost user line. Empty when neither: the wrapper then only calls through."""
+        if getattr(self._local, "busy", False):
+            return []
+        out = []
+        site = self._flagged_site(frame)
+        if site is not None:
+            out.append((self.records, site))
+        if self.finder is not None:
+            spot = self.finder.spot(frame)
+            if spot is not None:
+                self.finder.note(spot)
+                out.append((self.finder.records, spot[0]))
+        return out
+
+    def touch(self, sites) -> list[LineRecord]:
+        """The records of `sites` (see `sites`), marked as reached now."""
+        return [self._record_in(store, key) for store, key in sites]
+
+    def _flagged_site(self, frame) -> Optional[tuple[str, int]]:
         found = self.user_frame(frame)
         if found is None:
             return None
@@ -163,9 +197,13 @@ class Tracker:
         return path, head
 
     def record(self, site) -> LineRecord:
-        rec = self.records.get(site)
+        return self._record_in(self.records, site)
+
+    @staticmethod
+    def _record_in(store: dict, site) -> LineRecord:
+        rec = store.get(site)
         if rec is None:
-            rec = self.records[site] = LineRecord()
+            rec = store[site] = LineRecord()
         rec.reached = True
         now = clock()
         if rec.first is None:
@@ -223,21 +261,26 @@ class Tracker:
 
     def _install_settrace(self) -> None:
         lines = self.lines
+        finder = self.finder
 
         def local(frame, event, arg):
             if event == "line":
                 path = self._user_path(frame.f_code.co_filename)
-                wanted = lines[path]
+                wanted = lines.get(path) if path is not None else None
                 if wanted is ALL_LINES:
                     self.line_reached(path, frame.f_lineno)
-                elif frame.f_lineno in wanted:
+                elif wanted is not None and frame.f_lineno in wanted:
                     self.line_reached(path, wanted[frame.f_lineno])
             elif event == "exception":
                 self.error_raised(arg[1], frame, arg[2])
             return local
 
         def global_trace(frame, event, arg):
-            if self._user_path(frame.f_code.co_filename) is not None:
+            filename = frame.f_code.co_filename
+            if self._user_path(filename) is not None:
+                return local
+            if finder is not None and finder.user_path(filename) is not None:
+                frame.f_trace_lines = False  # only its errors are wanted: no line events
                 return local
             return None
 
@@ -273,6 +316,10 @@ class Tracker:
         if len(self._seen_errors) > 10000:
             self._seen_errors.clear()
         self._seen_errors[id(exc)] = exc  # keep it alive so the id is not reused
+        if self.finder is not None:
+            spot = self.finder.note_error(self, frame, tb, message)
+            if spot is not None:
+                self._add_error(self._record_in(self.finder.records, spot), exc, message)
         found = self.user_frame(frame)
         if found is None:
             return
@@ -284,7 +331,10 @@ class Tracker:
                 self.file_errors.setdefault(path, []).append((line, message))
                 return
             found = flagged
-        rec = self.record(found)
+        self._add_error(self.record(found), exc, message)
+
+    @staticmethod
+    def _add_error(rec: LineRecord, exc, message: str) -> None:
         for error in rec.errors:
             if error.message == message:
                 error.count += 1
