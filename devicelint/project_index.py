@@ -149,9 +149,9 @@ class ProjectIndex:
         return real == self.root or real.startswith(self.root + os.sep)
 
     # -- answers -------------------------------------------------------------------------
-    def view(self, key: str) -> Optional["FileView"]:
+    def view(self, key: str, context_type: Optional[type] = None) -> Optional["FileView"]:
         info = self.by_key.get(key)
-        return FileView(self, info) if info is not None else None
+        return FileView(self, info, context_type) if info is not None else None
 
     def module_named(self, dotted: str, importer: ModuleInfo) -> Optional[ModuleInfo]:
         """The local module `importer` gets for `import dotted`; never itself (a script
@@ -241,17 +241,17 @@ class ProjectIndex:
         self._module_class[key] = answer
         return answer
 
-    def model_of(self, module: ModuleInfo):
-        """The semantic model of another file of the project, built on first use."""
+    def model_of(self, module: ModuleInfo, context_type: type):
+        """The semantic model of another file of the project, built on first use with
+        `context_type` (devicelint.context.FileContext)."""
         found = self._models.get(module.path)
         if found is None and module.path not in self._models:
             self._models[module.path] = None
             try:
                 from devicelint import safe_parse
-                from devicelint.context import FileContext
 
                 tree = safe_parse.parse_module(module.text or "")
-                ctx = FileContext(module.shown, module.text or "", tree)
+                ctx = context_type(module.shown, module.text or "", tree)
                 ctx.walk({}, {})
                 found = ctx.semantic
             except Exception:  # noqa: BLE001 - a file we cannot read gives no facts
@@ -283,9 +283,15 @@ class ProjectIndex:
 class FileView:
     """The index as one file sees it."""
 
-    def __init__(self, index: ProjectIndex, module: ModuleInfo) -> None:
+    def __init__(self, index: ProjectIndex, module: ModuleInfo,
+                 context_type: Optional[type] = None) -> None:
         self.index = index
         self.module = module
+        # The asking file's devicelint.context.FileContext class: other files' models are
+        # built with it, so that this module does not import the context (which imports
+        # the semantic model, which imports this module). None: a view that builds no
+        # models (the runner's, for dependency digests).
+        self.context_type = context_type
 
     def resolve(self, dotted: str) -> Optional[Symbol]:
         return self.index.resolve(self.module, dotted)
@@ -309,9 +315,10 @@ class FileView:
         """(semantic model of the other file, its top-level FunctionDef) for a function of
         another local module, else None."""
         found = self.resolve(dotted)
-        if found is None or found.kind != "function" or found.module is self.module:
+        if found is None or found.kind != "function" or found.module is self.module \
+                or self.context_type is None:
             return None
-        model = self.index.model_of(found.module)
+        model = self.index.model_of(found.module, self.context_type)
         if model is None:
             return None
         for node in model.functions().get(found.name, []):
@@ -485,5 +492,5 @@ def use(index: Optional[ProjectIndex]) -> None:
     _current = index
 
 
-def view_for(path: str) -> Optional[FileView]:
-    return _current.view(path) if _current is not None else None
+def view_for(path: str, context_type: type) -> Optional[FileView]:
+    return _current.view(path, context_type) if _current is not None else None

@@ -33,6 +33,7 @@ LAYERS = {
     },
     "lint": {
         "devicelint.runtime_spec", "devicelint.tree", "devicelint.names", "devicelint.context",
+        "devicelint.project_index",
         "devicelint.rule", "devicelint.diagnostics", "devicelint.engine",
         "devicelint.builders", "devicelint.semantic", "devicelint.semantic.*",
         "devicelint.rules", "devicelint.rules.*",
