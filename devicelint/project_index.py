@@ -54,6 +54,7 @@ class ModuleInfo:
     self_names: set[str] = field(default_factory=set)        # names bound to this module itself
     classes: dict[str, list[str]] = field(default_factory=dict)  # class -> bases' dotted text
     functions: set[str] = field(default_factory=set)
+    calls: dict[str, set] = field(default_factory=dict, repr=False)  # function -> dotted names it calls
     rebound: set[str] = field(default_factory=set)           # bound more than once at top level
     text: Optional[str] = field(default=None, repr=False)  # the source, for a semantic model on demand
 
@@ -152,6 +153,9 @@ class ProjectIndex:
     def view(self, key: str, context_type: Optional[type] = None) -> Optional["FileView"]:
         info = self.by_key.get(key)
         return FileView(self, info, context_type) if info is not None else None
+
+    def view_of(self, module: ModuleInfo) -> "FileView":
+        return FileView(self, module)
 
     def module_named(self, dotted: str, importer: ModuleInfo) -> Optional[ModuleInfo]:
         """The local module `importer` gets for `import dotted`; never itself (a script
@@ -329,6 +333,34 @@ class FileView:
     def dependency_digest(self) -> str:
         return self.index.dependency_digest(self.module)
 
+    def calls_in(self, function: str) -> set[str]:
+        """The external qualified names a top-level function of this file calls (a cheap
+        look before building another file's model)."""
+        found = set()
+        for dotted in self.module.calls.get(function, ()):
+            symbol = self.resolve(dotted)
+            if symbol is not None and symbol.kind == "external":
+                found.add(symbol.name)
+        return found
+
+    def importers_of(self, function: str) -> list[ModuleInfo]:
+        """The other files of the run that import this file's top-level `function` (by
+        name, through re-exports and `import *`, or as `module.function`)."""
+        found = []
+        for other in self.index.by_key.values():
+            if other is self.module:
+                continue
+            names = [*other.imports, *(f"{b}.{function}" for b in other.imports)]
+            if other.stars:
+                names.append(function)
+            for name in names:
+                symbol = self.index.resolve(other, name)
+                if symbol is not None and symbol.kind == "function" and symbol.module is self.module \
+                        and symbol.name == function:
+                    found.append(other)
+                    break
+        return found
+
 
 # -- reading one module with ast ---------------------------------------------------------------
 def _module_name(path: str, root: str) -> tuple[str, tuple[str, ...], bool]:
@@ -385,6 +417,8 @@ def _collect(info: ModuleInfo, tree: ast.Module) -> None:
             bind(statement.name, ("class",))
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             info.functions.add(statement.name)
+            info.calls[statement.name] = {d for d in (_dotted(n.func) for n in ast.walk(statement)
+                                                      if isinstance(n, ast.Call)) if d}
             bind(statement.name, ("def",))
         elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]

@@ -80,7 +80,7 @@ class LoaderNotPinned(Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         sem = self.ctx.semantic
-        for source, move in sem.batches.fed_loaders():
+        for source, move in sem.batches.fed_loaders() + sem.batches.fed_by_importers():
             loader = source.loader
             if source.pinned is not False or call_arg(loader, _PIN_MEMORY, "pin_memory") is not None:
                 continue  # pinned, decided elsewhere, or deliberately off
@@ -89,7 +89,9 @@ class LoaderNotPinned(Rule):
             text = " ".join(self.ctx.code(move.call).split())
             if len(text) > 50:
                 text = text[:47] + "..."
-            message = self.message.format(line=self.ctx.position(move.call)[0], move=text)
+            # A copy in another file of the project (the loader is returned to it) names it.
+            line = f"{move.where[1]} of {move.where[0]}" if move.where else self.ctx.position(move.call)[0]
+            message = self.message.format(line=line, move=text)
             if move.hint:
                 message += self.hint_message.format(target=self.ctx.code(move.call.args[0].value))
             self.report(loader, message)

@@ -41,9 +41,16 @@ def test_one_run_over_the_project_finds_what_its_markers_say() -> None:
 def test_a_helper_of_another_file_reading_on_the_host_is_reported_at_the_call() -> None:
     run = _run(PROJECT)
     [finding] = [f for f in run.findings if f.code == "DL004"]
-    assert finding.line == 30 and "metrics.py:6" in finding.message
+    assert finding.line == 31 and "metrics.py:6" in finding.message
     [related] = finding.related
     assert related["path"].endswith("metrics.py") and (related["line"], related["column"]) == (6, 12)
+
+
+def test_a_loader_built_here_and_moved_in_another_file_is_reported_where_it_is_built() -> None:
+    run = _run(PROJECT)
+    [finding] = [f for f in run.findings if f.code == "DL008"]
+    assert finding.path.endswith("data.py") and finding.line == 12
+    assert "line 25 of " in finding.message and "train.py" in finding.message
 
 
 def test_without_the_index_the_cross_file_findings_are_not_made() -> None:
@@ -67,7 +74,7 @@ def test_a_changed_dependency_relints_the_files_that_import_it(tmp_path) -> None
     layers.write_text(layers.read_text().replace("Module = nn.Module", "Module = object"))
     changed = _run(root, cache=True)
     found = _found(changed, root)
-    assert ("pkg/models.py", 11, "DL017") not in found and ("train.py", 14, "DL017") not in found
+    assert ("pkg/models.py", 11, "DL017") not in found and ("train.py", 15, "DL017") not in found
     assert ("selfref.py", 19, "DL017") in found
     relinted = changed.files - changed.cached
     # layers.py itself, pkg/__init__.py, models.py, train.py; not plugins.py (a run-time

@@ -24,11 +24,12 @@ sizes given to factories, other files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import libcst as cst
 
+from devicelint.names import dotted_name
 from devicelint.semantic.dataflow import is_metadata_read, size_factory
 from devicelint.semantic.values import Kind, Place
 
@@ -51,6 +52,7 @@ class Move:
     call: cst.Call
     data: cst.BaseExpression
     hint: bool            # the device rests on an identifier's name only
+    where: Optional[tuple] = None  # in another file of the project: (path, line, column)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class Source:
     loader: cst.Call
     pinned: Optional[bool]        # the loader's pin_memory: True, False, or not known
     pinned_on_path: bool          # `.pin_memory()` is called on the data between
+    foreign: bool = False         # `loader` calls a function of another file that builds it
 
 
 class BatchFlow:
@@ -99,7 +102,7 @@ class BatchFlow:
         found = self._sources.get(key)
         if found is None:
             self._sources[key] = ()
-            unique = {(id(s.loader), s.pinned_on_path): s
+            unique = {(id(s.loader), s.pinned_on_path, s.foreign): s
                       for s in self._trace(expr, iterated=False, pinned=False, hops=0)}
             found = tuple(unique.values())
             self._sources[key] = found
@@ -133,6 +136,10 @@ class BatchFlow:
                     if depth < _MAX_BINDINGS:
                         stack.extend((r.value, True, pinned, depth + 1)
                                      for r in sem.flow(function).returns if r.value is not None)
+                    continue
+                if isinstance(node, cst.Call) and sem.syncs.runs_foreign_function(node):
+                    # `get_loader(...)` of another file: that file reports its construction.
+                    found.append(Source(node, value.pinned, pinned, foreign=True))
                     continue
                 if isinstance(node, cst.Attribute) and self._is_construction(value.node):
                     found.append(Source(value.node, value.pinned, pinned))  # `self.loader`
@@ -260,6 +267,43 @@ class BatchFlow:
         """Every loader construction of the file whose batches some copy in the file moves
         to the device, with the first such copy (in source order; one whose device is known
         from the code before one whose device rests on a name)."""
+        return [(source, move) for source, move in self._all_fed() if not source.foreign]
+
+    def fed_by_importers(self) -> list[tuple[Source, Move]]:
+        """Loader constructions of the file's top-level functions whose returned loaders
+        another file of the project iterates and moves to the device (`get_loader()` in
+        data.py, `.to(device)` of its batches in train.py), each with that copy (`where`
+        says in which file). Read through the project index; empty without one."""
+        sem = self.model
+        view = sem.project
+        if view is None:
+            return []
+        found: list[tuple[Source, Move]] = []
+        for name, functions in sem.functions().items():
+            if len(functions) != 1 or sem.parent(functions[0]) is not sem.ctx.module:
+                continue
+            if not any(sem.api.is_loader(q) for q in view.calls_in(name)):
+                continue
+            built = [s for r in sem.flow(functions[0]).returns if r.value is not None
+                     for s in self._trace(r.value, True, False, 0) if not s.foreign]
+            if not built:
+                continue
+            for importer in view.importers_of(name):
+                other = view.index.model_of(importer)
+                if other is None:
+                    continue
+                for source, move in other.batches._all_fed():
+                    symbol = other.project.resolve(dotted_name(source.loader.func) or "") \
+                        if source.foreign and other.project is not None else None
+                    if symbol is None or symbol.module is not view.module or symbol.name != name:
+                        continue
+                    line, column = other.ctx.position(move.call)[:2]
+                    moved = replace(move, where=(other.ctx.path, line, column))
+                    found.extend((own, moved) for own in built)
+                    break
+        return found
+
+    def _all_fed(self) -> list[tuple[Source, Move]]:
         if self._fed is None:
             fed: dict[int, tuple[Source, Move]] = {}
             for call in self.model.ctx.iter_nodes(cst.Call):

@@ -354,6 +354,24 @@ class SemanticModel:
         dotted = dotted_name(node)
         return view.alias(dotted) if dotted is not None else None
 
+    def _project_loader(self, call: cst.Call) -> Optional[Value]:
+        """What a call of a function of another local module returns when that function
+        builds a DataLoader (its pin_memory included), from that file's own model; None for
+        any other call (the other file is read only when its function calls a loader)."""
+        view = self.project
+        dotted = dotted_name(call.func) if view is not None else None
+        symbol = view.resolve(dotted) if dotted is not None else None
+        if symbol is None or symbol.kind != "function" or symbol.module is view.module:
+            return None
+        if not any(self.api.is_loader(q) for q in view.index.view_of(symbol.module).calls_in(symbol.name)):
+            return None
+        found = view.function(dotted)
+        if found is None:
+            return None
+        other, function = found
+        value = other.returned_value(function)
+        return value.with_(node=None) if value.kind is Kind.LOADER else None
+
     def project_module_class(self, node: cst.CSTNode) -> bool:
         """`node` (a name as the file writes it) is a class of a local module that derives
         from nn.Module, through bases in other files (the project index)."""
@@ -1232,6 +1250,9 @@ class SemanticModel:
         if callee.kind is Kind.CALLABLE and isinstance(callee.node, cst.ClassDef) \
                 and self.dataset_classes().get(callee.node.name.value) is callee.node:
             return Value(Kind.DATASET, Place.CPU, cls=callee.node.name.value, node=node)
+        foreign = self._project_loader(node)
+        if foreign is not None:
+            return foreign
         function = self.resolve_function(func)
         if function is not None:
             return self.returned_value(function)
