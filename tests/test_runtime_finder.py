@@ -146,3 +146,34 @@ def test_found_status_and_code_in_every_format(found_findings, fmt: str) -> None
     assert re.search(rf"\b{line}\b", text)
     if fmt == "sarif":  # a helper's line names its call site
         assert f'"startLine": {marker("per-row-call")}' in text
+
+
+def test_dataloader_workers_are_said_not_observed(finder_child) -> None:
+    from devicelint.runtime.report import format_text
+
+    missed = finder_child["unobserved"]
+    assert [(m["line"], m["workers"]) for m in missed] == [(marker("workers"), 2)]
+    run = {"target": "train.py", "exit_code": 0, "unobserved": missed}
+    text = format_text([], [run], fixture_mode=False)
+    assert f":{marker('workers')}: not observed: 2 worker processes ran" in text
+
+
+def test_gpu_device_errors_are_recognised() -> None:
+    """The texts a real GPU raises for a CPU GRU or Conv1d on a CUDA input (not the generic
+    one the simulated device raises) count as device mismatches; a dtype mismatch does not."""
+    from devicelint.runtime.tracker import ERROR_MARKERS
+    from devicelint.runtime_spec import is_device_mismatch
+
+    gpu_texts = [
+        "Input and parameter tensors are not at the same device, found input tensor at cuda:0 "
+        "and parameter tensor at cpu",
+        "Expected tensor for argument #1 'input' to have the same device as tensor for "
+        "argument #2 'weight'; but device 0 does not equal -1 (while checking arguments for "
+        "cudnn_rnn)",
+        "Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the "
+        "same or input should be a MKLDNN tensor and weight is a dense tensor",
+    ]
+    for text in gpu_texts:
+        assert is_device_mismatch(text) and any(m in text for m in ERROR_MARKERS), text
+    assert not is_device_mismatch("Input type (torch.cuda.HalfTensor) and weight type "
+                                  "(torch.cuda.FloatTensor) should be the same")

@@ -119,6 +119,9 @@ def _summary(findings: list[Finding], runs: list[dict]) -> str:
         if target:
             state = "timed out" if run.get("timed_out") else f"exit code {run.get('exit_code')}"
             lines.append(f"<p>Run: <code>{esc(target)}</code> ({esc(state)})</p>")
+        for miss in run.get("unobserved") or []:  # DataLoader workers (runtime/finder.py)
+            lines.append(f'<p class="unobserved">Not observed, line {esc(miss.get("line"))}: '
+                         f'{esc(miss.get("why"))}</p>')
     if len(runs) > 10:
         lines.append(f"<p>... and {len(runs) - 10} more runs.</p>")
     lines.append("</section>")

@@ -222,6 +222,7 @@ def run(plan_path: str, result_path: str) -> int:
 
         result["found"] = finding.judge(probe_run, finder, tracker, plan, rules)
         result["optimizer_steps"] = finder.steps
+        result["unobserved"] = finder.unobserved()
         for hit in result["found"]:
             _add_cost(probe_run, hit["confirmation"],
                       finder.records.get((hit["path"], hit["line"])))

@@ -159,6 +159,8 @@ def _run(plan: Plan, target: str, timeout: float, good: bool = False, quiet: boo
         "verdicts": result.get("verdicts", []),
         "found": result.get("found", []),
         "run_seconds": result.get("run_seconds"),
+        # what ran out of the finder's sight (DataLoader worker processes)
+        "unobserved": result.get("unobserved", []),
     }
     if result.get("refused"):
         run["refused"] = result["refused"]

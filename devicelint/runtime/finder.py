@@ -74,6 +74,10 @@ class Finder:
         self.module_sites = weakref.WeakKeyDictionary()  # nn.Module -> (path, line) built
         self.origins: dict = {}  # (path, line) -> where the CPU operand came from
         self.steps = 0  # optimizer steps taken in the run
+        # DataLoader worker processes started: (path, line) of the user's loop -> workers.
+        # Their code (a dataset's __getitem__, collate_fn) runs in other processes, which
+        # the finder does not instrument: the report says so.
+        self.worker_loaders: dict = {}
         self._user: dict[str, Optional[str]] = {}
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         self._libraries = tuple(
@@ -217,6 +221,30 @@ class Finder:
                     finder.module_sites[module] = spot[0]
 
         torch.nn.Module.__init__ = wrapped
+
+        from torch.utils.data import dataloader
+
+        workers_init = dataloader._MultiProcessingDataLoaderIter.__init__
+
+        def start_workers(iterator, loader):
+            spot = finder.spot(sys._getframe(1))
+            if spot is not None:
+                site = spot[0]
+                finder.worker_loaders[site] = max(finder.worker_loaders.get(site, 0),
+                                                  int(loader.num_workers))
+            workers_init(iterator, loader)
+
+        dataloader._MultiProcessingDataLoaderIter.__init__ = start_workers
+
+    def unobserved(self) -> list[dict]:
+        """What ran where the finder could not see it."""
+        return [{"what": "DataLoader worker processes", "path": path, "line": line,
+                 "workers": workers,
+                 "why": f"{workers} worker process{'es' if workers != 1 else ''} ran the "
+                        "dataset's __getitem__ and collate_fn; copies, syncs and errors in "
+                        "them were not observed (num_workers=0 runs them in this process, "
+                        "where they are)"}
+                for (path, line), workers in sorted(self.worker_loaders.items())]
 
 
 # -- judging ---------------------------------------------------------------------------

@@ -78,6 +78,8 @@ def format_text(findings, runs: list[dict], fixture_mode: bool, escape=str) -> s
                 for hit in lines:
                     problems.append(f"good fixture shows the {code} pitfall at line "
                                     f"{hit['line']}: {hit['summary']}")
+        for miss in run.get("unobserved") or []:
+            out.append(f"{_rel(miss['path'])}:{miss['line']}: not observed: {miss['why']}")
         for gap in run.get("known_gaps") or []:
             out.append(f"{label}:{gap['line']}: known gap, {gap['code']} silent by design "
                        f"({gap['reason']}); the run saw: {gap['summary']}")

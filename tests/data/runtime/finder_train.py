@@ -40,3 +40,9 @@ for step in range(8):
             head(model(batch))                  # finds: mismatch
         except RuntimeError as error:
             print("caught:", str(error)[:60])
+
+# DataLoader worker processes: their code is not instrumented, and the report says so.
+loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(table), batch_size=16,
+                                     num_workers=2)
+for (chunk,) in loader:  # finds: workers
+    chunk = chunk.to(device)
