@@ -84,6 +84,8 @@ class ModelNotMoved(Rule):
     runtime = RuntimeSpec(probe=device_mismatch, whole_file=True)
 
     def leave_Call(self, node: cst.Call) -> None:
+        if not node.args:
+            return  # nothing to be on the device
         sem = self.ctx.semantic
         func = node.func
         module = sem.value(func)
@@ -118,8 +120,9 @@ class ModelNotMoved(Rule):
     def leave_Module(self, node: cst.Module) -> None:
         sem = self.ctx.semantic
         for owner in sem.module_classes().values():
-            if _registers_by_hand(owner):
-                continue
+            if not _assigns_plain_container(sem, owner):
+                continue  # the common case: nothing to look at, no flows to build
+            registers: Optional[bool] = None
             for attr, entries in attribute_assignments(sem, owner).items():
                 values = [d.value for _target, d in entries]
                 if not values or any(v is None or _plain_elements(v, attr) is None for v in values):
@@ -132,6 +135,10 @@ class ModelNotMoved(Rule):
                             fills = _filled(sem, owner, attr)
                         elements = fills
                     if any(_stateful_module(sem, e) for e in elements):
+                        if registers is None:
+                            registers = _registers_by_hand(sem, owner)
+                        if registers:
+                            break
                         kind = "dict" if isinstance(d.value, (cst.Dict, cst.DictComp)) else "list"
                         holder = "ModuleDict" if kind == "dict" else "ModuleList"
                         self.report(
@@ -190,6 +197,23 @@ def _plain_elements(value: cst.CSTNode, attr: str) -> Optional[list[cst.CSTNode]
     return None
 
 
+def _assigns_plain_container(sem, owner: cst.ClassDef) -> bool:
+    """Some `x.attr = <list/tuple/dict display or comprehension>` in the class body."""
+    stack: list[cst.CSTNode] = [owner.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(isinstance(t, cst.Attribute) and _plain_elements(node.value, t.attr.value) is not None
+                   for t in targets):
+                return True
+            continue
+        if isinstance(node, (cst.BaseSmallStatement, cst.BaseExpression)):
+            continue  # statements hold no assignment below these
+        stack.extend(sem.children(node))
+    return False
+
+
 def _filled(sem, owner: cst.ClassDef, attr: str) -> list[cst.CSTNode]:
     """What the class's methods append, extend, insert or store into `self.attr`."""
     found: list[cst.CSTNode] = []
@@ -213,7 +237,7 @@ def _is_self_attr(sem, node: cst.CSTNode, attr: str) -> bool:
         and self_class(sem, node.value) is not None
 
 
-def _registers_by_hand(owner: cst.ClassDef) -> bool:
+def _registers_by_hand(sem, owner: cst.ClassDef) -> bool:
     """The class registers submodules itself (`add_module`, `setattr(self, ...)`)."""
     stack: list[cst.CSTNode] = [owner.body]
     while stack:
@@ -224,5 +248,5 @@ def _registers_by_hand(owner: cst.ClassDef) -> bool:
                 return True
             if isinstance(func, cst.Name) and func.value == "setattr":
                 return True
-        stack.extend(node.children)
+        stack.extend(sem.children(node))
     return False
