@@ -7,6 +7,7 @@ import libcst as cst
 
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
+from devicelint.semantic.modules import holds_state
 from devicelint.semantic.values import join_all
 from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
@@ -29,7 +30,10 @@ class SyncInLoop(Rule):
     computed from device values, or the output of a module that is on the device). What a
     call into code the file does not show returns for device tensors (a model passed in as
     a parameter, a loss from another module: `loss = criterion(model(x.to(device)), y)`) is
-    taken to be on the device too. Where the only sign of the device is a parameter's name
+    taken to be on the device too, and so is a field of a module's output (`out.logits`) and
+    the output of a module that holds no tensor (`nn.MSELoss()`) given device tensors; what a
+    model's own method returns (`net.detect(x)`: device tensors or NumPy arrays) is not
+    assumed. Where the only sign of the device is a parameter's name
     (`device` in a function nothing in the file calls), the message says so.
 
     A loop runs once per step when its body trains (`.backward()`, `.step()` on an
@@ -231,9 +235,7 @@ class SyncInLoop(Rule):
             defs = sem.gpu_path_defs(sem.defs(node))
             found: list[Evidence] = []
             for d in defs:
-                if d.kind not in ("assign", "annassign", "with", "walrus") or d.value is None:
-                    return None
-                inner = self._evidence(d.value, depth + 1)
+                inner = self._def_evidence(d, depth + 1)
                 if inner is None:
                     return None
                 found.append(inner)
@@ -242,6 +244,14 @@ class SyncInLoop(Rule):
             return Evidence(any(e.hint for e in found), any(e.opaque for e in found))
         if isinstance(node, cst.Call):
             func = node.func
+            callee = sem.value(func)
+            if isinstance(func, cst.Attribute) and callee.kind is not Kind.MODULE \
+                    and func.attr.value not in sem.api.module_api_methods:
+                owner = sem.value(func.value)
+                if owner.kind is Kind.MODULE or sem.moved_callable(owner):
+                    # `model.generate(x)`: a method of the model's own may return NumPy
+                    # arrays as well as device tensors; the file does not show which.
+                    return None
             if isinstance(func, cst.Attribute):
                 method = sem.api.method(func.attr.value)
                 if method is not None and (method.place == "cpu" or method.result in (
@@ -257,9 +267,10 @@ class SyncInLoop(Rule):
             spec = sem.api.function(qual) if qual else None
             unseen = value.kind is Kind.UNKNOWN and qual is None and sem.syncs.callee(node) is None
             follows = spec is not None and spec.place == "input"   # `F.softmax(scores)`
-            if unseen or follows or (callee.kind is Kind.MODULE and callee.place is Place.UNKNOWN):
+            stateless = callee.kind is Kind.MODULE and holds_state(sem, callee) is False
+            if unseen or follows or stateless or (callee.kind is Kind.MODULE and callee.place is Place.UNKNOWN):
                 # A call into code the file does not show (or a module whose place it does
-                # not show), given device tensors.
+                # not show, or one that holds no tensor: `nn.MSELoss()`), given device tensors.
                 for arg in node.args:
                     found = self._evidence(arg.value, depth + 1)
                     if found is not None:
@@ -278,6 +289,25 @@ class SyncInLoop(Rule):
                     return found
         if isinstance(node, cst.UnaryOperation):
             return self._evidence(node.expression, depth + 1)
+        return None
+
+    def _def_evidence(self, d, depth: int) -> Optional[Evidence]:
+        """The binding `d` gives a device value. `total += loss` is on the device when what
+        it adds is, or when what it adds to already was (`total = 0.` then `+=` a device
+        loss in an inner loop, then `total *= weight`)."""
+        if d.value is None or depth > 8:
+            return None
+        if d.kind in ("assign", "annassign", "with", "walrus"):
+            return self._evidence(d.value, depth)
+        if d.kind == "augassign":
+            found = self._evidence(d.value, depth)
+            if found is not None:
+                return found
+            for prior in self.ctx.semantic.gpu_path_defs(list(d.prior)):
+                if prior is not d:
+                    found = self._def_evidence(prior, depth + 1)
+                    if found is not None:
+                        return found
         return None
 
     def _within(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:

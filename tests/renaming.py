@@ -14,7 +14,8 @@ file. Kept as well, to stay correct where the file can reach a name in ways the 
 follow: a parameter name passed as a keyword to a call the renamer cannot resolve (`obj.f(lr=1)`
 may reach the file's `def f(self, lr)`), a name used in a string annotation, and, in a file that
 reflects on names (`getattr`, `globals()`, `eval`, `**mapping` into its own code, ...), every name
-that also appears as a string.
+that also appears as a string, and in a file that reaches itself through `sys.modules`, every
+name that also appears as an attribute (`lib.f`).
 
 One mapping per distinct name across the file: every binding of a renamed name gets the same new
 name, and a use is renamed exactly when Python resolves it to one of the file's own bindings
@@ -455,6 +456,13 @@ class _Planner:
         for call in self.collected.calls:
             if isinstance(call.func, cst.Name) and call.func.value in REFLECTION:
                 reflective = True
+        self_module = any(  # `lib = sys.modules[__name__]`: `lib.f` reaches the file's own `f`
+            isinstance(a.value, cst.Name) and a.value.value == "sys" and a.attr.value == "modules"
+            for a in self.collected.attributes)
+        if self_module:
+            for attribute in self.collected.attributes:
+                if attribute.attr.value in self.candidates:
+                    self.keep(attribute.attr.value, "also an attribute in a file that reaches itself")
         if not reflective:
             return
         for name in self.collected.strings:

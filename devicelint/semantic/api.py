@@ -51,6 +51,7 @@ class ApiTable:
             f"torch.nn.{n}" for n in classes.get("shape_preserving_modules", ()))
         self.weighted_losses = frozenset(f"torch.nn.{n}" for n in classes.get("weighted_losses", ()))
         self.self_returning_module_methods = frozenset(classes.get("self_returning_module_methods", ()))
+        self.module_api_methods = frozenset(classes.get("module_api_methods", ()))
         self.tensor_only_methods = frozenset(data.get("duck", {}).get("tensor_only_methods", ()))
         self.stamps = frozenset(data.get("timing", {}).get("stamps", ()))
         self.dtypes = frozenset(f"torch.{n}" for n in data.get("dtypes", {}).get("names", ()))

@@ -33,6 +33,16 @@ class LoopFacts:
     runs_once: bool = False        # `for ...: ...; break` fetches one element
     nested: list = field(default_factory=list)   # (loop, gated) for loops directly inside
     train_nodes: list = field(default_factory=list)
+    step_calls: list = field(default_factory=list)   # (call, gated): calls of helpers that run a step loop
+
+
+@dataclass
+class HelperFacts:
+    """What one call of a function of the file does, outside the loops of its own."""
+
+    trains: bool = False           # `.backward()` / an optimizer step (`train_batch(net, X, y)`)
+    calls_module: bool = False     # calls a module (`calc_loss(x, y, model)`)
+    runs_steps: bool = False       # runs a step or epoch loop of its own (`train_one_epoch()`)
 
 
 class LoopModel:
@@ -40,6 +50,7 @@ class LoopModel:
         self.model = model
         self._facts: dict[int, LoopFacts] = {}
         self._roles: dict[int, str] = {}
+        self._helpers: dict[int, Optional[HelperFacts]] = {}
 
     # -- facts -------------------------------------------------------------------------
     def facts(self, loop: cst.CSTNode) -> LoopFacts:
@@ -73,9 +84,55 @@ class LoopModel:
                 elif self.is_module_call(node) and not self._calls_own_element(node, loop) \
                         and self._on_iteration_data(node, loop):
                     facts.calls_module = True
+                else:
+                    helper = self.helper_facts(node)
+                    if helper is not None:
+                        if helper.trains:
+                            facts.trains = True
+                            facts.train_nodes.append(node)
+                        elif helper.calls_module and self._on_iteration_data(node, loop):
+                            facts.calls_module = True
+                        if helper.runs_steps:
+                            facts.step_calls.append((node, gated))
             child_gated = gated or isinstance(node, (cst.If, cst.Try, cst.With)) and isinstance(node, cst.If)
             for child in model.children(node):
                 stack.append((child, child_gated if not (isinstance(node, cst.If) and child is node.test) else gated))
+        return facts
+
+    def helper_facts(self, call: cst.Call) -> Optional[HelperFacts]:
+        """What calling the file's own function at `call` does (None for other calls)."""
+        found = self.model.syncs.callee(call)
+        if found is None:
+            return None
+        function = found[0]
+        key = id(function)
+        if key in self._helpers:
+            return self._helpers[key] or HelperFacts()   # recursion: nothing more
+        self._helpers[key] = None
+        facts = HelperFacts()
+        if not self.model.flow(function).yields:
+            stack = list(self.model.children(function.body))
+            while stack:
+                node = stack.pop()
+                if isinstance(node, _NESTED_SCOPES):
+                    continue
+                if isinstance(node, LOOPS):
+                    if self.role(node) in (STEP, EPOCH) and not self.facts(node).runs_once:
+                        facts.runs_steps = True
+                    continue
+                if isinstance(node, cst.Call):
+                    if self.is_training_call(node):
+                        facts.trains = True
+                    elif self.is_module_call(node):
+                        facts.calls_module = True
+                    else:
+                        inner = self.helper_facts(node)
+                        if inner is not None:
+                            facts.trains |= inner.trains
+                            facts.calls_module |= inner.calls_module
+                            facts.runs_steps |= inner.runs_steps
+                stack.extend(self.model.children(node))
+        self._helpers[key] = facts
         return facts
 
     def is_training_call(self, call: cst.Call) -> bool:
@@ -135,8 +192,11 @@ class LoopModel:
         value = self.model.value(call.func)
         if value.kind is Kind.MODULE or self.model.moved_callable(value):
             return True
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "forward":
-            return self.model.value(call.func.value).kind is Kind.MODULE
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value not in self.model.api.module_api_methods:
+            # `model.forward(x)`, `model.decode(ys, memory)`: a module's own code, not
+            # nn.Module's API (`.parameters()`, `.train()`, `.state_dict()`).
+            receiver = self.model.value(call.func.value)
+            return receiver.kind is Kind.MODULE or self.model.moved_callable(receiver)
         return False
 
     # -- roles -------------------------------------------------------------------------
@@ -151,8 +211,8 @@ class LoopModel:
         elif facts.trains:
             role = STEP
         elif any(self.role(inner) in (STEP, EPOCH) and not gated and not self.facts(inner).runs_once
-                 for inner, gated in facts.nested):
-            role = EPOCH
+                 for inner, gated in facts.nested) or any(not gated for _call, gated in facts.step_calls):
+            role = EPOCH  # also `for epoch in ...: train_one_epoch(...)`
         elif facts.walks_loader or facts.calls_module:
             role = STEP
         else:

@@ -45,6 +45,15 @@ _PASS_THROUGH = {"enumerate", "iter", "list", "tuple", "sorted", "reversed", "tq
                  "tqdm.autonotebook.tqdm", "itertools.islice", "islice", "cycle", "itertools.cycle"}
 
 
+# torch.Tensor's attributes that are not methods (torch 2.13)
+_TENSOR_ATTRIBUTES = frozenset((
+    "T", "mT", "H", "mH", "data", "grad", "real", "imag", "shape", "device", "dtype", "ndim",
+    "is_cuda", "requires_grad", "is_leaf", "layout", "names", "grad_fn", "is_sparse",
+    "is_quantized", "is_meta", "is_mkldnn", "is_nested", "is_cpu", "is_xpu", "is_mps",
+    "itemsize", "nbytes", "output_nr", "retains_grad", "is_sparse_csr", "is_complex",
+))
+
+
 def string_value(node: cst.CSTNode) -> Optional[str]:
     if isinstance(node, cst.SimpleString):
         try:
@@ -456,12 +465,35 @@ class SemanticModel:
             if len(fns) == 1 and len(defs) == 1:
                 return fns[0]
             return None
+        members = self.module_member_defs(func)
+        if members is not None:
+            fns = [d.node for d in members if d.kind == "def"]
+            return fns[0] if len(fns) == 1 and len(members) == 1 else None
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             scope = self.scope_of(func)
             owner = self._self_class(func.value, self._function_scope(scope))
             if owner is not None:
                 return self._method(owner, func.attr.value)
         return None
+
+    def module_member_defs(self, node: cst.CSTNode) -> Optional[list[Def]]:
+        """`m.f` where every binding of `m` is this very module (`m = sys.modules[__name__]`,
+        as d2l does): the module-level bindings of `f`; None otherwise."""
+        if not isinstance(node, cst.Attribute) or not isinstance(node.value, cst.Name):
+            return None
+        defs = self.defs(node.value)
+        if not defs or not all(self._is_this_module(d) for d in defs):
+            return None
+        return self._free_defs(node.attr.value, self.ctx.module)
+
+    def _is_this_module(self, d: Def) -> bool:
+        value = d.value
+        if d.kind != "assign" or d.path or not isinstance(value, cst.Subscript) \
+                or self.qualname(value.value) != "sys.modules" or len(value.slice) != 1:
+            return False
+        index = value.slice[0].slice
+        return isinstance(index, cst.Index) and isinstance(index.value, cst.Name) \
+            and index.value.value == "__name__" and not self.defs(index.value)
 
     def _function_scope(self, scope: cst.CSTNode) -> cst.CSTNode:
         while isinstance(scope, COMPREHENSIONS + (cst.Lambda,)):
@@ -911,6 +943,9 @@ class SemanticModel:
     # attributes
     def _attribute_value(self, node: cst.Attribute) -> Value:
         attr = node.attr.value
+        members = self.module_member_defs(node)
+        if members is not None:
+            return join_all(self.def_value(d) for d in members) if members else UNKNOWN
         qual = self.qualname(node)
         if qual is not None:
             known = self._qualified_value(qual)
@@ -932,6 +967,12 @@ class SemanticModel:
                 return Value(Kind.DTYPE)
             if attr in ("ndim", "is_cuda", "requires_grad", "is_leaf"):
                 return NUMBER
+            if isinstance(base.node, cst.Call) and attr not in _TENSOR_ATTRIBUTES \
+                    and self.api.method(attr) is None and self._module_called(base.node):
+                # A field a tensor does not have, of what a call returned: the call gave a
+                # structure of tensors (a namedtuple of features, a `ModelOutput`'s
+                # `.logits`), and its fields live where the output does.
+                return tensor(base.place, node=node)
         if base.kind is Kind.MODULE:
             if attr in ("weight", "bias"):
                 return tensor(base.place, node=node)
@@ -1259,6 +1300,11 @@ class SemanticModel:
         if isinstance(func, cst.Name) and func.value in self.module_classes():
             return Value(Kind.MODULE, self.built_place(node), cls=func.value, node=node)
         return UNKNOWN
+
+    def _module_called(self, call: cst.Call) -> bool:
+        """`call` runs a module (`vgg(x)`, `model.forward(x)`), not a move or a method."""
+        callee = self.value(call.func)
+        return callee.kind is Kind.MODULE or self.moved_callable(callee)
 
     @staticmethod
     def moved_callable(callee: Value) -> bool:

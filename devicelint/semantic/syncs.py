@@ -167,10 +167,14 @@ class SyncModel:
             if d.kind not in ("assign", "annassign") or d.path or not isinstance(d.value, cst.Call):
                 return None
             head = d.value.func
-            if not isinstance(head, cst.Name):
-                return None
-            classes = [c.node for c in self.model.defs(head) if c.kind == "class"]
-            if len(classes) != 1 or len(self.model.defs(head)) != 1:
+            if isinstance(head, cst.Name):
+                head_defs = self.model.defs(head)
+            else:
+                head_defs = self.model.module_member_defs(head)   # `d2l.Accumulator(3)`
+                if head_defs is None:
+                    return None
+            classes = [c.node for c in head_defs if c.kind == "class"]
+            if len(classes) != 1 or len(head_defs) != 1:
                 return None
             owners.add(id(classes[0]))
             found = classes[0]
