@@ -62,6 +62,9 @@ class Cache:
         self.fingerprint = fingerprint
         self.file = f"results-{fingerprint}.json"
         self.entries: dict[str, list[Any]] = {}  # key -> [day last used, findings]
+        # The project index's facts of each module (devicelint.project_index.facts_key ->
+        # [day last used, facts]): a warm run parses no module to learn its imports.
+        self.facts: dict[str, list[Any]] = {}
         self.dirty = False
         self.problem: Optional[str] = None
         self.today = _today()
@@ -91,26 +94,46 @@ class Cache:
         info = folder.stat(self.file)
         if info is not None:
             self._loaded_stat = (info.st_mtime_ns, info.st_size)
-        self.entries = self._entries_of(folder.read(self.file, MAX_READ))
+        self.entries, self.facts = self._entries_of(folder.read(self.file, MAX_READ))
 
-    def _entries_of(self, data: Optional[bytes]) -> dict[str, list[Any]]:
+    def _entries_of(self, data: Optional[bytes]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+        """(findings entries, index facts entries) of a cache file's bytes."""
         payload = decode(FORMAT, data)
         if not isinstance(payload, dict) or payload.get("fingerprint") != self.fingerprint:
-            return {}
-        raw = payload.get("entries")
+            return {}, {}
+        return (self._checked(payload.get("entries"), list),
+                self._checked(payload.get("facts"), dict))
+
+    def _checked(self, raw: Any, kind: type) -> dict[str, list[Any]]:
         if not isinstance(raw, dict):
             return {}
         entries = {}
         for key, value in raw.items():
-            # The shell is checked here; the findings when an entry is served (`get`).
+            # The shell is checked here; the content when it is served (findings in `get`,
+            # facts by devicelint.project_index.facts_from_json).
             if (
                 _KEY_RE.match(key)
                 and isinstance(value, list) and len(value) == 2
                 and type(value[0]) is int and 0 <= value[0] <= self.today + 1
-                and isinstance(value[1], list)
+                and isinstance(value[1], kind)
             ):
                 entries[key] = value
         return entries
+
+    def known_facts(self) -> dict[str, Any]:
+        """The project index's facts of earlier runs, by key."""
+        return {key: value[1] for key, value in self.facts.items()}
+
+    def record_facts(self, used: set[str], new: dict[str, dict]) -> None:
+        """Keep the facts this run used (dated today) and those it learnt."""
+        for key in used:
+            entry = self.facts.get(key)
+            if entry is not None and entry[0] != self.today:
+                entry[0] = self.today
+                self.dirty = True
+        for key, facts in new.items():
+            self.facts[key] = [self.today, facts]
+            self.dirty = True
 
     def get(self, key: str) -> Optional[list[dict]]:
         entry = self.entries.get(key)
@@ -139,7 +162,7 @@ class Cache:
         if not self.enabled:
             return
         oldest = self.today - MAX_AGE_DAYS
-        expired = [k for k, v in self.entries.items() if v[0] < oldest]
+        expired = [k for k, v in [*self.entries.items(), *self.facts.items()] if v[0] < oldest]
         if not self.dirty and not expired:
             return
         try:
@@ -160,11 +183,16 @@ class Cache:
         info = folder.stat(self.file)
         if info is not None and (info.st_mtime_ns, info.st_size) != self._loaded_stat:
             # Another run wrote meanwhile: keep its entries too.
-            for key, value in self._entries_of(folder.read(self.file, MAX_READ)).items():
+            entries, facts = self._entries_of(folder.read(self.file, MAX_READ))
+            for key, value in entries.items():
                 self.entries.setdefault(key, value)
+            for key, value in facts.items():
+                self.facts.setdefault(key, value)
         kept = {k: v for k, v in self.entries.items() if v[0] >= oldest}
-        data = encode(FORMAT, {"fingerprint": self.fingerprint, "entries": kept})
+        facts = {k: v for k, v in self.facts.items() if v[0] >= oldest}
+        data = encode(FORMAT, {"fingerprint": self.fingerprint, "entries": kept, "facts": facts})
         if len(data) > MAX_BYTES:
+            # Findings first: facts only save an `ast` parse, findings a lint.
             data = encode(FORMAT, {"fingerprint": self.fingerprint, "entries": _newest(kept, MAX_BYTES)})
         folder.replace(self.file, data)
         _prune_others(folder, self.file, oldest)

@@ -77,12 +77,21 @@ class ProjectIndex:
         # Memos: a module lookup stats files; a name is resolved once per module.
         self._files: dict[tuple[str, tuple[str, ...]], list[str]] = {}
         self._resolved: dict[tuple[str, str], Optional[Symbol]] = {}
+        self._dependencies: dict[str, list[ModuleInfo]] = {}
+        self.known: dict[str, object] = {}
+        self.new_facts: dict[str, object] = {}
+        self.facts_used: set[str] = set()
+        self.parses = 0  # modules read with ast.parse by this build (a warm run parses none)
 
     # -- building ------------------------------------------------------------------------
     @classmethod
-    def build(cls, root: str, files: Iterable[tuple[str, str, bytes]]) -> "ProjectIndex":
-        """`files`: (path on disk, the path rules will see, content) of each file linted."""
+    def build(cls, root: str, files: Iterable[tuple[str, str, bytes]],
+              known: Optional[dict[str, object]] = None) -> "ProjectIndex":
+        """`files`: (path on disk, the path rules will see, content) of each file linted.
+        `known`: the facts of earlier runs by `facts_key` (from the result cache); a module
+        found there is not parsed again. `index.new_facts` holds those this build parsed."""
         index = cls(root)
+        index.known = known or {}
         pending = []
         for path, key, data in files:
             if not path.endswith((".py", ".pyi")):
@@ -93,9 +102,9 @@ class ProjectIndex:
         # The local modules they import, and theirs, read from disk once each.
         while pending and len(index.modules) < _MAX_MODULES:
             info = pending.pop()
-            for target in _imported_modules(info):
+            for target in index._imported_modules(info, read=True):
                 for found in index._module_files(target, info):
-                    if os.path.realpath(found) not in index.modules:
+                    if found not in index.modules:
                         data = _read_small(found)
                         added = index._add(found, data, None) if data is not None else None
                         if added is not None:
@@ -112,22 +121,41 @@ class ProjectIndex:
             return None
         try:
             text = data.decode("utf-8-sig")
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, UnicodeDecodeError, MemoryError, RecursionError):
+        except (ValueError, UnicodeDecodeError):
             return None
         name, search, is_package = _module_name(real, self.root)
+        digest = hashlib.sha256(data).hexdigest()
         shown = key or os.path.relpath(real, self.root)
-        info = ModuleInfo(name=name, path=real, key=key or "", shown=shown, digest=hashlib.sha256(data).hexdigest(),
+        info = ModuleInfo(name=name, path=real, key=key or "", shown=shown, digest=digest,
                           is_package=is_package, search=search, text=text)
-        _collect(info, tree)
+        cache_key = facts_key(digest, name, is_package)
+        facts = facts_from_json(self.known.get(cache_key))
+        if facts is not None:
+            self.facts_used.add(cache_key)
+        else:
+            facts = self._parse_facts(info, text)
+            self.new_facts[cache_key] = facts
+        if not facts:  # not Python that `ast` reads: no facts from it
+            return None
+        _apply_facts(info, facts)
         self.modules[real] = info
         if key is not None:
             self.by_key[key] = info
         return info
 
+    def _parse_facts(self, info: ModuleInfo, text: str) -> dict:
+        """The facts of one module read with `ast` ({} when it cannot be parsed)."""
+        self.parses += 1
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return {}
+        _collect(info, tree)
+        return facts_to_json(info)
+
     def _module_files(self, dotted: str, importer: ModuleInfo) -> list[str]:
-        """The file of module `dotted` as `importer` would import it, under the root (a
-        list of one, or empty)."""
+        """The real path of module `dotted`'s file as `importer` would import it, under the
+        root (a list of one, or empty)."""
         key = (dotted, importer.search)
         found = self._files.get(key)
         if found is None:
@@ -142,7 +170,7 @@ class ProjectIndex:
             here = os.path.join(base, *parts)
             for candidate in (os.path.join(here, "__init__.py"), here + ".py"):
                 if os.path.isfile(candidate) and self._inside(candidate):
-                    return [candidate]
+                    return [os.path.realpath(candidate)]
         return []
 
     def _inside(self, path: str) -> bool:
@@ -161,7 +189,7 @@ class ProjectIndex:
         """The local module `importer` gets for `import dotted`; never itself (a script
         `d2l/torch.py` importing torch means the real package)."""
         for found in self._module_files(dotted, importer):
-            target = self.modules.get(os.path.realpath(found))
+            target = self.modules.get(found)
             return target if target is not importer else None
         return None
 
@@ -263,6 +291,35 @@ class ProjectIndex:
             self._models[module.path] = found
         return found
 
+    def _imported_modules(self, info: ModuleInfo, read: bool = False) -> list[str]:
+        """The modules `info` imports whose facts it may use: each import target, and the
+        module above it. For the dependency digest (`read` False), the module above a
+        target that is itself a module of the index is left out: resolving
+        `from timm.layers import X` reads timm/layers/__init__.py, never timm/__init__.py,
+        so touching timm/__init__.py does not re-lint every file of timm. The build
+        (`read` True) reads both, as a target that turns out unreadable falls back to the
+        module above it."""
+        found = dict.fromkeys(info.stars)
+        for target in info.imports.values():
+            found[target] = None
+            if "." in target and (read or not any(
+                    path in self.modules for path in self._module_files(target, info))):
+                found[target.rsplit(".", 1)[0]] = None
+        return list(found)
+
+    def dependencies(self, module: ModuleInfo) -> list[ModuleInfo]:
+        """The local modules `module` imports directly (memoised)."""
+        found = self._dependencies.get(module.path)
+        if found is None:
+            found = []
+            for target in self._imported_modules(module):
+                for path in self._module_files(target, module):
+                    info = self.modules.get(path)
+                    if info is not None and info is not module and info not in found:
+                        found.append(info)
+            self._dependencies[module.path] = found
+        return found
+
     def dependency_digest(self, module: ModuleInfo) -> str:
         """A hash of the contents of the local modules `module` imports, transitively."""
         found = self._closure.get(module.path)
@@ -270,13 +327,10 @@ class ProjectIndex:
             seen: dict[str, str] = {}
             stack = [module]
             while stack:
-                current = stack.pop()
-                for target in _imported_modules(current):
-                    for path in self._module_files(target, current):
-                        info = self.modules.get(os.path.realpath(path))
-                        if info is not None and info.path not in seen and info is not module:
-                            seen[info.path] = info.digest
-                            stack.append(info)
+                for info in self.dependencies(stack.pop()):
+                    if info.path not in seen and info is not module:
+                        seen[info.path] = info.digest
+                        stack.append(info)
             digest = hashlib.sha256()
             for path in sorted(seen):
                 digest.update(f"{seen[path]}\0".encode())
@@ -497,13 +551,57 @@ def _absolute(relative: str, module: ModuleInfo) -> Optional[str]:
     return ".".join(parts) or None
 
 
-def _imported_modules(info: ModuleInfo) -> set[str]:
-    found = set(info.stars)
-    for target in info.imports.values():
-        found.add(target)
-        if "." in target:
-            found.add(target.rsplit(".", 1)[0])
-    return found
+# -- facts kept in the result cache -----------------------------------------------------------
+FACTS_FORMAT = "facts-1"  # bump when _collect learns something new
+_FACT_MAPS = ("imports", "aliases")
+_FACT_LISTS = ("stars", "self_names", "functions", "rebound")
+
+
+def facts_key(digest: str, name: str, is_package: bool) -> str:
+    """What a module's facts depend on: its content, and its dotted name and whether it is
+    a package (relative imports are resolved against them)."""
+    text = f"{FACTS_FORMAT}\0{digest}\0{name}\0{int(is_package)}"
+    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+
+
+def facts_to_json(info: ModuleInfo) -> dict:
+    facts: dict = {"ok": True}
+    for name in _FACT_MAPS:
+        facts[name] = dict(getattr(info, name))
+    for name in _FACT_LISTS:
+        facts[name] = sorted(getattr(info, name)) if name != "stars" else list(info.stars)
+    facts["classes"] = {k: list(v) for k, v in info.classes.items()}
+    return facts
+
+
+def facts_from_json(value: object) -> Optional[dict]:
+    """`value` if it is a module's facts as `facts_to_json` writes them (or {} for a module
+    `ast` cannot read), every field of its type; else None (then the module is parsed)."""
+    if value == {}:
+        return {}
+    if not isinstance(value, dict) or value.get("ok") is not True:
+        return None
+    strings = lambda items: isinstance(items, list) and all(type(i) is str for i in items)  # noqa: E731
+    for name in _FACT_MAPS:
+        mapping = value.get(name)
+        if not isinstance(mapping, dict) or not all(type(v) is str for v in mapping.values()):
+            return None
+    if not all(strings(value.get(name)) for name in _FACT_LISTS):
+        return None
+    classes = value.get("classes")
+    if not isinstance(classes, dict) or not all(strings(v) for v in classes.values()):
+        return None
+    return value
+
+
+def _apply_facts(info: ModuleInfo, facts: dict) -> None:
+    info.imports = dict(facts["imports"])
+    info.aliases = dict(facts["aliases"])
+    info.stars = list(facts["stars"])
+    info.self_names = set(facts["self_names"])
+    info.functions = set(facts["functions"])
+    info.rebound = set(facts["rebound"])
+    info.classes = {k: list(v) for k, v in facts["classes"].items()}
 
 
 def _read_small(path: str) -> Optional[bytes]:

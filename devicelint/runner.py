@@ -207,7 +207,7 @@ def lint_paths(
             findings.append(problem)
             continue
         readable.append((candidate, data))
-    index = _project_index(settings, readable)
+    index = _project_index(settings, readable, cache)
     for candidate, data in readable:
         # Rules see the path relative to the project root (DL010 exempts tests/ by path);
         # findings are reported under the path as the user wrote it.
@@ -238,9 +238,11 @@ def lint_paths(
     return LintRun(findings, len(candidates), cached, codes, settings)
 
 
-def _project_index(settings: Settings, readable: list) -> Optional["project_index.ProjectIndex"]:
+def _project_index(settings: Settings, readable: list,
+                   cache: Optional[Cache] = None) -> Optional["project_index.ProjectIndex"]:
     """The index of the files of this run and the local modules they import (issue 13):
-    what one file may learn from another. Built with `ast`, before any file is linted."""
+    what one file may learn from another. Built with `ast`, before any file is linted; a
+    module whose facts the cache holds (same content, same module name) is not parsed."""
     if not project_index.ENABLED or not readable:
         return None
     files = [(c.path, c.relative or c.display, data) for c, data in readable]
@@ -250,7 +252,10 @@ def _project_index(settings: Settings, readable: list) -> Optional["project_inde
     places = [os.path.dirname(os.path.realpath(c.path)) for c, _data in readable]
     if not all(p == root or p.startswith(root + os.sep) for p in places):
         root = os.path.commonpath(places)
-    return project_index.ProjectIndex.build(root, files)
+    index = project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None)
+    if cache is not None:
+        cache.record_facts(index.facts_used, index.new_facts)
+    return index
 
 
 def _dependencies(index, seen_as: str) -> bytes:

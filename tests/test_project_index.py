@@ -105,3 +105,49 @@ def test_resolution_relative_reexport_alias_and_what_is_not_followed(tmp_path) -
     assert shadow.alias("zeros") == "torch.zeros"
     assert shadow.resolve("T").kind == "class"
     assert shadow.is_module_class("T", lambda qual: qual == "torch.nn.Module")
+
+
+def test_a_warm_run_parses_no_module_and_finds_the_same(tmp_path, monkeypatch) -> None:
+    """The index's facts of each module are cached by content: a run where nothing changed
+    reads and hashes the files, parses none (neither `ast` for the index nor libcst)."""
+    import ast
+
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT, root)
+    first = _run(root, cache=True)
+    parses = []
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: parses.append(a) or real_parse(*a, **k))
+    again = _run(root, cache=True)
+    assert parses == [] and again.cached == again.files
+    assert [f.to_dict() for f in again.findings] == [f.to_dict() for f in first.findings]
+
+
+def test_touching_a_package_init_relints_only_what_reads_it(tmp_path) -> None:
+    """`from pkg import sub` (a submodule) takes nothing from pkg/__init__.py: changing it
+    re-lints the package and `from pkg import x`, not the importers of its submodules."""
+    root = tmp_path / "project"
+    files = {"pkg/__init__.py": "x = 1\n", "pkg/sub.py": "def f():\n    return 1\n",
+             "uses_sub.py": "from pkg import sub\n", "uses_pkg.py": "from pkg import x\n",
+             "uses_both.py": "import pkg.sub\nfrom pkg import x\n"}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    _run(root, cache=True)
+    (root / "pkg" / "__init__.py").write_text("x = 2\n")
+    changed = _run(root, cache=True)
+    # pkg/__init__.py, uses_pkg.py, uses_both.py
+    assert changed.files - changed.cached == 3
+
+
+def test_cached_facts_of_the_wrong_shape_are_parsed_again(tmp_path) -> None:
+    text = "from .b import f\nclass A(B):\n    pass\n"
+    (tmp_path / "a.py").write_text(text)
+    cold = ProjectIndex.build(str(tmp_path), [(str(tmp_path / "a.py"), "a.py", text.encode())])
+    [(key, facts)] = cold.new_facts.items()
+    assert cold.parses == 1 and project_index.facts_from_json(facts) == facts
+    warm = ProjectIndex.build(str(tmp_path), [(str(tmp_path / "a.py"), "a.py", text.encode())], {key: facts})
+    assert warm.parses == 0 and warm.view("a.py").module.classes == {"A": ["B"]}
+    for garbled in ({**facts, "imports": {"f": 3}}, {**facts, "classes": {"A": "B"}}, [], {"ok": True}):
+        again = ProjectIndex.build(str(tmp_path), [(str(tmp_path / "a.py"), "a.py", text.encode())], {key: garbled})
+        assert again.parses == 1 and again.view("a.py").module.classes == {"A": ["B"]}

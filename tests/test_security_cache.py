@@ -206,7 +206,10 @@ def test_random_mutations_of_the_cache_never_crash_or_lie(tmp_path: Path, monkey
     rng = random.Random(19)
     served = 0
     for _ in range(300):
-        results.write_bytes(_mutate(original, rng))
+        mutated = _mutate(original, rng)
+        if mutated == original:  # a byte replaced by itself, or a deletion undone by an insertion
+            continue
+        results.write_bytes(mutated)
         run = lint(["."], project, monkeypatch)
         assert [f.to_dict() for f in run.findings] == truth
         served += run.cached
