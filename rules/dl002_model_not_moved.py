@@ -74,10 +74,8 @@ class ModelNotMoved(Rule):
     code = "DL002"
     name = "model-not-moved"
     summary = "an nn.Module is called on device tensors but was never moved to the device"
-    message = (
-        "module called on tensors that are on the device but never moved there: this raises "
-        "\"Expected all tensors to be on the same device\" on a GPU; call `.to(device)` on it"
-    )
+    message = "module called on device tensors but never moved to the device"
+    hint = "move it before calling it: `model = model.to(device)`"
     tokens = ("cuda", "device", "Module")
 
     # devicelint confirm: the mismatch error PyTorch raises at the line
@@ -111,9 +109,8 @@ class ModelNotMoved(Rule):
             hint = " (its input is taken to be on the device only from a variable's name)"
         self.report(
             node,
-            f"`{called}` is called on data that is on the device but the module was built on "
-            f"the CPU{where} and never moved{hint}: this raises \"Expected all tensors to be on "
-            "the same device\" on a GPU; move it with `.to(device)` before calling it",
+            f"`{called}` is called on device data but was built on the CPU{where} and never "
+            f"moved{hint}",
         )
 
     # -- submodules in plain containers ------------------------------------------------
@@ -143,10 +140,8 @@ class ModelNotMoved(Rule):
                         holder = "ModuleDict" if kind == "dict" else "ModuleList"
                         self.report(
                             d.node,
-                            f"submodules kept in a plain {kind} `self.{attr}` are not registered: "
-                            "`model.to(device)` leaves them on the CPU (a device mismatch on a "
-                            "GPU) and `parameters()`/`state_dict()` miss them; use "
-                            f"`nn.{holder}`",
+                            f"submodules in a plain {kind} `self.{attr}` are not registered; "
+                            f"use `nn.{holder}`",
                         )
                         break
 

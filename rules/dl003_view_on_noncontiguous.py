@@ -63,17 +63,9 @@ class ViewOnNoncontiguous(Rule):
     code = "DL003"
     name = "view-on-noncontiguous"
     summary = "`.view()` on a transposed/permuted (non-contiguous) tensor"
-    message = (
-        "`.view(...)` merges dimensions that `{label}` separated: it raises \"view size is "
-        "not compatible with input tensor's size and stride\" whenever those dimensions "
-        "are larger than 1; use `.reshape(...)` or `.contiguous().view(...)`"
-    )
-    maybe_message = (
-        "`.view(...)` on the non-contiguous result of `{label}` may fail depending on the "
-        "shapes (\"view size is not compatible with input tensor's size and stride\" when "
-        "it merges dimensions that `{label}` separated); use `.reshape(...)` or "
-        "`.contiguous().view(...)`"
-    )
+    message = "`.view(...)` merges dimensions that `{label}` separated"
+    hint = "use `.reshape(...)` or `.contiguous().view(...)`"
+    maybe_message = "`.view(...)` after `{label}` may fail, depending on the shapes"
     tokens = (".view(",)
     fixable = True
 

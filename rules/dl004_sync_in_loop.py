@@ -90,16 +90,9 @@ class SyncInLoop(Rule):
     precision = "high"  # docs/audit.md: at least 20 judged cases, at least 95% right
     name = "sync-in-loop"
     summary = "Host sync (`.item()`, `.cpu()`, `print(t)`, ...) inside a training/inference step loop"
-    message = (
-        "{what} {verb} for the GPU on every step of this loop (a sync costs ~10 µs plus the "
-        "queued work; measured on an H200 it added 5% to a small MLP step and 51% to a "
-        "matmul-bound loop): keep the value on the device and read it after the loop or "
-        "every N steps; `devicelint confirm` measures it here"
-    )
-    hint_note = (
-        " (the device comes from a parameter that nothing in this file passes: it is taken "
-        "to be the GPU from its name)"
-    )
+    message = "{what} {verb} for the GPU on every step of this loop"
+    hint = "keep the value on the device; read it after the loop or every N steps"
+    hint_note = " (a GPU known from its name only)"
     # A value on the GPU needs one of these in the file (`.to(device)`, `.cuda()`, `device=`).
     tokens = ("cuda", "device", ".to(")
 

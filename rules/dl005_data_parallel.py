@@ -59,10 +59,8 @@ class DataParallel(Rule):
     code = "DL005"
     name = "data-parallel"
     summary = "`nn.DataParallel` is slower than `DistributedDataParallel`"
-    message = (
-        "`nn.DataParallel` drives all GPUs from one GIL-bound process and re-replicates the "
-        "model every step; use `DistributedDataParallel` (one process per GPU, via `torchrun`)"
-    )
+    message = "`nn.DataParallel` is slower than `DistributedDataParallel`"
+    hint = "use `DistributedDataParallel`: one process per GPU, launched by `torchrun`"
     tokens = ("DataParallel", "data_parallel")
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -72,8 +70,8 @@ class DataParallel(Rule):
         elif name in FUNCTIONAL:
             self.report(
                 node,
-                "`data_parallel()` is functional DataParallel: one process replicates the "
-                "module and scatters inputs on every call; use `DistributedDataParallel`",
+                "`data_parallel()` is functional DataParallel, slower than "
+                "`DistributedDataParallel`",
             )
 
     # -- devicelint confirm ------------------------------------------------------------

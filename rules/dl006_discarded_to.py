@@ -69,11 +69,8 @@ class DiscardedTo(Rule):
     code = "DL006"
     name = "discarded-to"
     summary = "`Tensor.to()` is not in place: the moved tensor is discarded"
-    message = (
-        "`{receiver}.{method}(...)` returns a moved copy and leaves `{receiver}` where it "
-        "was (tensors are not moved in place, unlike `nn.Module`); the result is "
-        "discarded: assign it (`{receiver} = {receiver}.{method}(...)`)"
-    )
+    message = "`{receiver}.{method}(...)` result is discarded: tensors are not moved in place"
+    hint = "assign the result: `x = x.to(...)`"
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", ".cpu(")
     fixable = True
@@ -118,8 +115,7 @@ class DiscardedTo(Rule):
             return
         self.report(
             call,
-            f"`.{method}(...)` returns a moved copy that this statement discards "
-            "(tensors are not moved in place); assign the result",
+            f"`.{method}(...)` result is discarded: tensors are not moved in place",
         )
 
     def _target(self, call: cst.Call) -> Optional[tuple[Place, Optional[str]]]:

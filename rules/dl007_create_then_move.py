@@ -116,14 +116,15 @@ class CreateThenMove(Rule):
     precision = "high"  # docs/audit.md: at least 20 judged cases, at least 95% right
     name = "create-then-move"
     summary = "Tensor created on the CPU and then moved: pass `device=` to the factory"
-    message = "`{factory}(...)` fills a CPU tensor that is then copied to the device; pass `device=`"
+    message = "`{factory}(...)` creates a CPU tensor that is then copied to the device"
+    hint = "pass `device=` to the factory"
     later_message = (
-        "`{factory}(...)` at line {line} fills a CPU tensor copied to the device here; "
-        "pass `device=` there"
+        "`{factory}(...)` at line {line} creates a CPU tensor copied to the device "
+        "here"
     )
     helper_message = (
-        "`{call}()` fills a CPU tensor (`{factory}`, line {line}) copied to the device here; "
-        "give it `device=`"
+        "`{call}()` creates a CPU tensor (`{factory}`, line {line}) copied to the device "
+        "here"
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(")

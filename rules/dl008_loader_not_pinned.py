@@ -70,11 +70,8 @@ class LoaderNotPinned(Rule):
     precision = "high"  # docs/audit.md: at least 20 judged cases, at least 95% right
     name = "loader-not-pinned"
     summary = "DataLoader feeding a GPU without `pin_memory=True`"
-    message = (
-        "this DataLoader's batches are moved to the GPU (line {line}: `{move}`) but it is built "
-        "without `pin_memory=True`: each batch is staged through pageable memory (about 3x "
-        "slower host-to-device copies, no overlap with compute)"
-    )
+    message = "DataLoader batches go to the GPU (line {line}: `{move}`) without `pin_memory=True`"
+    hint = "build the DataLoader with `pin_memory=True`"
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = ("DataLoader",)
 

@@ -68,11 +68,10 @@ class NonBlockingUnpinned(Rule):
     code = "DL009"
     name = "non-blocking-unpinned"
     summary = "`non_blocking=True` copy from pageable (non-pinned) memory is not asynchronous"
-    message = (
-        "`non_blocking=True` copy from pageable memory ({source}): the driver stages it through "
-        "a pinned buffer while the host waits, so the transfer neither overlaps nor runs at "
-        "pinned bandwidth; pin the source (`pin_memory=True` on the DataLoader, `.pin_memory()`) "
-        "or create the tensor on the device"
+    message = "`non_blocking=True` copy from pageable memory ({source}) is not asynchronous"
+    hint = (
+        "pin the source (`pin_memory=True` on the DataLoader, `.pin_memory()`) or create "
+        "it on the device"
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = ("non_blocking",)

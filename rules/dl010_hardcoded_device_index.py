@@ -114,15 +114,9 @@ class HardcodedDeviceIndex(Rule):
     code = "DL010"
     name = "hardcoded-device-index"
     summary = "CUDA device index hard-coded (breaks under torchrun and CUDA_VISIBLE_DEVICES)"
-    message = (
-        "hard-coded CUDA device index {index}: it may not exist under CUDA_VISIBLE_DEVICES, "
-        "and every torchrun rank would use this same GPU; take the device from the caller "
-        "or from LOCAL_RANK"
-    )
-    zero_message = (
-        "hard-coded `cuda:0` in {evidence}: every process (or caller) gets GPU 0; take the "
-        "device from LOCAL_RANK or from the caller"
-    )
+    message = "hard-coded CUDA device index {index}"
+    hint = "take the device from the caller or from `LOCAL_RANK`"
+    zero_message = "hard-coded `cuda:0` in {evidence}: every process gets GPU 0"
     tokens = ("cuda",)
 
     def __init__(self, ctx) -> None:

@@ -53,11 +53,8 @@ class EmptyCacheInLoop(Rule):
     code = "DL011"
     name = "empty-cache-in-loop"
     summary = "`torch.cuda.empty_cache()` every step defeats the caching allocator"
-    message = (
-        "`torch.cuda.empty_cache()` in a per-step loop: it releases the allocator's cached "
-        "blocks so the next step pays cudaMalloc again, and frees nothing still in use; "
-        "call it once outside the loop (or in an OOM handler)"
-    )
+    message = "`torch.cuda.empty_cache()` on every step of a loop"
+    hint = "call it once outside the loop (or in an OOM handler)"
     tokens = ("empty_cache",)
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -80,10 +80,10 @@ class UnsyncedGpuTiming(Rule):
     code = "DL012"
     name = "unsynced-gpu-timing"
     summary = "timestamp after GPU work without `torch.cuda.synchronize()`"
-    message = (
-        "end timestamp taken after GPU work without synchronising: CUDA kernels run "
-        "asynchronously, so this measures the launch, not the run time; call "
-        "`torch.cuda.synchronize()` before it (or use CUDA events / torch.utils.benchmark)"
+    message = "end timestamp after GPU work without `torch.cuda.synchronize()`"
+    hint = (
+        "call `torch.cuda.synchronize()` first, or time with CUDA events / "
+        "`torch.utils.benchmark`"
     )
     tokens = ("time(", "time_ns(", "perf_counter", "monotonic", "default_timer")
 

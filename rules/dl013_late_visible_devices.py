@@ -79,11 +79,8 @@ class LateVisibleDevices(Rule):
     code = "DL013"
     name = "late-visible-devices"
     summary = "`CUDA_VISIBLE_DEVICES` set after CUDA was initialised has no effect"
-    message = (
-        "`CUDA_VISIBLE_DEVICES` is set after CUDA was already initialised "
-        "(by {init}): the driver has read the variable, so this has no effect on this "
-        "process; set it before any CUDA call (or in the launching shell)"
-    )
+    message = "`CUDA_VISIBLE_DEVICES` set after CUDA was initialised (by {init}) has no effect"
+    hint = "set it before any CUDA call, or in the launching shell"
     tokens = (VARIABLE,)
 
     def __init__(self, ctx) -> None:

@@ -114,7 +114,7 @@ class DeprecatedCudaAmp(Rule):
     code = "DL014"
     name = "deprecated-cuda-amp"
     summary = "`torch.cuda.amp` is deprecated: use `torch.amp` with `\"cuda\"`"
-    message = "`torch.cuda.amp.{name}` is deprecated (FutureWarning since torch 2.4); use {new}"
+    message = "`torch.cuda.amp.{name}` is deprecated; use {new}"
     tokens = ("cuda.amp", "cuda import")
     fixable = True
 

@@ -103,10 +103,8 @@ class DeviceMismatch(Rule):
     code = "DL015"
     name = "device-mismatch"
     summary = "a CPU tensor is combined with a GPU tensor"
-    message = (
-        "CPU tensor combined with a tensor on the device: this raises \"Expected all "
-        "tensors to be on the same device\" on a GPU; create it with `device=` or move it"
-    )
+    message = "CPU tensor combined with a tensor on the device"
+    hint = "create the CPU tensor with `device=` or move it first (`.to(x.device)`)"
     tokens = ("cuda", "device")
 
     # devicelint confirm: the mismatch error PyTorch raises at the line
@@ -164,9 +162,7 @@ class DeviceMismatch(Rule):
                     node,
                     f"CPU tensor `{_short(self.ctx, node.value)}` is indexed with "
                     f"`{_short(self.ctx, element.slice.value)}`, which is on the device"
-                    f"{_hint(index)}: this raises \"indices should be either on cpu or on "
-                    "the same device as the indexed tensor\" on a GPU; move the indexed "
-                    "tensor or the index",
+                    f"{_hint(index)}",
                 )
                 return
 
@@ -188,9 +184,7 @@ class DeviceMismatch(Rule):
         self.report(
             node,
             f"`{_short(ctx, cpu)}` is on the CPU but `{_short(ctx, device[0])}` is on the "
-            f"device{_hint(device[1])}: this raises \"Expected all tensors to be on the same "
-            "device\" on a GPU; create the CPU tensor with `device=` or move it first (e.g. "
-            "`.to(x.device)`)",
+            f"device{_hint(device[1])}",
         )
         return True
 

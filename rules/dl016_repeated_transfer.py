@@ -93,21 +93,17 @@ class RepeatedTransfer(Rule):
     name = "repeated-transfer"
     summary = "The same host data copied to the device on every loop iteration, or a host↔device round trip"
     message = (
-        "`{call}` copies the same host data to the device on every iteration of the loop at "
-        "line {line}: nothing it reads changes in the loop; copy it once before the loop and "
-        "reuse the device tensor (a 4 MB tensor copied 100 times took 36.0 ms on an H100, "
-        "once 0.34 ms)"
+        "`{call}` copies the same host data to the device every iteration (loop at line "
+        "{line})"
     )
+    hint = "copy once before the loop and reuse it; keep values read back on the device"
     back_message = (
-        "`{call}` copies back to the host the data line {line} copied to the device in the "
-        "same iteration: a host→device→host round trip on every iteration (a 4 MB tensor "
-        "there and back 100 times took 70.3 ms on an H100); use the host data you already "
-        "have, or keep the work on the device"
+        "`{call}` copies back to the host what line {line} copied to the device this "
+        "iteration"
     )
     reupload_message = (
-        "`{call}` copies to the device data read back from it at line {line} (`{read}`) in "
-        "the same loop: a device→host→device round trip on every iteration, and the host "
-        "waits for the GPU; keep the value on the device (index, `argmax`, `torch.cat` there)"
+        "`{call}` copies back to the device data read from it at line {line} "
+        "(`{read}`)"
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", "device=", ".cpu(")

@@ -103,15 +103,11 @@ class UnregisteredTensorAttribute(Rule):
     code = "DL017"
     name = "unregistered-tensor-attribute"
     summary = "A plain CPU tensor stored on an nn.Module: `model.to(device)` does not move it"
-    message = (
-        "`self.{attr}` is a plain tensor attribute (not a parameter or buffer): "
-        "`model.to(device)` leaves it on the CPU, and `{method}` (line {line}) uses it with "
-        "data on the model's device; {remedy}"
-    )
+    message = "`self.{attr}` is a plain tensor attribute: `model.to(device)` leaves it on the CPU"
+    hint = "register it with `self.register_buffer(...)` (an `nn.Parameter` if it needs gradients)"
     moved_message = (
-        "`self.{attr}` is a plain tensor attribute (not a parameter or buffer): "
-        "`model.to(device)` leaves it on the CPU, so `{method}` copies it to the device by "
-        "hand (line {line}); {remedy} and it moves with the model"
+        "`self.{attr}` is a plain tensor attribute that `{method}` copies to the device "
+        "(line {line})"
     )
     buffer_remedy = "register it with `self.register_buffer(\"{attr}\", ..., persistent=False)`"
     parameter_remedy = "it requires gradients: make it an `nn.Parameter`"
