@@ -147,13 +147,15 @@ class SyncInLoop(Rule):
                                                     or syncs.runs_foreign_function(candidate)):
                 loop = sem.loops.step_loop(candidate)
                 if loop is not None and sem.on_gpu_path(candidate):
-                    for inner in syncs.call_reads(candidate, self._foreign_arg_on_device(candidate, loop)):
+                    shown = syncs.call_reads(candidate, self._arg_on_device(candidate, loop))
+                    for inner in syncs.call_reads(candidate, self._arg_on_device(candidate, loop, hints=True)):
+                        evidence = None if inner in shown else Evidence(hint=True)
                         if inner.where is not None:  # in another file of the project
                             path, line, column = inner.where
                             place, at = f"{path}:{line}", (path, line, column)
                         else:
                             place, at = f"line {ctx.position(inner.node)[0]}", inner.node
-                        found.append((candidate, f"`{_called(candidate)}()` ({inner.what} at {place})", None))
+                        found.append((candidate, f"`{_called(candidate)}()` ({inner.what} at {place})", evidence))
                         self.related.setdefault(id(candidate), []).append(
                             (at, f"{inner.what} inside `{_called(candidate)}()`, run on every step"))
             for target, what, evidence in found:
@@ -176,14 +178,13 @@ class SyncInLoop(Rule):
             related = [r for target, _w, _e in reads for r in self.related.get(id(target), [])]
             self.report(reads[0][0], message, related=related)
 
-    def _foreign_arg_on_device(self, call: cst.Call, loop: cst.CSTNode):
-        """How to judge the arguments of a call of a function of another file: as the reads
-        in the loop are judged (what calls the file does not show return for device tensors
-        counts), since the helper's own file says nothing of its callers. Calls of this
-        file's functions keep the semantic model's stricter judgement."""
-        if not self.ctx.semantic.syncs.runs_foreign_function(call):
-            return None
-        return lambda arg: (lambda e: e is not None and not e.hint)(self._on_device(arg, loop))
+    def _arg_on_device(self, call: cst.Call, loop: cst.CSTNode, hints: bool = False):
+        """How to judge the arguments of a helper's call (of this file or another): as the
+        reads in the loop are judged (what calls the file does not show return for device
+        tensors counts: `metric.add(loss, n)` with the loss of a model called on device
+        data); with `hints`, also where the device is known only from a name (the message
+        then says so)."""
+        return lambda arg: (lambda e: e is not None and (hints or not e.hint))(self._on_device(arg, loop))
 
     def _on_device(self, operand: cst.CSTNode, loop: cst.CSTNode) -> Optional[Evidence]:
         """Why the operand is on the device, or None when the code does not show it."""
