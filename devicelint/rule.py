@@ -26,6 +26,7 @@ import inspect
 import os
 import pkgutil
 import re
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Optional
@@ -194,7 +195,6 @@ def _signature() -> str:
     """Changes whenever devicelint's code, its built-in rules or the installed plugins do:
     stat() of each source file, no reads."""
     import devicelint
-    from importlib.metadata import entry_points
 
     parts = [devicelint.__version__]
     package = Path(devicelint.__file__).parent
@@ -208,10 +208,32 @@ def _signature() -> str:
                     parts.append(f"{entry.path}:{info.st_mtime_ns}:{info.st_size}")
         except OSError:
             parts.append(f"{folder}:unreadable")
-    for ep in entry_points(group="devicelint.rules"):
-        version = ep.dist.version if ep.dist is not None else "?"
-        parts.append(f"plugin:{ep.name}={ep.value}@{version}")
+    parts.extend(_plugin_declarations())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
+
+
+def _plugin_declarations() -> list[str]:
+    """Every installed distribution's entry_points.txt that declares devicelint rules, with
+    its content: installing, upgrading or removing a plugin changes the list. Read from the
+    sys.path directories directly: importing importlib.metadata costs about a quarter of a
+    one-file run's start-up (35 of 140 ms CPU), and this runs on every run."""
+    found = []
+    for directory in sys.path:
+        try:
+            entries = sorted(e.name for e in os.scandir(directory or "."))
+        except OSError:
+            continue
+        for name in entries:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            try:
+                with open(os.path.join(directory or ".", name, "entry_points.txt"), "rb") as handle:
+                    text = handle.read(1 << 20)
+            except OSError:
+                continue
+            if b"devicelint.rules" in text:
+                found.append(f"plugin:{directory}/{name}:{hashlib.sha256(text).hexdigest()}")
+    return found
 
 
 CATALOG_FORMAT = "devicelint-rules-2"

@@ -11,13 +11,11 @@ One filter: `FindingFilter` keeps the findings of the enabled codes that no
 from __future__ import annotations
 
 import fnmatch
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional, Sequence
@@ -308,6 +306,11 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[list[dict]]:
     workers = jobs or available_cpus()
     if workers <= 1 or len(jobs_to_run) < PARALLEL_THRESHOLD:
         return [_worker(job) for job in jobs_to_run]
+    # Imported here: a run of a handful of files (an editor's, a hook's) never starts a pool
+    # and does not pay for importing one (issue 17: one small file in 0.3 s, start-up included).
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     if method == "fork":
         # Import libcst and the rules once here, so that every forked worker inherits them.

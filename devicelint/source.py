@@ -7,7 +7,6 @@ import contextlib
 import os
 import re
 import stat
-import tempfile
 import tokenize
 from typing import Callable, Optional
 
@@ -201,6 +200,8 @@ def replace_file(path: str, data: bytes, expected: Optional[bytes] = None) -> No
     if expected is not None and _current(target, len(expected)) != expected:
         raise WriteRefused("the file changed on disk while devicelint worked on it; left alone")
     directory = os.path.dirname(target) or "."
+    import tempfile  # only a fix writes: linting does not import it
+
     fd, temporary = tempfile.mkstemp(
         prefix=f".{os.path.basename(target)}.", suffix=".devicelint-tmp", dir=directory
     )

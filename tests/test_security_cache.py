@@ -445,3 +445,18 @@ def test_path_based_fallback_refuses_links_too(tmp_path: Path, monkeypatch) -> N
     (other / ".devicelint_cache").symlink_to(outside)
     lint(["."], other, monkeypatch)
     assert sorted(p.name for p in outside.iterdir()) == ["notes.txt"]
+
+
+def test_installing_a_plugin_changes_the_rules_signature(tmp_path, monkeypatch) -> None:
+    """The rules' signature (cache fingerprint, catalogue file name) sees a distribution that
+    declares devicelint rules, without importing importlib.metadata."""
+    before = rule_module._signature()
+    info = tmp_path / "myplugin-1.0.dist-info"
+    info.mkdir()
+    (info / "entry_points.txt").write_text("[devicelint.rules]\nmine = myplugin.rules\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    installed = rule_module._signature()
+    (info / "entry_points.txt").write_text("[devicelint.rules]\nmine = myplugin.rules2\n")
+    upgraded = rule_module._signature()
+    (info / "entry_points.txt").write_text("[console_scripts]\nmine = myplugin:main\n")
+    assert len({before, installed, upgraded}) == 3 and rule_module._signature() == before
