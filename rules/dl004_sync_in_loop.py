@@ -53,7 +53,11 @@ class SyncInLoop(Rule):
     built without a device, NumPy arrays, Python numbers), code in branches that run only
     without a GPU, `synchronize()` used as a timing fence (the loop, or the code around
     it, takes timestamps, or the loop walks an iterator the file does not show, which may
-    time each step), and values the code does not place (silence over guessing).
+    time each step), and values the code does not place (silence over guessing). Not
+    followed, so silent: helpers of third-party packages (`timm.utils.accuracy`, a torchnet
+    meter's `add`), framework hooks whose step loop is the framework's (Lightning's
+    `training_step` logging `.item()`), and methods of a model whose class the run does not
+    show.
 
     ## Why is this bad?
     CUDA runs asynchronously: the CPU queues kernels and moves on. A read of a value on the
