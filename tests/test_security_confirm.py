@@ -70,7 +70,8 @@ def test_confirm_paths_run_only_what_discovery_selects_and_list_it_first(tmp_pat
     (tmp_path / ".gitignore").write_text("ignored/\n")
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=False)
     _flagged(tmp_path / "scripts" / "train.py")
-    for skipped in ("venv/lib/bad.py", "build/bad.py", "node_modules/x/bad.py",
+    # ruff's default excludes (venv, node_modules, dist; not build since ruff 0.17).
+    for skipped in ("venv/lib/bad.py", "dist/bad.py", "node_modules/x/bad.py",
                     "ignored/bad.py", "scratch/bad.py"):
         _flagged(tmp_path / skipped)
     proc = _devicelint(["confirm", ".", "--device", "sim"], tmp_path)
@@ -310,7 +311,7 @@ def test_text_report_states_the_crash_once_names_cells_and_the_device(tmp_path: 
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr[-2000:]
     assert out.count("a very particular crash text") == 1, out  # in the run's line only
-    unreached = [line for line in out.splitlines() if "[not-reached]" in line]
+    unreached = [line for line in out.splitlines() if "DL001 [not-reached]" in line]
     assert len(unreached) == 3, out
     for line in unreached[:2]:
         assert line.startswith("crash.py:") and "stopped early at crash.py:4" in line, line
