@@ -192,18 +192,18 @@ _catalog: Optional[dict[str, RuleMeta]] = None
 
 
 def _signature() -> str:
-    """Changes whenever devicelint's code, its built-in rules or the installed plugins do:
-    stat() of each source file, no reads."""
+    """Changes whenever devicelint's code, its semantic model (code and API table), its
+    built-in rules or the installed plugins do: stat() of each source file, no reads."""
     import devicelint
 
     parts = [devicelint.__version__]
     package = Path(devicelint.__file__).parent
     import devicelint.rules as builtin
 
-    for folder in (package, *map(Path, builtin.__path__)):
+    for folder in (package, package / "semantic", *map(Path, builtin.__path__)):
         try:
             for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-                if entry.name.endswith(".py"):
+                if entry.name.endswith((".py", ".toml")):
                     info = entry.stat()
                     parts.append(f"{entry.path}:{info.st_mtime_ns}:{info.st_size}")
         except OSError:

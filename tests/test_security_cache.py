@@ -460,3 +460,20 @@ def test_installing_a_plugin_changes_the_rules_signature(tmp_path, monkeypatch) 
     upgraded = rule_module._signature()
     (info / "entry_points.txt").write_text("[console_scripts]\nmine = myplugin:main\n")
     assert len({before, installed, upgraded}) == 3 and rule_module._signature() == before
+
+
+@pytest.mark.parametrize("name", ["semantic/loops.py", "semantic/torch_api.toml"])
+def test_changing_the_semantic_model_changes_the_signature(name: str) -> None:
+    """Findings depend on the semantic model's code and its API table: cached results made
+    by an older model must not be served (a git install keeps its version number)."""
+    import devicelint
+
+    path = Path(devicelint.__file__).parent / name
+    before = rule_module._signature()
+    stat = path.stat()
+    try:
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        assert rule_module._signature() != before
+    finally:
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert rule_module._signature() == before
