@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
@@ -54,7 +55,8 @@ class ModuleInfo:
     self_names: set[str] = field(default_factory=set)        # names bound to this module itself
     classes: dict[str, list[str]] = field(default_factory=dict)  # class -> bases' dotted text
     functions: set[str] = field(default_factory=set)
-    calls: dict[str, set] = field(default_factory=dict, repr=False)  # function -> dotted names it calls
+    # function -> dotted names it calls; read from `text` on first use (few modules need it)
+    calls: Optional[dict[str, set]] = field(default=None, repr=False)
     rebound: set[str] = field(default_factory=set)           # bound more than once at top level
     text: Optional[str] = field(default=None, repr=False)  # the source, for a semantic model on demand
 
@@ -146,9 +148,8 @@ class ProjectIndex:
     def _parse_facts(self, info: ModuleInfo, text: str) -> dict:
         """The facts of one module read with `ast` ({} when it cannot be parsed)."""
         self.parses += 1
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = _parse(text)
+        if tree is None:
             return {}
         _collect(info, tree)
         return facts_to_json(info)
@@ -390,8 +391,16 @@ class FileView:
     def calls_in(self, function: str) -> set[str]:
         """The external qualified names a top-level function of this file calls (a cheap
         look before building another file's model)."""
+        module = self.module
+        if module.calls is None:
+            tree = _parse(module.text or "")
+            module.calls = {
+                statement.name: {d for d in (_dotted(n.func) for n in ast.walk(statement)
+                                             if isinstance(n, ast.Call)) if d}
+                for statement in (_top_level(tree.body) if tree is not None else ())
+                if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))}
         found = set()
-        for dotted in self.module.calls.get(function, ()):
+        for dotted in module.calls.get(function, ()):
             symbol = self.resolve(dotted)
             if symbol is not None and symbol.kind == "external":
                 found.add(symbol.name)
@@ -433,6 +442,15 @@ def _module_name(path: str, root: str) -> tuple[str, tuple[str, ...], bool]:
     return ".".join(parts), tuple(search), is_package
 
 
+def _parse(text: str) -> Optional[ast.Module]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `"\m"` in a linted file is not ours to report
+            return ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
 def _collect(info: ModuleInfo, tree: ast.Module) -> None:
     meanings: dict[str, set] = {}
 
@@ -471,8 +489,6 @@ def _collect(info: ModuleInfo, tree: ast.Module) -> None:
             bind(statement.name, ("class",))
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             info.functions.add(statement.name)
-            info.calls[statement.name] = {d for d in (_dotted(n.func) for n in ast.walk(statement)
-                                                      if isinstance(n, ast.Call)) if d}
             bind(statement.name, ("def",))
         elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]

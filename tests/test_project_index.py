@@ -151,3 +151,13 @@ def test_cached_facts_of_the_wrong_shape_are_parsed_again(tmp_path) -> None:
     for garbled in ({**facts, "imports": {"f": 3}}, {**facts, "classes": {"A": "B"}}, [], {"ok": True}):
         again = ProjectIndex.build(str(tmp_path), [(str(tmp_path / "a.py"), "a.py", text.encode())], {key: garbled})
         assert again.parses == 1 and again.view("a.py").module.classes == {"A": ["B"]}
+
+
+def test_reading_a_module_prints_no_python_warning(tmp_path) -> None:
+    """`ast.parse` of a file with `"\\m"` warns (SyntaxWarning on 3.12): not the linter's to say."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _index(tmp_path, {"odd.py": 'pattern = "\\d+\\m"\n'})
+    assert not [w for w in caught if issubclass(w.category, (SyntaxWarning, DeprecationWarning))]

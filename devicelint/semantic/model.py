@@ -111,6 +111,7 @@ class SemanticModel:
         self.declares_names = "global" in ctx.source or "nonlocal" in ctx.source
         self.children = children  # a node's child nodes in source order (devicelint.tree)
         self._project = False  # not looked up yet
+        self._project_classes: dict[str, bool] = {}
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.ctx.parent(node)
@@ -385,8 +386,13 @@ class SemanticModel:
         """`node` (a name as the file writes it) is a class of a local module that derives
         from nn.Module, through bases in other files (the project index)."""
         view = self.project
-        dotted = dotted_name(node)
-        return view is not None and dotted is not None and view.is_module_class(dotted, self._module_root)
+        dotted = dotted_name(node) if view is not None else None
+        if dotted is None:
+            return False
+        found = self._project_classes.get(dotted)
+        if found is None:
+            found = self._project_classes[dotted] = view.is_module_class(dotted, self._module_root)
+        return found
 
     # -- classes and functions of the file -----------------------------------------------
     def module_classes(self) -> dict[str, cst.ClassDef]:
