@@ -19,6 +19,7 @@ from devicelint.diagnostics import SYNTAX_ERROR, UNUSED_SUPPRESSION, diagnostic,
 from devicelint.document import Document
 from devicelint.finding import Finding, Fix
 from devicelint.notebook import blank_magics
+from devicelint.project_index import BIG_MODULE_CHARS, top_level_pieces
 from devicelint.rule import Rule, all_rules
 from devicelint.source import split_lines
 from devicelint.suppress import is_suppressed, parse_suppressions, skips_file
@@ -69,6 +70,10 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
         # Every suppression naming an enabled rule is unused here (DL901).
         table = _suppressions(source, honour_noqa)
         return FileResult(path, _unused(path, source, table, rules), table)
+    if len(source) > BIG_MODULE_CHARS:
+        pieces = top_level_pieces(source)
+        if pieces is not None and len(pieces) > 1:
+            return _lint_in_pieces(path, source, pieces, rules, honour_noqa, disk_path)
     try:
         module = safe_parse.parse_module(source)  # libcst's, guarded against stack overflow
     except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
@@ -90,6 +95,60 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
         # recurse: a tree deeper than Python's recursion limit cannot be analysed.
         return FileResult(path, [diagnostic(
             SYNTAX_ERROR, path, "Cannot analyse: the code is nested too deeply for devicelint")])
+
+
+def _lint_in_pieces(path: str, source: str, pieces: list[tuple[int, str]], rules: Sequence[type[Rule]],
+                    honour_noqa: bool, disk_path: Optional[str]) -> FileResult:
+    """A module over BIG_MODULE_CHARS, linted one group of top-level statements at a time
+    (devicelint.project_index.top_level_pieces), so that peak memory follows the largest
+    piece, not the file: libcst's tree of a 4.7 MB file alone takes well over 1 GB. Each
+    piece is preceded by the module's top-level imports and one-line assignments found in
+    the other pieces (what a function of the piece may use) and keeps its line numbers.
+    What is lost (docs/performance.md): facts from the other pieces
+    beyond those lines: their classes and functions (a base class or a helper defined in
+    another piece is unknown, as one in a file the project index does not read)."""
+    prelude_of = [_module_lines(piece) for _line, piece in pieces]
+    findings: list[Finding] = []
+    table: dict = {}
+    for number, (first_line, piece) in enumerate(pieces):
+        own = set(prelude_of[number])
+        prelude = list(dict.fromkeys(line for other, lines in enumerate(prelude_of) if other != number
+                                     for line in lines if line not in own))
+        # The piece keeps its lines (messages name lines: "built on the CPU (line 15)"):
+        # the prelude, then one string literal over the lines in between (one token to
+        # libcst, where blank lines would each be a node), then the piece.
+        gap = first_line - 1 - len(prelude)
+        if gap < 0:
+            prelude, gap = [], first_line - 1
+        padding = '"""' + "\n" * (gap - 1) + '"""\n' if gap > 0 else ""
+        result = lint_source(path, "".join(prelude) + padding + piece, rules,
+                             honour_noqa=honour_noqa, disk_path=disk_path)
+        for finding in result.findings:
+            if finding.line >= first_line:
+                findings.append(finding)
+            elif finding.code == SYNTAX_ERROR:  # "cannot analyse", reported at 1:1
+                finding.line = finding.end_line = first_line
+                findings.append(finding)
+        table.update((line, entries) for line, entries in (result.suppressions or {}).items()
+                     if line >= first_line)
+    findings.sort(key=Finding.sort_key)
+    return FileResult(path, findings, table)
+
+
+def _module_lines(piece: str) -> list[str]:
+    """The one-line top-level imports and assignments of a piece (`import torch`,
+    `from x import y`, `device = torch.device("cuda")`), as text (read with `ast`: a line of
+    a docstring that looks like an import is not one)."""
+    import ast
+
+    try:
+        body = ast.parse(piece).body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    lines = split_lines(piece, keepends=True)
+    kinds = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
+    return [lines[node.lineno - 1].rstrip("\r\n") + "\n" for node in body
+            if isinstance(node, kinds) and node.lineno == node.end_lineno and node.col_offset == 0]
 
 
 def _suppressions(source: str, honour_noqa: bool) -> dict:

@@ -146,12 +146,14 @@ class ProjectIndex:
         return info
 
     def _parse_facts(self, info: ModuleInfo, text: str) -> dict:
-        """The facts of one module read with `ast` ({} when it cannot be parsed)."""
+        """The facts of one module read with `ast` ({} when it cannot be parsed). A module
+        over BIG_MODULE_CHARS is parsed one group of top-level statements at a time: the
+        facts are all top-level, and one `ast` of a 4.7 MB file takes about 390 MB."""
         self.parses += 1
-        tree = _parse(text)
-        if tree is None:
+        body = _module_body(text)
+        if body is None:
             return {}
-        _collect(info, tree)
+        _collect(info, body)
         return facts_to_json(info)
 
     def _module_files(self, dotted: str, importer: ModuleInfo) -> list[str]:
@@ -393,11 +395,11 @@ class FileView:
         look before building another file's model)."""
         module = self.module
         if module.calls is None:
-            tree = _parse(module.text or "")
+            body = _module_body(module.text or "")
             module.calls = {
                 statement.name: {d for d in (_dotted(n.func) for n in ast.walk(statement)
                                              if isinstance(n, ast.Call)) if d}
-                for statement in (_top_level(tree.body) if tree is not None else ())
+                for statement in (_top_level(body) if body is not None else ())
                 if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))}
         found = set()
         for dotted in module.calls.get(function, ()):
@@ -451,7 +453,20 @@ def _parse(text: str) -> Optional[ast.Module]:
         return None
 
 
-def _collect(info: ModuleInfo, tree: ast.Module) -> None:
+def _module_body(text: str) -> Optional[list]:
+    """The top-level statements of a module (None if it does not parse); over
+    BIG_MODULE_CHARS read a piece at a time, so that memory follows the largest piece."""
+    pieces = (top_level_pieces(text) if len(text) > BIG_MODULE_CHARS else None) or [(1, text)]
+    body = []
+    for _line, piece in pieces:
+        tree = _parse(piece)
+        if tree is None:
+            return None
+        body.extend(tree.body)
+    return body
+
+
+def _collect(info: ModuleInfo, body: list) -> None:
     meanings: dict[str, set] = {}
 
     def bind(name: str, meaning: object = None) -> None:
@@ -459,7 +474,7 @@ def _collect(info: ModuleInfo, tree: ast.Module) -> None:
         # at the top and again at the bottom) keeps its meaning; anything else is rebound.
         meanings.setdefault(name, set()).add(meaning if meaning is not None else object())
 
-    for statement in _top_level(tree.body):
+    for statement in _top_level(body):
         if isinstance(statement, ast.Import):
             for alias in statement.names:
                 if alias.asname:
@@ -565,6 +580,64 @@ def _absolute(relative: str, module: ModuleInfo) -> Optional[str]:
     base = package[: len(package) - (level - 1)]
     parts = [p for p in base if p] + ([rest] if rest else [])
     return ".".join(parts) or None
+
+
+# -- big modules, a group of top-level statements at a time --------------------------------------
+BIG_MODULE_CHARS = 1_000_000   # above this, a module is read (ast) and linted (libcst) in pieces
+PIECE_CHARS = 150_000          # a piece holds top-level statements up to about this much text
+
+
+def top_level_pieces(text: str, piece_chars: int = PIECE_CHARS) -> Optional[list[tuple[int, str]]]:
+    """`text` cut between top-level statements into pieces of about `piece_chars`, each
+    (its first line, 1-based; its text), or None when it does not tokenize (then the caller
+    reads it whole and reports the syntax error as usual). A decorator stays with what it
+    decorates, `else`/`elif`/`except`/`finally` with their statement, comments and blank
+    lines with the statement after them."""
+    import io
+    import tokenize
+
+    from devicelint.source import split_lines
+
+    lines = split_lines(text, keepends=True)  # numbered as the tokenizer numbers them
+    starts = [1]  # lines where a top-level statement may begin a new piece
+    at_line_start = True
+    previous_decorator = False
+    continuing = {"else", "elif", "except", "finally"}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            kind = token.type
+            if kind in (tokenize.NEWLINE,):
+                at_line_start = True
+                continue
+            if kind in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT,
+                        tokenize.ENDMARKER):
+                continue
+            if at_line_start:
+                at_line_start = False
+                row, column = token.start
+                if column == 0:
+                    if not previous_decorator and token.string not in continuing:
+                        starts.append(row)
+                    previous_decorator = token.string == "@"
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
+    # A statement's leading comments and blank lines travel with it.
+    cuts = []
+    for row in sorted(set(starts)):
+        floor = cuts[-1] + 1 if cuts else 1
+        while row > floor and (not lines[row - 2].strip() or lines[row - 2].lstrip().startswith("#")):
+            row -= 1
+        cuts.append(row)
+    pieces = []
+    begin, size = 1, 0
+    for start, end in zip(cuts, cuts[1:] + [len(lines) + 1]):
+        size += sum(len(line) for line in lines[start - 1:end - 1])
+        if size >= piece_chars:
+            pieces.append((begin, "".join(lines[begin - 1:end - 1])))
+            begin, size = end, 0
+    if begin <= len(lines):
+        pieces.append((begin, "".join(lines[begin - 1:])))
+    return pieces
 
 
 # -- facts kept in the result cache -----------------------------------------------------------

@@ -206,3 +206,33 @@ def test_decode_source() -> None:
     for bad in (b"x = '\xff'\n", b"x = 1\x00\n"):
         with pytest.raises(ValueError):
             decode_source(bad)
+
+
+def test_a_big_module_is_linted_in_pieces_with_its_lines_and_imports(monkeypatch) -> None:
+    """Above BIG_MODULE_CHARS a module is linted a group of top-level statements at a time
+    (bounded memory, issue 17): each piece sees the imports and one-line assignments of the
+    others and keeps its line numbers (also those named in messages); a decorator stays with
+    its function."""
+    from devicelint import engine, project_index
+    from devicelint.engine import enabled_rules, lint_source
+
+    helper = "def load(batch):\n    return batch.to(DEVICE)\n\n\n"
+    loop = ("@decorated\n"
+            "def train(model, loader, optimizer):\n"
+            "    for batch in loader:\n"
+            "        loss = model(batch.to(DEVICE)).sum()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        print(loss.item())\n")
+    source = "import torch\nDEVICE = torch.device('cuda')\n\n\n" + helper * 40 + loop
+    rules = enabled_rules(["DL004"])
+    whole = [f.to_dict() for f in lint_source("big.py", source, rules).findings]
+    assert [f["line"] for f in whole] == [len(source.splitlines())]
+    pieces = project_index.top_level_pieces(source, 200)
+    assert len(pieces) > 5 and "".join(p for _l, p in pieces) == source
+    assert any("@decorated\ndef train" in p for _l, p in pieces)
+    assert all(lines == piece.count("\n") for (_a, piece), lines in zip(
+        pieces, [b - a for (a, _p), (b, _q) in zip(pieces, pieces[1:])]))
+    monkeypatch.setattr(engine, "BIG_MODULE_CHARS", 1000)
+    monkeypatch.setattr(engine, "top_level_pieces", lambda text: project_index.top_level_pieces(text, 200))
+    assert [f.to_dict() for f in lint_source("big.py", source, rules).findings] == whole
