@@ -199,13 +199,13 @@ class ProjectIndex:
     def resolve(self, module: ModuleInfo, dotted: str, depth: int = 0) -> Optional[Symbol]:
         """What `dotted` (a name as written in `module`, or an absolute/relative import
         target) stands for."""
-        if depth == 0:
-            key = (module.path, dotted)
-            if key not in self._resolved:
-                self._resolved[key] = None  # a cycle resolves to nothing
-                self._resolved[key] = self._resolve(module, dotted, 0)
-            return self._resolved[key]
-        return self._resolve(module, dotted, depth)
+        # Memoised at every depth: modules that `import *` each other would otherwise make
+        # the search exponential (five practitioner repos linted together hung).
+        key = (module.path, dotted)
+        if key not in self._resolved:
+            self._resolved[key] = None  # a cycle resolves to nothing
+            self._resolved[key] = self._resolve(module, dotted, depth)
+        return self._resolved[key]
 
     def _resolve(self, module: ModuleInfo, dotted: str, depth: int) -> Optional[Symbol]:
         if depth > _MAX_DEPTH:

@@ -161,3 +161,18 @@ def test_reading_a_module_prints_no_python_warning(tmp_path) -> None:
         warnings.simplefilter("always")
         _index(tmp_path, {"odd.py": 'pattern = "\\d+\\m"\n'})
     assert not [w for w in caught if issubclass(w.category, (SyntaxWarning, DeprecationWarning))]
+
+
+def test_modules_that_import_each_other_resolve_in_linear_time(tmp_path) -> None:
+    """Ten modules each `import *` from all the others: every name is resolved once per
+    module (the search was exponential in the import depth and hung on practitioner code)."""
+    names = [f"m{i}" for i in range(10)]
+    files = {f"{n}.py": "".join(f"from {o} import *\n" for o in names if o != n) + f"def f_{n}():\n    pass\n"
+             for n in names}
+    index = _index(tmp_path, files)
+    calls = []
+    original = index._resolve
+    index._resolve = lambda *a: calls.append(a) or original(*a)
+    assert index.view("m0.py").resolve("f_m9").kind == "function"
+    assert index.view("m0.py").resolve("missing") is None
+    assert len(calls) < 500
