@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -357,17 +358,31 @@ def _self_name(method: cst.FunctionDef) -> Optional[str]:
     return params[0].name.value if params else None
 
 
-def _nodes(root: cst.CSTNode, kind: type) -> Iterator:
-    """Nodes of `kind` under `root` in source order, not entering nested functions or
-    classes."""
+def _nodes(root: cst.CSTNode, kind) -> Iterator:
+    """Nodes of `kind` (a libcst class or a tuple of them) under `root` in source order, not
+    entering nested functions or classes."""
+    kinds = kind if type(kind) is tuple else (kind,)
+    # exact type tests: the classes asked for are concrete, and isinstance() against
+    # libcst's ABC-based classes is slow on this path
+    return (node for node in _flat(root) if type(node) in kinds)
+
+
+@lru_cache(maxsize=64)
+def _flat(root: cst.CSTNode) -> tuple:
+    """The nodes under `root` in source order, not entering nested functions or classes
+    (a class's methods are walked several times: once here; nodes hash by identity)."""
+    found = []
     stack = list(reversed(children(root)))
     while stack:
         node = stack.pop()
-        if isinstance(node, kind):
-            yield node
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        found.append(node)
+        if type(node) in _NESTED:
             continue
         stack.extend(reversed(children(node)))
+    return tuple(found)
+
+
+_NESTED = (cst.FunctionDef, cst.ClassDef)
 
 
 def _is_name(node: cst.CSTNode, name: Optional[str]) -> bool:
