@@ -152,6 +152,12 @@ def test_positions_equal_libcsts_metadata_wrapper() -> None:
             table = _positions(module, chosen)
             assert table and all(table[node] == expected[node] for node in table)
             assert all(statement in table for statement in chosen)
+        # The statement starts kept across calls (as FileContext does), asked out of order.
+        starts: list = []
+        for chosen in (statements[1:2], statements[-1:], statements[::3], statements[:1]):
+            table = _positions(module, chosen, starts)
+            assert table and all(table[node] == expected[node] for node in table)
+            assert all(statement in table for statement in chosen)
 
 
 def test_positions_of_findings_in_later_statements() -> None:
