@@ -112,6 +112,9 @@ class SemanticModel:
         self.children = children  # a node's child nodes in source order (devicelint.tree)
         self._project = False  # not looked up yet
         self._project_classes: dict[str, bool] = {}
+        # The engine's parent table, asked without a call through this model (hot: the
+        # scope and loop queries climb the tree on every value asked).
+        self.parent = ctx.parent
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.ctx.parent(node)
@@ -120,12 +123,13 @@ class SemanticModel:
         """The innermost scope (module, function, lambda, class body, comprehension) whose
         code evaluates `node`. A function's defaults and decorators belong to the enclosing
         scope, as does a comprehension's first iterable."""
+        parent_of = self.parent
         child = node
-        parent = self.parent(node)
+        parent = parent_of(node)
         while parent is not None:
             if type(parent) not in _SCOPES:  # exact type: isinstance() on libcst's ABCs is slow
                 child = parent
-                parent = self.parent(parent)
+                parent = parent_of(parent)
                 continue
             if isinstance(parent, FUNCTIONS):
                 if child is parent.body or (isinstance(parent, cst.FunctionDef) and child is parent.params) \
