@@ -14,8 +14,6 @@ from devicelint.semantic.flow import Def, target_parts
 from devicelint.semantic.model import call_arg, keyword_arg
 from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
-# Factories that copy their first argument's data to `device=` in one go.
-_DATA_TO_DEVICE = ("torch.tensor", "torch.as_tensor", "torch.asarray")
 # Iteration wrappers whose elements are their first argument's (`tqdm(rows)`).
 _PASS_THROUGH = {"iter", "list", "tuple", "sorted", "reversed", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm",
                  "tqdm.notebook.tqdm", "tqdm.autonotebook.tqdm", "tqdm.rich.tqdm",
@@ -177,19 +175,11 @@ class TransferInLoop(Rule):
             if any(arg.star for arg in call.args):
                 return None
             return func.value, f".{func.attr.value}()", hint
-        if not isinstance(func, (cst.Name, cst.Attribute)) or keyword_arg(call, "device") is None:
+        made = dataflow.data_to_device(sem, call)
+        if made is None:
             return None
-        qual = self.ctx.qualname(func)
-        if qual not in _DATA_TO_DEVICE or sem.qualname(func) != qual:
-            return None  # (the import table first: cheap; then the model: not shadowed)
-        device = keyword_arg(call, "device")
-        data = call_arg(call, 0, "data")
-        if device is None or data is None:
-            return None
-        place, named = sem.device_place(device)
-        if place is not Place.DEVICE:
-            return None
-        return data, f"{qual}(..., device=...)", self.ctx.code(device).strip() if named else None
+        return made.data, f"{made.qualname}(..., device=...)", \
+            self.ctx.code(made.device).strip() if made.named else None
 
     # -- reasoning -----------------------------------------------------------------------
     def row_collection(self, call: cst.Call, moved: cst.BaseExpression, loops: list) -> Optional[cst.CSTNode]:

@@ -11,8 +11,6 @@ from devicelint.semantic import dataflow
 from devicelint.semantic.model import call_arg, keyword_arg
 from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
-# Factories that copy their data argument to `device=`.
-_DATA_TO_DEVICE = ("torch.tensor", "torch.as_tensor", "torch.asarray")
 # Host reads of device data: each copies device memory to the host (and waits for the GPU).
 _HOST_READ_METHODS = ("item", "tolist", "cpu", "numpy")
 _HOST_READ_BUILTINS = ("int", "float", "bool")
@@ -163,19 +161,11 @@ class RepeatedTransfer(Rule):
             if receiver.kind is Kind.MODULE or receiver.place is Place.DEVICE:
                 return None
             return func.value, ".to()", self.ctx.code(target).strip() if named else None
-        if not isinstance(func, (cst.Name, cst.Attribute)) or keyword_arg(call, "device") is None:
+        made = dataflow.data_to_device(sem, call)
+        if made is None:
             return None
-        qual = self.ctx.qualname(func)
-        if qual not in _DATA_TO_DEVICE or sem.qualname(func) != qual:
-            return None  # (the import table first: cheap; then the model: not shadowed)
-        device = keyword_arg(call, "device")
-        data = call_arg(call, 0, "data")
-        if device is None or data is None:
-            return None
-        place, named = sem.device_place(device)
-        if place is not Place.DEVICE:
-            return None
-        return data, f"{qual}(..., device=...)", self.ctx.code(device).strip() if named else None
+        return made.data, f"{made.qualname}(..., device=...)", \
+            self.ctx.code(made.device).strip() if made.named else None
 
     def is_download(self, call: cst.Call) -> bool:
         """`.cpu()` or `.to("cpu")` / `.to(torch.device("cpu"))` of a tensor."""

@@ -56,6 +56,7 @@ class ApiTable:
         self.stamps = frozenset(data.get("timing", {}).get("stamps", ()))
         self.dtypes = frozenset(f"torch.{n}" for n in data.get("dtypes", {}).get("names", ()))
         self.cuda_initialising = frozenset(data.get("cuda", {}).get("initialises", ()))
+        self.data_to_device = frozenset(data.get("copies", {}).get("data_to_device", ()))
 
     def method(self, name: str) -> Optional[OpSpec]:
         return self.methods.get(name)

@@ -20,8 +20,9 @@ from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
+from devicelint.names import call_arg, keyword_arg
 from devicelint.semantic.flow import COMPREHENSIONS, Def
-from devicelint.semantic.values import Kind
+from devicelint.semantic.values import Kind, Place
 
 # Attributes that describe a tensor without reading its elements.
 METADATA_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout",
@@ -98,6 +99,40 @@ def size_factory(sem, call: cst.Call) -> Optional[str]:
     if spec.place == "factory" or spec.rank == "like":
         return qual
     return None
+
+
+@dataclass(frozen=True)
+class DataToDevice:
+    """`torch.tensor(data, device=d)`: `data` copied to the device `d` by the factory
+    `qualname` (a `[copies] data_to_device` entry of the API table); `named` when `d` is
+    taken for a device from its name only (a parameter called `device`)."""
+
+    data: cst.BaseExpression
+    device: cst.BaseExpression
+    qualname: str
+    named: bool
+
+
+def data_to_device(sem, call: cst.Call) -> Optional[DataToDevice]:
+    """The host data a factory call copies to the device in one go (`torch.tensor(rows,
+    device=dev)`, `torch.as_tensor(x, device="cuda")`), else None: not such a factory, no
+    data argument, or a `device=` that is not the accelerator (the CPU, unknown)."""
+    func = call.func
+    if not isinstance(func, (cst.Name, cst.Attribute)) or any(arg.star for arg in call.args):
+        return None
+    device = keyword_arg(call, "device")
+    if device is None:
+        return None
+    qual = sem.ctx.qualname(func)
+    if qual not in sem.api.data_to_device or sem.qualname(func) != qual:
+        return None  # (the import table first: cheap; then the model: not shadowed)
+    data = call_arg(call, 0, "data")
+    if data is None:
+        return None
+    place, named = sem.device_place(device)
+    if place is not Place.DEVICE:
+        return None
+    return DataToDevice(data, device, qual, named)
 
 
 def data_nodes(sem, expr: cst.CSTNode, region: cst.CSTNode, depth: int = 4,

@@ -1,0 +1,65 @@
+"""dataflow.py queries that DL001 and DL016 share: data made on the device, round trips."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from devicelint import safe_parse
+from devicelint.context import FileContext
+from devicelint.semantic import dataflow
+
+
+def model_of(source: str):
+    source = textwrap.dedent(source)
+    ctx = FileContext("t.py", source, safe_parse.parse_module(source))
+    ctx.walk({}, {})
+    return ctx, ctx.semantic
+
+
+def calls_on_marked_lines(ctx, marker: str = "# here"):
+    """The outermost call of each line ending with `marker`, in source order."""
+    found = []
+    for line in ctx.iter_nodes(cst.SimpleStatementLine):
+        if ctx.code(line).rstrip().endswith(marker):
+            small = line.body[0]
+            value = small.value if isinstance(small, (cst.Assign, cst.Expr, cst.Return)) else None
+            assert isinstance(value, cst.Call), ctx.code(line)
+            found.append(value)
+    return found
+
+
+def test_data_to_device_names_the_data_a_factory_copies():
+    source = """
+    import torch
+    import numpy as np
+    dev = torch.device("cuda")
+    rows = [1, 2, 3]
+    a = torch.tensor(rows, device=dev)  # here
+    b = torch.as_tensor(np.ones(3), device="cuda")  # here
+    c = torch.tensor(rows, device="cpu")  # here
+    d = torch.zeros(3, device=dev)  # here
+    e = torch.tensor(rows)  # here
+    """
+    ctx, sem = model_of(source)
+    made = [dataflow.data_to_device(sem, call) for call in calls_on_marked_lines(ctx)]
+    assert [ctx.code(m.data) for m in made[:2]] == ["rows", "np.ones(3)"]
+    assert [m.qualname for m in made[:2]] == ["torch.tensor", "torch.as_tensor"]
+    assert not made[0].named
+    assert made[2:] == [None, None, None]  # to the CPU; a size factory; no device
+
+
+def test_data_to_device_not_a_shadowed_torch_and_says_when_the_device_is_a_name():
+    source = """
+    import torch
+    def f(rows, device):
+        return torch.tensor(rows, device=device)  # here
+    def g(rows, torch):
+        x = torch.tensor(rows, device="cuda")  # here
+    """
+    ctx, sem = model_of(source)
+    first, second = calls_on_marked_lines(ctx)
+    made = dataflow.data_to_device(sem, first)
+    assert made is not None and made.named  # `device` taken for a device from its name
+    assert dataflow.data_to_device(sem, second) is None  # `torch` is a parameter there
