@@ -157,12 +157,17 @@ def _line_text(finding) -> str:
     return lines[finding["line"] - 1].strip() if finding["line"] <= len(lines) else ""
 
 
+def _in_run(finding) -> bool:
+    """The finding's rule folder was run (all of them unless DEVICELINT_CONFIRM_RULES)."""
+    return not ONLY or _rule(finding["path"]) in ONLY
+
+
 def test_sim_agrees_with_the_gpu(confirmed) -> None:
     gpu = json.loads(GPU_VERDICTS.read_text(encoding="utf-8"))
     assert gpu["device"] == "cuda" and gpu["device_name"] and gpu["torch"]
     sim = _keyed([f for f in confirmed["data"]["findings"]
                   if f["confirmation"]["status"] != "found"], _line_text)
-    recorded = _keyed(gpu["findings"], lambda f: f["text"])
+    recorded = _keyed([f for f in gpu["findings"] if _in_run(f)], lambda f: f["text"])
     decided = {key: f for key, f in recorded.items()
                if f["status"] in ("confirmed", "refuted")}
     agree, disagree, gpu_only, missing = [], [], [], []
@@ -178,12 +183,25 @@ def test_sim_agrees_with_the_gpu(confirmed) -> None:
             disagree.append(f"{finding['path']}:{sim[key]['line']} {finding['code']}: GPU "
                             f"{finding['status']} ({finding['summary'][:120]}), sim "
                             f"{ours['status']} ({ours.get('summary', '')[:120]})")
+    # The other way round: what the simulated device decided that the record does not hold
+    # (a fixture or a line added since it was made) has no GPU verdict to agree with.
+    sim_decided = {key: f for key, f in sim.items() if not sim_cannot_judge(key[1])
+                   and f["confirmation"]["status"] in ("confirmed", "refuted")}
+    unrecorded = sorted(f"{f['path']}:{f['line']} {f['code']}"
+                        for key, f in sim_decided.items() if key not in recorded)
     print(f"GPU ({gpu['device_name']}, torch {gpu['torch']}) decided {len(decided)}: "
           f"{len(agree)} agree, {len(disagree)} disagree, {len(gpu_only)} GPU-only, "
-          f"{len(missing)} not in this run")
+          f"{len(missing)} not in this run; {len(unrecorded)} of the simulated device's "
+          f"{len(sim_decided)} decided findings are not in the record")
+    for where in unrecorded:
+        print(f"  not recorded on a GPU: {where}")
     assert not disagree, "\n".join(disagree)
     compared = len(decided) - len(gpu_only)
     assert len(agree) >= MATCHED_AT_LEAST * compared, (
         f"{len(missing)} of {compared} GPU verdicts match no finding of the simulated run: "
         f"fixtures changed; re-record tests/data/gpu-verdicts.json with bench/gpu_verdicts.sh "
         f"on a GPU: {sorted(missing)[:10]}")
+    assert len(unrecorded) <= (1 - MATCHED_AT_LEAST) * len(sim_decided), (
+        f"{len(unrecorded)} of the simulated device's {len(sim_decided)} decided findings "
+        f"have no GPU verdict: fixtures changed; re-record tests/data/gpu-verdicts.json with "
+        f"bench/gpu_verdicts.sh on a GPU: {unrecorded[:10]}")
