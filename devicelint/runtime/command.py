@@ -287,9 +287,22 @@ def _device_words(device: str) -> str:
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False))
 @click.option("--html", "html_file", type=click.Path(dir_okay=False),
               help="Also write a self-contained HTML report (findings, sources, cost bars).")
+@click.option("--snippets", is_flag=True,
+              help="Confirm each finding from a small reproduction built from its code (a "
+                   "backward slice; outside data synthesized), without running the program "
+                   "(docs/runtime.md, snippet mode).")
+@click.option("--size", "sizes", multiple=True, metavar="NAME=N[,M...]",
+              help="Snippets: the size of a dimension named NAME in the code (B=32), the "
+                   "shape of a synthesized value (x=64,128), every other dimension "
+                   "(default=8), the synthetic batches of a loader (batches=2).")
+@click.option("--import-user-code", is_flag=True,
+              help="Snippets: import the user's own modules (runs their top-level code, in "
+                   "the sandbox) to build their classes.")
+@click.option("--save-repro", "save_repro", type=click.Path(file_okay=False),
+              help="Snippets: write each reproduction to DIR as a plain runnable script.")
 @click.pass_context
 def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, output_file,
-            html_file=None):
+            html_file=None, snippets=False, sizes=(), import_user_code=False, save_repro=None):
     """Run flagged code and report each finding as confirmed, refuted, inconclusive or
     not-reached. Runs only what you name: the command after `--`, or the flagged files
     that the linter's discovery selects under PATHS (listed before they run).
@@ -314,16 +327,23 @@ def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, 
         except Refused as error:
             _fail(f"cannot run `{' '.join(command)}`: {error}")
     codes = _codes(select)
-    fixture_mode = not command
+    fixture_mode = not command and not snippets
+    options = _snippet_options(snippets, command, paths, sizes, import_user_code, save_repro)
     with guard_signals():
-        runs, findings = _confirm_runs(paths, command, codes, device, timeout, jobs, sim_gpus)
+        if snippets:
+            runs, findings = _snippet_runs(paths, codes, device, timeout, jobs, sim_gpus,
+                                           options, save_repro)
+        else:
+            runs, findings = _confirm_runs(paths, command, codes, device, timeout, jobs,
+                                           sim_gpus)
         refused = sorted({run["refused"] for run in runs if run.get("refused")})
         if refused and not interrupted():
             for message in refused:
                 _say(f"devicelint: error: {message}")
             sys.exit(EXIT_ERROR)
         found = _found_findings(runs, codes)
-        _attach(findings, runs)
+        if not snippets:
+            _attach(findings, runs)
         findings = findings + found
         ranked = rank(findings, _run_seconds_of(runs))
         kind, name = ran_on(runs)
@@ -356,6 +376,116 @@ def confirm(ctx, paths, device, timeout, output_format, select, jobs, sim_gpus, 
         if failed:
             sys.exit(EXIT_ERROR)
         sys.exit(_exit_code(findings, runs, fixture_mode))
+
+
+def _snippet_options(snippets, command, paths, sizes, import_user_code, save_repro):
+    """Check the snippet options before anything runs (exit 2 on a usage error)."""
+    from devicelint.runtime.snippets import Options, parse_sizes
+
+    if not snippets:
+        if sizes or import_user_code or save_repro:
+            _fail("--size, --import-user-code and --save-repro go with --snippets")
+        return None
+    if command:
+        _fail("--snippets builds and runs reproductions of the findings under PATHS; it "
+              "takes no command after `--`")
+    if not paths:
+        _fail("--snippets needs PATHS to lint")
+    try:
+        configured = _configured_sizes(paths)
+        given = parse_sizes(sizes)
+    except ValueError as error:
+        _fail(f"--size {error}")
+    table = {**configured, **given}
+    batches = table.pop("batches", None)
+    options = Options(sizes=table, import_user_code=import_user_code)
+    if isinstance(batches, int):
+        options.batches = batches
+    if save_repro is not None and os.path.exists(save_repro) and not os.path.isdir(save_repro):
+        _fail(f"--save-repro {save_repro}: not a directory")
+    return options
+
+
+def _configured_sizes(paths) -> dict:
+    """`[tool.devicelint.confirm.sizes]` of the project's config, as --size entries."""
+    from devicelint.config import ConfigError
+    from devicelint.runner import Overrides, resolve_settings
+    from devicelint.runtime.snippets import parse_sizes
+
+    try:
+        settings = resolve_settings(list(paths), Overrides())
+    except ConfigError as error:
+        _fail(str(error))
+    entries = []
+    for name, size in (getattr(settings, "confirm_sizes", None) or {}).items():
+        shape = size if isinstance(size, list) else [size]
+        entries.append(f"{name}={','.join(str(n) for n in shape)}")
+    return parse_sizes(entries)
+
+
+def _snippet_runs(paths, codes, device, timeout, jobs, sim_gpus, options, save_dir):
+    """Lint PATHS as fixture mode does, build each finding's reproduction, run each file's
+    reproductions in one sandboxed child, attach the verdicts: (runs, findings)."""
+    import tempfile
+    from types import SimpleNamespace
+
+    from devicelint.config import ConfigError
+    from devicelint.diagnostics import DIAGNOSTICS
+    from devicelint.runtime import repro as writer
+    from devicelint.runtime.snippets import build_all
+
+    try:
+        files = _selected_files(paths)
+        findings = _lint_fixtures(files, codes)
+    except ConfigError as error:
+        _fail(str(error))
+    engine = {diagnostic.code for diagnostic in DIAGNOSTICS}
+    findings = [f for f in findings if f.code not in engine and not _is_notebook(f.path)]
+    repros = build_all(findings, options)
+    built = sum(1 for r in repros if r.script is not None)
+    limit = timeout or 120.0
+    with tempfile.TemporaryDirectory(prefix="devicelint-snippets-") as scratch:
+        folder = save_dir or os.path.join(scratch, "reproductions")
+        saved = writer.save(repros, folder)
+        groups: dict[str, list[int]] = {}
+        for index in saved:
+            groups.setdefault(repros[index].finding.path, []).append(index)
+        _announce(f"{built} of {len(repros)} finding{'s' if len(repros) != 1 else ''} "
+                  f"reproduced from their snippets; running them on {_device_words(device)}, "
+                  f"{len(groups)} file{'s' if len(groups) != 1 else ''}, time limit {limit:g} s "
+                  f"each" + (f"; saved under {save_dir}" if save_dir else ""))
+        plans = []
+        for number, (source, indexes) in enumerate(sorted(groups.items())):
+            errors = os.path.join(scratch, f"errors-{number}.json")
+            driver = os.path.join(scratch, f"run-{number}.py")
+            with open(driver, "w", encoding="utf-8") as handle:
+                handle.write(writer.driver([saved[i] for i in indexes], errors))
+            marks = [SimpleNamespace(code=repros[i].finding.code, path=saved[i],
+                                     line=repros[i].line, end_line=repros[i].end_line)
+                     for i in indexes]
+            plans.append((plan_for(marks, [driver], device, sim_gpus), source, errors))
+        gpu = device == "cuda" or (device == "auto" and _gpu_visible())
+        refusals: list[str] = []
+        with ThreadPoolExecutor(max_workers=jobs or (1 if gpu else 4)) as pool:
+            runs = list(pool.map(
+                lambda item: _run(item[0], f"snippets of {item[1]}", limit, quiet=True,
+                                  refusals=refusals), plans))
+        errors = {}
+        for _, _, path in plans:
+            errors.update({real(k): v for k, v in writer.read_errors(path).items()})
+    verdicts = {}
+    for run in runs:
+        for verdict in run.pop("verdicts", []):
+            verdicts[(real(verdict["path"]), verdict["line"], verdict["code"])] = \
+                dict(verdict["confirmation"], exit_code=run["exit_code"])
+    device_name = ran_on(runs)[1]
+    for index, (finding, rep) in enumerate(zip(findings, repros)):
+        path = saved.get(index)
+        key = (real(path), rep.line, finding.code) if path else None
+        finding.confirmation = writer.confirmation(
+            rep, verdicts.get(key), errors.get(real(path)) if path else None, device_name,
+            path if save_dir else None)
+    return runs, findings
 
 
 def _confirm_runs(paths, command, codes, device, timeout, jobs, sim_gpus):

@@ -1,0 +1,1181 @@
+"""Snippet mode (`devicelint confirm --snippets PATHS`): for each finding, a small standalone
+reproduction built from the code around it, so that a finding can be confirmed without the
+program's data, its command line or hours of training. Torch-free: this only writes scripts;
+the sandbox (launch.py, child.py) runs them.
+
+A reproduction is a backward slice: the flagged statement, the statements of its function
+(and of the module) that produce the values it uses, the loops and `with` blocks around it
+(the `if`/`try` arms that hold it are taken unconditionally), and the classes and functions
+of the file it calls. What comes from outside is synthesized from the semantic model's facts
+(devicelint/semantic/): a parameter, or a binding computed from data the run does not have
+(a file, a dataset on disk), becomes a tensor of the known rank and place, a module of the
+file's class built with the literal arguments the code passes, a list of a few synthetic
+batches for a loader. Where a parameter cannot be synthesized, the reproduction starts from
+a call site of the function in the file instead (the caller's slice, the function whole).
+Where neither works, the finding is `inconclusive: cannot synthesize X`, never a guess.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from devicelint.context import FileContext, bound_names
+from devicelint.names import dotted_name
+from devicelint.semantic.values import Kind, Place, Value
+
+DEFAULT_SIZE = 4      # a dimension the code does not show: > 1, so merged dims show their layout
+DEFAULT_BATCHES = 3   # synthetic batches standing for a loader
+CALLER_DEPTH = 3      # how far up the file's call sites a reproduction may start
+MARK = "devicelint: flagged"
+
+# Calls that read what a reproduction does not have (files, datasets on disk, the network):
+# a binding computed from them is synthesized, or the finding says it cannot be.
+OUTSIDE_CALLS = frozenset({
+    "open", "input", "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile",
+    "numpy.memmap", "torch.load", "torch.hub.load", "json.load", "pickle.load", "h5py.File",
+    "scipy.io.loadmat", "cv2.imread", "imageio.imread", "PIL.Image.open", "joblib.load",
+    "datasets.load_dataset", "torchvision.io.read_image", "pandas.read_csv",
+    "pandas.read_parquet", "pandas.read_json", "pandas.read_pickle", "pandas.read_table",
+    "pandas.read_excel", "pandas.read_hdf", "pandas.read_feather",
+})
+OUTSIDE_PREFIXES = ("torchvision.datasets.", "torchtext.datasets.", "tensorflow_datasets.")
+
+
+class CannotSynthesize(Exception):
+    """What a reproduction would need and the facts do not give (the finding's reason)."""
+
+
+@dataclass
+class Synthesized:
+    name: str
+    code: str          # the Python expression that builds it
+    what: str          # e.g. "tensor (4, 16) on cuda, float32"
+
+
+@dataclass
+class Reproduction:
+    finding: object
+    script: Optional[str] = None
+    line: int = 0                 # the flagged line in the script
+    end_line: int = 0
+    synthesized: list[Synthesized] = field(default_factory=list)
+    reason: Optional[str] = None  # why none could be built: "cannot synthesize X"
+    entry: str = ""               # what the script calls: "by_index(scale)", "the module"
+
+
+@dataclass
+class Options:
+    sizes: dict[str, object] = field(default_factory=dict)   # NAME -> int or tuple of ints
+    import_user_code: bool = False
+    batches: int = DEFAULT_BATCHES
+
+    def dim(self, name) -> int:
+        if isinstance(name, int) and name > 0:
+            return name
+        if isinstance(name, str):
+            size = self.sizes.get(name)
+            if isinstance(size, int):
+                return size
+        size = self.sizes.get("default")
+        return size if isinstance(size, int) else DEFAULT_SIZE
+
+
+def parse_sizes(entries) -> dict[str, object]:
+    """`B=32`, `x=64,128` (a synthesized value's whole shape), `default=8`, `batches=2`;
+    ValueError on anything else."""
+    sizes: dict[str, object] = {}
+    for entry in entries:
+        name, sep, text = str(entry).partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise ValueError(f"{entry!r}: expected NAME=N or NAME=N,M,...")
+        try:
+            numbers = tuple(int(part) for part in text.split(","))
+        except ValueError:
+            raise ValueError(f"{entry!r}: sizes are integers") from None
+        if not numbers or any(n < 1 for n in numbers):
+            raise ValueError(f"{entry!r}: sizes are integers >= 1")
+        sizes[name] = numbers[0] if len(numbers) == 1 else numbers
+    return sizes
+
+
+# -- names a statement reads, binds and changes -----------------------------------------------
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def _target_names(node: cst.CSTNode) -> set[str]:
+    """Names bound anywhere inside `node` (assignment, loop, with and comprehension targets,
+    walrus, parameters, defs, imports)."""
+    names: set[str] = set()
+    for sub in _walk(node):
+        if isinstance(sub, cst.Assign):
+            for target in sub.targets:
+                names.update(bound_names(target.target))
+        elif isinstance(sub, (cst.AnnAssign, cst.AugAssign)):
+            names.update(bound_names(sub.target))
+        elif isinstance(sub, (cst.For, cst.CompFor)):
+            names.update(bound_names(sub.target))
+        elif isinstance(sub, cst.WithItem) and sub.asname is not None:
+            names.update(bound_names(sub.asname.name))
+        elif isinstance(sub, cst.NamedExpr):
+            names.update(bound_names(sub.target))
+        elif isinstance(sub, cst.Param):
+            names.add(sub.name.value)
+        elif isinstance(sub, (cst.FunctionDef, cst.ClassDef)):
+            names.add(sub.name.value)
+        elif isinstance(sub, (cst.Import, cst.ImportFrom)):
+            names.update(_import_names(sub))
+    return names
+
+
+def _import_names(node) -> set[str]:
+    if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+        return set()
+    names = set()
+    for alias in node.names:
+        if alias.asname is not None:
+            names.update(bound_names(alias.asname.name))
+        else:
+            names.add((dotted_name(alias.name) or "").split(".")[0])
+    return names
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    """Every plain name read in `node`: not attribute names nor keyword argument names."""
+    skip: set[int] = set()
+    names: set[str] = set()
+    for sub in _walk(node):
+        if isinstance(sub, cst.Attribute):
+            skip.add(id(sub.attr))
+        elif isinstance(sub, cst.Arg) and sub.keyword is not None:
+            skip.add(id(sub.keyword))
+        elif isinstance(sub, (cst.ImportAlias,)):
+            for inner in _walk(sub):
+                skip.add(id(inner))
+        elif isinstance(sub, cst.Name) and id(sub) not in skip:
+            names.add(sub.value)
+    # Names that comprehensions and lambdas bind for themselves are not read from outside.
+    local = set()
+    for sub in _walk(node):
+        if isinstance(sub, cst.CompFor):
+            local.update(bound_names(sub.target))
+        elif isinstance(sub, cst.Lambda):
+            local.update(p.name.value for p in _params_of(sub.params))
+    return names - local
+
+
+def _params_of(params: cst.Parameters) -> list:
+    found = [*params.posonly_params, *params.params, *params.kwonly_params]
+    for extra in (params.star_arg, params.star_kwarg):
+        if isinstance(extra, cst.Param):
+            found.append(extra)
+    return found
+
+
+def reads(statement: cst.CSTNode) -> set[str]:
+    """The names a statement needs from before it. A `def`/`class` needs its free names
+    (read when it is called: over-approximated as every name it does not bind itself)."""
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        return _names_in(statement) - _target_names(statement) | {
+            name for d in statement.decorators for name in _names_in(d)}
+    if isinstance(statement, (cst.Import, cst.ImportFrom)):
+        return set()
+    names = _names_in(statement)
+    # A plain name that is only assigned is not read (`x = f(y)` reads y, not x).
+    pure_targets: set[str] = set()
+    for small in _small_statements(statement):
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                pure_targets.update(bound_names(target.target))
+        elif isinstance(small, cst.AnnAssign):
+            pure_targets.update(bound_names(small.target))
+    if isinstance(statement, cst.For):
+        pure_targets.update(bound_names(statement.target))
+    still_read = set()
+    for small in _small_statements(statement):
+        if isinstance(small, cst.Assign):
+            still_read |= _names_in(small.value)
+            for target in small.targets:
+                if not isinstance(target.target, (cst.Name, cst.Tuple, cst.List)):
+                    still_read |= _names_in(target.target)
+        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+            still_read |= _names_in(small.value)
+    if isinstance(statement, cst.For):
+        still_read |= _names_in(statement.iter)
+    return (names - pure_targets) | (names & still_read) if pure_targets else names
+
+
+def _small_statements(statement):
+    if isinstance(statement, cst.SimpleStatementLine):
+        return list(statement.body)
+    return [statement]
+
+
+def binds(statement: cst.CSTNode) -> set[str]:
+    """Names this statement (re)binds in its own scope."""
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        return {statement.name.value}
+    if isinstance(statement, (cst.Import, cst.ImportFrom)):
+        return _import_names(statement)
+    names: set[str] = set()
+    for small in _small_statements(statement):
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            names |= _import_names(small)
+        elif isinstance(small, cst.Assign):
+            for target in small.targets:
+                names.update(bound_names(target.target))
+        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+            names.update(bound_names(small.target))
+    if isinstance(statement, cst.For):
+        names.update(bound_names(statement.target))
+    if isinstance(statement, cst.With):
+        for item in statement.items:
+            if item.asname is not None:
+                names.update(bound_names(item.asname.name))
+    return names
+
+
+def _root(node: cst.CSTNode) -> Optional[str]:
+    """`model` of `model.fc.weight`, `xs` of `xs[0]`, `obj` of `obj.f(...)`."""
+    while True:
+        if isinstance(node, cst.Name):
+            return node.value
+        if isinstance(node, cst.Attribute):
+            node = node.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call):
+            node = node.func
+        else:
+            return None
+
+
+def changes(statement: cst.CSTNode) -> set[str]:
+    """Names whose object this statement changes in place: `model.to(d)`, `xs.append(v)`,
+    `x[i] = v`, `self.w = v`, `x += 1` on a subscript."""
+    names: set[str] = set()
+    for small in _small_statements(statement):
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                and isinstance(small.value.func, cst.Attribute):
+            root = _root(small.value.func.value)
+            if root:
+                names.add(root)
+        elif isinstance(small, cst.Assign):
+            for target in small.targets:
+                if isinstance(target.target, (cst.Attribute, cst.Subscript)):
+                    root = _root(target.target)
+                    if root:
+                        names.add(root)
+        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) \
+                and isinstance(small.target, (cst.Attribute, cst.Subscript)):
+            root = _root(small.target)
+            if root:
+                names.add(root)
+    return names
+
+
+def _exits(statement: cst.CSTNode) -> bool:
+    """A `break` or `return` that ends the loop this statement sits in (not one of a nested
+    loop or function)."""
+    stack = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Break, cst.Return)):
+            return True
+        if node is not statement and isinstance(
+                node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(node.children)
+    return False
+
+
+def _super_init(statement: cst.CSTNode) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
+                return True
+    return False
+
+
+# -- the slicer -------------------------------------------------------------------------------
+
+class Slicer:
+    """Backward slice of a block of statements towards one target statement."""
+
+    def __init__(self, target: cst.CSTNode, contains, substitute=None) -> None:
+        self.target = target
+        self.contains = contains          # node -> whether the target is inside it
+        self.substitute = substitute or (lambda statement, needed: None)
+
+    def block(self, statements, needed: set[str], in_loop: bool = False):
+        """(kept statements, names needed before the block)."""
+        kept = []
+        needed = set(needed)
+        for statement in reversed(list(statements)):
+            if statement is self.target:
+                new, needed = self.statement_itself(statement, needed)
+                kept[:0] = new
+                continue
+            if self.contains(statement):
+                new, needed = self.around(statement, needed)
+                kept[:0] = new
+                continue
+            relevant = (_deep(statement, binds) & needed) or (
+                _deep(statement, changes) & needed) or (
+                in_loop and _exits(statement)) or _super_init(statement)
+            if not relevant:
+                continue
+            replaced = self.substitute(statement, needed)
+            if replaced is not None:
+                new_statements, used = replaced
+                needed = (needed - binds(statement)) | used
+                kept[:0] = new_statements if isinstance(new_statements, list) else [new_statements]
+                continue
+            new, needed = self.relevant(statement, needed, in_loop)
+            kept[:0] = new
+        return kept, needed
+
+    def statement_itself(self, statement, needed):
+        if isinstance(statement, (cst.For, cst.While)):
+            # a flagged loop header: the loop and what its test depends on
+            return self.loop(statement, needed, whole_body=True)
+        if isinstance(statement, cst.BaseCompoundStatement) and not isinstance(
+                statement, (cst.FunctionDef, cst.ClassDef)):
+            return [statement], needed | _exposed([statement])
+        return [statement], (needed - binds(statement)) | reads(statement)
+
+    def relevant(self, statement, needed, in_loop):
+        if isinstance(statement, (cst.For, cst.While)):
+            return self.loop(statement, needed)
+        if isinstance(statement, cst.If):
+            body, need_body = self.block(_body(statement.body), needed, in_loop)
+            orelse = statement.orelse
+            new_orelse, need_else = None, set(needed)
+            if isinstance(orelse, cst.If):
+                parts, need_else = self.relevant(orelse, needed, in_loop)
+                new_orelse = parts[0] if parts else None
+            elif isinstance(orelse, cst.Else):
+                else_body, need_else = self.block(_body(orelse.body), needed, in_loop)
+                if else_body:
+                    new_orelse = orelse.with_changes(body=_suite(orelse.body, else_body))
+            if not body and new_orelse is None:
+                return [], needed
+            new = statement.with_changes(body=_suite(statement.body, body or [_pass()]),
+                                         orelse=new_orelse)
+            return [new], need_body | need_else | _names_in(statement.test)
+        if isinstance(statement, cst.With):
+            body, need = self.block(_body(statement.body), needed, in_loop)
+            if not body:
+                return [], needed
+            items = set().union(*(_names_in(item.item) for item in statement.items))
+            return [statement.with_changes(body=_suite(statement.body, body))], \
+                (need - binds(statement)) | items
+        if isinstance(statement, cst.Try):
+            body, need = self.block(_body(statement.body), needed, in_loop)
+            return body, need
+        # simple statements, defs, classes: whole
+        return [statement], (needed - binds(statement)) | reads(statement)
+
+    def loop(self, statement, needed, whole_body=False):
+        """A loop kept for what its body computes: sliced to a fixed point (what one
+        iteration needs may be computed by the one before)."""
+        header = _names_in(statement.iter) if isinstance(statement, cst.For) else \
+            _names_in(statement.test)
+        carried = set(needed) | header
+        body: list = []
+        for _ in range(10):
+            body, need_body = self.block(_body(statement.body), carried, in_loop=True)
+            if need_body <= carried:
+                break
+            carried |= need_body
+        if not body and not whole_body and not self.contains(statement):
+            return [], needed
+        new = statement.with_changes(body=_suite(statement.body, body or [_pass()]),
+                                     orelse=None)
+        loop_binds = binds(statement) if isinstance(statement, cst.For) else set()
+        return [new], needed | (carried - loop_binds) | header
+
+    def around(self, statement, needed):
+        """A compound statement that holds the target."""
+        if isinstance(statement, (cst.For, cst.While)):
+            return self.loop(statement, needed)
+        if isinstance(statement, cst.If):
+            # the arm that holds the target, taken unconditionally
+            arm = statement
+            while True:
+                if self.contains(arm.body):
+                    return self.block(_body(arm.body), needed)
+                orelse = arm.orelse
+                if isinstance(orelse, cst.If):
+                    arm = orelse
+                    continue
+                return self.block(_body(orelse.body), needed)
+        if isinstance(statement, cst.Try):
+            for part in [statement.body, *(h.body for h in statement.handlers),
+                         *([statement.orelse.body] if statement.orelse else []),
+                         *([statement.finalbody.body] if statement.finalbody else [])]:
+                if self.contains(part):
+                    return self.block(_body(part), needed)
+        if isinstance(statement, cst.With):
+            body, need = self.block(_body(statement.body), needed)
+            items = set().union(*(_names_in(item.item) for item in statement.items))
+            return [statement.with_changes(body=_suite(statement.body, body or [_pass()]))], \
+                (need - binds(statement)) | items
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            return [statement], (needed - binds(statement)) | reads(statement)
+        body = getattr(statement, "body", None)
+        if body is not None:
+            return self.block(_body(body), needed)
+        return [statement], needed | reads(statement)
+
+
+def _compound(statement) -> bool:
+    return isinstance(statement, cst.BaseCompoundStatement) and not isinstance(
+        statement, (cst.FunctionDef, cst.ClassDef))
+
+
+def _header(statement) -> set[str]:
+    """Names a compound statement's header reads (test, iterable, context managers)."""
+    if isinstance(statement, (cst.If, cst.While)):
+        return _names_in(statement.test)
+    if isinstance(statement, cst.For):
+        return _names_in(statement.iter)
+    if isinstance(statement, cst.With):
+        return set().union(*(_names_in(item.item) for item in statement.items))
+    return set()
+
+
+def _deep(statement, facts) -> set[str]:
+    """`facts` (binds or changes) of a statement and, for a compound one, of every statement
+    in its blocks (not in nested functions or classes)."""
+    found = set(facts(statement))
+    if _compound(statement):
+        for part in _parts(statement):
+            for inner in _body(part):
+                found |= _deep(inner, facts)
+    return found
+
+
+def _exposed(statements) -> set[str]:
+    """Names the statements read before binding them, all statements kept."""
+    needed: set[str] = set()
+    for statement in reversed(list(statements)):
+        if _compound(statement):
+            inner = set()
+            for part in _parts(statement):
+                inner |= _exposed(_body(part))
+            needed |= inner | _header(statement)
+            if isinstance(statement, cst.For):
+                needed -= set(bound_names(statement.target)) - _names_in(statement.iter)
+        else:
+            needed = (needed - binds(statement)) | reads(statement)
+    return needed
+
+
+def _body(suite) -> list:
+    return list(suite.body) if isinstance(suite, cst.IndentedBlock) else [
+        cst.SimpleStatementLine(body=list(suite.body))]
+
+
+def _suite(original, statements):
+    if isinstance(original, cst.IndentedBlock):
+        return original.with_changes(body=statements)
+    return cst.IndentedBlock(body=statements)
+
+
+def _pass():
+    return cst.SimpleStatementLine(body=[cst.Pass()])
+
+
+# -- building one file's reproductions ------------------------------------------------------
+
+class FileReproductions:
+    """The reproductions of one file's findings (one parse and one semantic model)."""
+
+    def __init__(self, path: str, source: str, options: Options) -> None:
+        from devicelint import safe_parse
+
+        self.path = path
+        self.options = options
+        self.module = safe_parse.parse_module(source)
+        self.ctx = FileContext(path, source, self.module)
+        self.ctx.walk({}, {})
+        self.sem = self.ctx.semantic
+        self._statements: Optional[list] = None
+        self._tainted: Optional[set] = None
+        self._outside_defs: Optional[set] = None
+
+    # where things are
+    def statements(self) -> list:
+        """Every statement of the file with its position, outermost first."""
+        if self._statements is None:
+            found = []
+            stack = list(reversed(self.module.body))
+            while stack:
+                node = stack.pop()
+                if not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                    continue
+                found.append(node)
+                inner = []
+                for part in _parts(node):
+                    inner.extend(_body(part) if isinstance(part, cst.SimpleStatementSuite)
+                                 else part.body)
+                stack.extend(reversed(inner))
+            self._statements = found
+        return self._statements
+
+    def statement_at(self, line: int):
+        """The innermost statement whose text holds `line` (a compound statement when the
+        line is in its header)."""
+        best = None
+        for statement in self.statements():
+            start, _, end, _ = self.ctx.position(statement)
+            if start <= line <= end:
+                if isinstance(statement, cst.BaseCompoundStatement) and not isinstance(
+                        statement.body, cst.SimpleStatementSuite):
+                    body_start = self.ctx.position(statement.body.body[0])[0] \
+                        if statement.body.body else end + 1
+                    if line >= body_start and not isinstance(statement, (cst.FunctionDef,
+                                                                          cst.ClassDef)):
+                        best = statement
+                        continue
+                    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and line >= body_start:
+                        continue
+                best = statement
+        return best
+
+    def _function_of(self, node) -> Optional[cst.FunctionDef]:
+        return self.ctx.function(node)
+
+    def _contains(self, outer, inner) -> bool:
+        node = inner
+        while node is not None:
+            if node is outer:
+                return True
+            node = self.ctx.parent(node)
+        return False
+
+
+    def owner(self, function) -> Optional[cst.ClassDef]:
+        """The class a method belongs to (not for static methods)."""
+        parent = self.ctx.parent(function)
+        owner = self.ctx.parent(parent) if parent is not None else None
+        if not isinstance(owner, cst.ClassDef):
+            return None
+        if any(dotted_name(d.decorator) == "staticmethod" for d in function.decorators):
+            return None
+        return owner
+
+    def instance(self, owner: cst.ClassDef) -> str:
+        """`Net(3, 4)`: the class built as the file builds it, with literal arguments (or
+        names bound at module level), else with its defaults."""
+        module_names = self.ctx.bindings(self.module)
+        for call in self.ctx.iter_nodes(cst.Call):
+            if dotted_name(call.func) != owner.name.value:
+                continue
+            if all(_literal(a.value) or (_names_in(a.value) and _names_in(a.value) <= set(
+                    module_names)) for a in call.args):
+                return self.ctx.code(call)
+        init = _methods(owner).get("__init__")
+        required = [p for p in (_params(init)[1:] if init is not None else [])
+                    if p.default is None and p.star == ""]
+        if required:
+            raise CannotSynthesize(
+                f"self (an instance of {owner.name.value}: no call in the file builds one "
+                f"with literal arguments)")
+        return f"{owner.name.value}()"
+
+    def callers(self, function) -> list[cst.Call]:
+        """The file's calls of `function`: `f(...)`, `self.f(...)`, `obj.f(...)`; for
+        `forward`, calls of a module of its class; for `__init__`, the class's constructions."""
+        owner = self.owner(function)
+        found = []
+        for call in self.ctx.iter_nodes(cst.Call):
+            if self._contains(function, call):
+                continue  # recursion
+            try:
+                if owner is not None and function.name.value in ("forward", "__init__"):
+                    if function.name.value == "__init__":
+                        if dotted_name(call.func) == owner.name.value:
+                            found.append(call)
+                        continue
+                    func = call.func
+                    if isinstance(func, cst.Call) and dotted_name(func.func) == owner.name.value:
+                        found.append(call)
+                        continue
+                    value = self.sem.value(func)
+                    if value.kind is Kind.MODULE and value.cls == owner.name.value:
+                        found.append(call)
+                    continue
+                resolved = self.sem.syncs.callee(call)
+                if resolved is not None and resolved[0] is function:
+                    found.append(call)
+            except Exception:  # noqa: BLE001 - an unanswered question is not a caller
+                continue
+        return found
+
+    def statement_of(self, node):
+        current = node
+        while current is not None and not isinstance(
+                current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            current = self.ctx.parent(current)
+        return current
+
+    def check_import(self, statement) -> None:
+        """An import of the user's own modules runs their top-level code: only when asked."""
+        if isinstance(statement, cst.ImportFrom) and statement.relative:
+            raise CannotSynthesize(
+                f"{', '.join(sorted(_import_names(statement)))} (a relative import: run the "
+                f"whole program with `devicelint confirm -- python ...` instead)")
+        modules = [dotted_name(statement.module)] if isinstance(statement, cst.ImportFrom) else \
+            [dotted_name(alias.name) for alias in statement.names]
+        folder = os.path.dirname(os.path.abspath(self.path))
+        for module in modules:
+            top = (module or "").split(".")[0]
+            local = any(os.path.exists(os.path.join(base, top + suffix))
+                        for base in (folder, os.getcwd()) for suffix in (".py", ""))
+            if local and top and not self.options.import_user_code:
+                raise CannotSynthesize(
+                    f"{', '.join(sorted(_import_names(statement)))} (imported from the user's "
+                    f"module {module}: pass --import-user-code to import it in the sandbox)")
+
+
+    def build(self, finding) -> Reproduction:
+        """The reproduction of one finding of this file (its `reason` when none)."""
+        repro = Reproduction(finding)
+        flagged = self.statement_at(finding.line)
+        if flagged is None or isinstance(flagged, (cst.FunctionDef, cst.ClassDef)):
+            repro.reason = "cannot synthesize the flagged line (it is not inside a statement " \
+                           "that runs)"
+            return repro
+        builder = _Builder(self)
+        try:
+            body, needed, entry = builder.start(flagged)
+            script, line = self._script(finding, flagged, body, needed, builder.synthesized)
+        except CannotSynthesize as error:
+            repro.reason = f"cannot synthesize {error}"
+            return repro
+        except (cst.ParserSyntaxError, RecursionError, ValueError) as error:
+            repro.reason = f"cannot synthesize a reproduction ({type(error).__name__})"
+            return repro
+        repro.script, repro.line = script, line
+        repro.end_line = line + max(0, finding.end_line - finding.line)
+        repro.synthesized = builder.synthesized
+        repro.entry = entry
+        return repro
+
+    def _marked(self, statement):
+        comment = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
+                                         comment=cst.Comment(f"# <- {MARK}"))
+        if isinstance(statement, cst.SimpleStatementLine):
+            return statement.with_changes(trailing_whitespace=comment)
+        if isinstance(statement.body, cst.IndentedBlock):
+            return statement.with_changes(body=statement.body.with_changes(header=comment))
+        return statement
+
+    def _script(self, finding, flagged, body, needed, synthesized) -> tuple[str, int]:
+        # Where the mark lands relative to the finding's line, from the original text.
+        original = self.module.deep_replace(flagged, self._marked(flagged)).code
+        delta = _mark_line(original) - finding.line
+        module = cst.Module(body=body)
+        # The flagged statement is in the slice as itself, or rebuilt (a flagged loop header).
+        target = _find_same(module, flagged)
+        if target is None:
+            raise CannotSynthesize("the flagged line (the slice lost it)")
+        code = module.deep_replace(target, self._marked(target)).code
+        prologue = [f'"""devicelint reproduction of {finding.path}:{finding.line} '
+                    f'{finding.code} ({finding.name}).', "",
+                    "Built by `devicelint confirm --snippets` from the statements of the file "
+                    "that produce", "the values the flagged line uses (marked below).",
+                    "Run it with `python` on a machine with a GPU to see the pitfall."]
+        if synthesized:
+            prologue += ["", "Synthesized (the code's data is not available):"]
+            prologue += [f"  {s.name}: {s.what}" for s in synthesized]
+        prologue += ['"""']
+        if self.options.import_user_code:
+            folder = os.path.dirname(os.path.abspath(self.path))
+            prologue += ["import sys", f"sys.path.insert(0, {folder!r})"]
+        if "numpy" in needed:
+            prologue.append("import numpy")
+        if "torch" in needed:
+            prologue.append("import torch")
+        text = "\n".join(prologue) + "\n\n" + code
+        return text, _mark_line(text) - delta
+
+    # data the reproduction does not have
+    def _qual(self, func) -> Optional[str]:
+        qual = self.sem.resolved_qualname(func)
+        if qual is None and isinstance(func, cst.Name) and func.value in ("open", "input") \
+                and not self.sem.defs(func):
+            qual = func.value
+        return qual
+
+    def reads_outside(self, node) -> Optional[str]:
+        """The code of the first call under `node` that reads data from outside (a file, a
+        dataset on disk), directly or through a function or class of the file."""
+        for sub in _walk(node):
+            if isinstance(sub, cst.Call):
+                qual = self._qual(sub.func)
+                if qual is not None and (qual in OUTSIDE_CALLS or qual.startswith(OUTSIDE_PREFIXES)
+                                         or qual.endswith(".from_pretrained")):
+                    return self.ctx.code(sub)
+                name = dotted_name(sub.func)
+                if name in self.outside_defs():
+                    return self.ctx.code(sub)
+        return None
+
+    def outside_defs(self) -> set[str]:
+        """Functions and classes of the module whose body reads data from outside."""
+        if self._outside_defs is None:
+            self._outside_defs = set()
+            defs = [s for s in self.module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+            changed = True
+            while changed:
+                changed = False
+                for d in defs:
+                    if d.name.value not in self._outside_defs and self.reads_outside(d.body):
+                        self._outside_defs.add(d.name.value)
+                        changed = True
+        return self._outside_defs
+
+    def tainted(self, statement) -> bool:
+        """Whether a binding statement computes its value from outside data."""
+        if self._tainted is None:
+            self._tainted = set()
+            changed = True
+            while changed:
+                changed = False
+                for s in self.statements():
+                    if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+                        continue
+                    scope = self.ctx.scope(s)
+                    header = s.iter if isinstance(s, cst.For) else (
+                        s if isinstance(s, cst.SimpleStatementLine) else None)
+                    if header is None:
+                        continue
+                    if isinstance(s, cst.With):
+                        continue
+                    if self._source_tainted(header, scope):
+                        for name in binds(s):
+                            if (id(scope), name) not in self._tainted:
+                                self._tainted.add((id(scope), name))
+                                changed = True
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        header = statement.iter if isinstance(statement, cst.For) else statement
+        return self._source_tainted(header, self.ctx.scope(statement))
+
+    def _source_tainted(self, node, scope) -> bool:
+        if self.reads_outside(node):
+            return True
+        local = self.ctx.bindings(scope)
+        for name in _names_in(node):
+            if (id(scope), name) in self._tainted:
+                return True
+            if name not in local and (id(self.module), name) in self._tainted:
+                return True
+        return False
+
+    # synthesized values
+    def synthesize(self, name: str, value: Value, depth: int = 0) -> Synthesized:
+        """Code that builds a stand-in for `value`, or CannotSynthesize."""
+        kind = value.kind
+        if depth > 3:
+            raise CannotSynthesize(f"{name} (nested too deeply)")
+        if kind is Kind.TENSOR:
+            return self._tensor(name, value)
+        if kind is Kind.ARRAY:
+            dims = self._dims(name, value, "an array")
+            return Synthesized(name, f"numpy.random.rand({', '.join(map(str, dims))})"
+                               f".astype(numpy.float32)", f"array {_shape(dims)}, float32")
+        if kind is Kind.NUMBER:
+            if isinstance(value.literal, (int, float)) and not isinstance(value.literal, bool):
+                return Synthesized(name, repr(value.literal), f"number {value.literal!r}")
+            size = self.options.dim(name)
+            return Synthesized(name, str(size), f"number {size} (a size the code does not show)")
+        if kind is Kind.BOOL and isinstance(value.literal, bool):
+            return Synthesized(name, repr(value.literal), f"bool {value.literal}")
+        if kind is Kind.STRING and isinstance(value.literal, str):
+            return Synthesized(name, repr(value.literal), f"string {value.literal!r}")
+        if kind is Kind.NONE:
+            return Synthesized(name, "None", "None")
+        if kind is Kind.DEVICE and value.place is not Place.UNKNOWN:
+            where = "cuda" if value.place is Place.DEVICE else "cpu"
+            return Synthesized(name, f"torch.device({where!r})", f"device {where}")
+        if kind is Kind.MODULE:
+            return self._module(name, value)
+        if kind is Kind.LOADER and value.element is not None:
+            batch = self.synthesize(f"{name} batch", value.element, depth + 1)
+            count = self.options.batches
+            return Synthesized(name, f"[{batch.code} for _ in range({count})]",
+                               f"{count} synthetic batches of {batch.what}")
+        if kind is Kind.SEQUENCE and value.items is not None:
+            parts = [self.synthesize(f"{name}[{i}]", item, depth + 1)
+                     for i, item in enumerate(value.items)]
+            inner = ", ".join(p.code for p in parts) + ("," if len(parts) == 1 else "")
+            return Synthesized(name, f"({inner})", "(" + ", ".join(p.what for p in parts) + ")")
+        if kind is Kind.SEQUENCE and value.element is not None:
+            item = self.synthesize(f"{name} item", value.element, depth + 1)
+            count = self.options.dim(name)
+            return Synthesized(name, f"[{item.code} for _ in range({count})]",
+                               f"{count} items of {item.what}")
+        what = kind.value if kind is not Kind.UNKNOWN else "a value of unknown kind"
+        raise CannotSynthesize(f"{name} ({what})")
+
+    def _dims(self, name: str, value: Value, what: str) -> list[int]:
+        whole = self.options.sizes.get(name)
+        if value.shape is None:
+            if isinstance(whole, tuple):
+                return list(whole)
+            raise CannotSynthesize(f"{name} ({what} of unknown rank)")
+        if isinstance(whole, tuple) and len(whole) == len(value.shape):
+            return list(whole)
+        return [self._dim(size) for size in value.shape]
+
+    def _dim(self, size) -> int:
+        if isinstance(size, int) and size > 0:
+            return size
+        if isinstance(size, str):
+            if size in self.options.sizes:
+                return self.options.dim(size)
+            literal = self._module_int(size)
+            if literal is not None:
+                return literal
+        return self.options.dim(size)
+
+    def _module_int(self, name: str) -> Optional[int]:
+        """The literal int a module-level name is bound to once (`B, T = 2, 5` too)."""
+        found = []
+        for statement in self.module.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        target, value = small.targets[0].target, small.value
+                        pairs = [(target, value)]
+                        if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple) \
+                                and len(target.elements) == len(value.elements):
+                            pairs = [(t.value, v.value) for t, v in
+                                     zip(target.elements, value.elements)]
+                        for t, v in pairs:
+                            if isinstance(t, cst.Name) and t.value == name:
+                                found.append(v)
+        if len(found) == 1 and isinstance(found[0], cst.Integer):
+            number = int(found[0].value, 0)
+            return number if number > 0 else None
+        return None
+
+    def _tensor(self, name: str, value: Value) -> Synthesized:
+        if value.place is Place.UNKNOWN:
+            raise CannotSynthesize(f"{name} (a tensor whose device the code does not show)")
+        dims = self._dims(name, value, "a tensor")
+        where = "cuda" if value.place is Place.DEVICE else "cpu"
+        layout = value.layout
+        if layout.perm is not None and len(layout.perm) == len(dims):
+            base = [0] * len(dims)
+            for k, source in enumerate(layout.perm):
+                base[source] = dims[k]
+            code = f"torch.randn({', '.join(map(str, base))}, device={where!r})" \
+                   f".permute({', '.join(map(str, layout.perm))})"
+            what = f"tensor {_shape(dims)} on {where}, float32, permuted {tuple(layout.perm)}"
+        else:
+            code = f"torch.randn({', '.join(map(str, dims))}, device={where!r})" if dims else \
+                f"torch.tensor(1.0, device={where!r})"
+            what = f"tensor {_shape(dims)} on {where}, float32"
+        if value.pinned and where == "cpu":
+            code += ".pin_memory()"
+            what += ", pinned"
+        return Synthesized(name, code, what)
+
+    def _module(self, name: str, value: Value) -> Synthesized:
+        built = value.node if isinstance(value.node, cst.Call) else None
+        if built is None:
+            raise CannotSynthesize(f"{name} (a module the code does not show being built)")
+        code = self._constructor(built, name)
+        if value.place is Place.DEVICE:
+            code += ".to('cuda')"
+        elif value.place is Place.UNKNOWN:
+            raise CannotSynthesize(f"{name} (a module whose device the code does not show)")
+        return Synthesized(name, code, f"module {self.ctx.code(built.func)} on "
+                                       f"{'cuda' if value.place is Place.DEVICE else 'cpu'}")
+
+    def _constructor(self, call: cst.Call, name: str) -> str:
+        """The code of a constructor call whose arguments are all literals."""
+        for arg in call.args:
+            if not _literal(arg.value):
+                raise CannotSynthesize(f"{name} ({self.ctx.code(call.func)}(...) is built with "
+                                       f"arguments that are not literals)")
+        return self.ctx.code(call)
+
+
+def _literal(node) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _literal(node.expression)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(_literal(e.value) for e in node.elements)
+    if isinstance(node, cst.Attribute):  # torch.float32, nn.ReLU
+        return dotted_name(node) is not None
+    return False
+
+
+def _shape(dims) -> str:
+    return "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _parts(node) -> list:
+    parts = []
+    body = getattr(node, "body", None)
+    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        parts.append(body)
+    orelse = getattr(node, "orelse", None)
+    if isinstance(orelse, cst.If):
+        parts.extend(_parts(orelse))
+    elif orelse is not None and hasattr(orelse, "body"):
+        parts.append(orelse.body)
+    for handler in getattr(node, "handlers", ()) or ():
+        parts.append(handler.body)
+    final = getattr(node, "finalbody", None)
+    if final is not None:
+        parts.append(final.body)
+    return parts
+
+
+class _Builder:
+    """One reproduction of one finding: `FileReproductions.build`."""
+
+    def __init__(self, repros: "FileReproductions") -> None:
+        self.repros = repros
+        self.ctx = repros.ctx
+        self.synthesized: list[Synthesized] = []
+
+    def contains_for(self, target):
+        def contains(node) -> bool:
+            current = target
+            while current is not None:
+                if current is node:
+                    return True
+                current = self.ctx.parent(current)
+            return False
+        return contains
+
+    def substitute(self, statement, needed):
+        """A binding of data the run does not have, replaced by synthesized values; None to
+        keep the statement as the code has it."""
+        repros = self.repros
+        if isinstance(statement, cst.SimpleStatementLine) and all(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body):
+            for small in statement.body:
+                if _import_names(small) & needed:
+                    repros.check_import(small)
+            return None
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.For, cst.While, cst.If,
+                                  cst.With, cst.Try)) or self.ctx.parent(statement) is None:
+            return None
+        if not repros.tainted(statement):
+            return None
+        lines, used = [], set()
+        for small in statement.body:
+            if not isinstance(small, (cst.Assign, cst.AnnAssign)) or small.value is None:
+                return self._cannot(statement)
+            targets = small.targets if isinstance(small, cst.Assign) else [small]
+            for target in targets:
+                if not isinstance(target.target, cst.Name):
+                    return self._cannot(statement)
+                name = target.target.value
+                try:
+                    made = repros.synthesize(name, repros.sem.value(small.value))
+                except CannotSynthesize:
+                    return self._cannot(statement)
+                self.synthesized.append(made)
+                lines.append(f"{name} = {made.code}  # synthesized: {made.what}, for: "
+                             f"{_one_line(self.ctx.code(small.value))}")
+                used |= _names_in(cst.parse_expression(made.code))
+        new = cst.parse_module("\n".join(lines) + "\n").body
+        return (new if len(new) > 1 else new[0]), used
+
+    def _cannot(self, statement):
+        """Keep a tainted statement only when it does not itself read outside data."""
+        outside = self.repros.reads_outside(statement)
+        if outside:
+            names = ", ".join(sorted(binds(statement))) or "a value"
+            raise CannotSynthesize(f"{names} (read by `{_one_line(outside)}`: no facts to build "
+                                   f"a stand-in from)")
+        return None
+
+    # where a reproduction starts
+    def start(self, target, depth: int = 0):
+        """(module statements, the call that runs them, entry words) for a reproduction
+        whose flagged statement (or the call leading to it) is `target`."""
+        function = self.ctx.function(target)
+        if function is None:
+            slicer = Slicer(target, self.contains_for(target), self.substitute)
+            body, needed = slicer.block(self.repros.module.body, set())
+            return body, _bound(needed), "the module's statements"
+        try:
+            return self.direct(target, function)
+        except CannotSynthesize as error:
+            first = error
+        if depth < CALLER_DEPTH:
+            for call in self.repros.callers(function):
+                statement = self.repros.statement_of(call)
+                if statement is None:
+                    continue
+                kept = list(self.synthesized)
+                try:
+                    body, needed, entry = self.start(statement, depth + 1)
+                    return body, needed, f"{entry}, through the call at line " \
+                                         f"{self.ctx.position(call)[0]}"
+                except CannotSynthesize:
+                    self.synthesized = kept
+        raise first
+
+    def direct(self, target, function):
+        """The function's slice, called with synthesized arguments."""
+        repros = self.repros
+        if self.ctx.function(function) is not None:
+            raise CannotSynthesize(f"the arguments of {function.name.value} (a function "
+                                   f"nested in another)")
+        owner = repros.owner(function)
+        slicer = Slicer(target, self.contains_for(target), self.substitute)
+        kept = list(self.synthesized)
+        body, needed = slicer.block(_body(function.body), set())
+        params = _params(function)
+        if owner is not None and params:
+            params = params[1:]  # self
+        arguments = []
+        for param in params:
+            name = param.name.value
+            if name not in needed:
+                if param.default is None and param.star == "":
+                    arguments.append(f"{name}=None")  # required, but the slice never reads it
+                continue
+            try:
+                made = repros.synthesize(name, repros.sem.value(param.name))
+            except CannotSynthesize:
+                self.synthesized = kept
+                raise
+            self.synthesized.append(made)
+            arguments.append(f"{name}={made.code}" if param.star == "" else made.code)
+        new_function = function.with_changes(body=function.body.with_changes(
+            body=body or [_pass()]))
+        module_body = _replaced(repros.module.body, function, new_function, owner)
+        name = function.name.value
+        if owner is None:
+            call = f"{name}({', '.join(arguments)})"
+            entry = f"{name}(...)"
+        else:
+            instance = repros.instance(owner)
+            if name == "__init__":
+                call = instance
+            else:
+                call = f"{instance}.{name}({', '.join(arguments)})"
+            entry = f"{owner.name.value}.{name}(...)"
+        statement = cst.parse_statement(call + "\n").with_changes(
+            leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        slicer = Slicer(statement, lambda node: node is statement, self.substitute)
+        body, needed = slicer.block([*module_body, statement], set())
+        return body, _bound(needed), entry
+
+
+def _bound(needed: set[str]) -> set[str]:
+    """`needed` when every name is a builtin or an import the script adds, else
+    CannotSynthesize."""
+    import builtins
+
+    missing = sorted(n for n in needed if not hasattr(builtins, n)
+                     and n not in ("torch", "numpy", "__name__", "__file__"))
+    if missing:
+        raise CannotSynthesize(f"{', '.join(missing)} (not bound in the file)")
+    return needed
+
+
+def _replaced(body, function, new_function, owner) -> list:
+    """The module's statements with one function (or method) replaced; every other node
+    stays the same object (libcst's deep_replace rebuilds them, losing their identity)."""
+    if owner is None:
+        return [new_function if s is function else s for s in body]
+    methods = [new_function if s is function else s for s in owner.body.body]
+    new_owner = owner.with_changes(body=owner.body.with_changes(body=methods))
+    return [new_owner if s is owner else s for s in body]
+
+
+def _params(function: cst.FunctionDef) -> list[cst.Param]:
+    params = function.params
+    found = [*params.posonly_params, *params.params]
+    if isinstance(params.star_arg, cst.Param):
+        found.append(params.star_arg)
+    found.extend(params.kwonly_params)
+    if params.star_kwarg is not None:
+        found.append(params.star_kwarg)
+    return found
+
+
+def _one_line(code: str) -> str:
+    text = " ".join(code.split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _methods(owner: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    body = owner.body.body if isinstance(owner.body, cst.IndentedBlock) else []
+    return {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
+
+
+def _mark_line(text: str) -> int:
+    for number, line in enumerate(text.splitlines(), 1):
+        if MARK in line:
+            return number
+    raise CannotSynthesize("the flagged line (no mark in the reproduction)")
+
+
+def _find_same(module: cst.Module, flagged):
+    """`flagged` itself in the sliced module, or the statement rebuilt from it (same type,
+    same header) when the slicer rebuilt it."""
+    fallback = None
+    for node in _walk(module):
+        if node is flagged:
+            return node
+        if fallback is None and type(node) is type(flagged) and isinstance(
+                node, (cst.For, cst.While)) and node.deep_equals(flagged.with_changes(
+                    body=node.body, orelse=node.orelse)):
+            fallback = node
+    return fallback
+
+
+def build_all(findings, options: Options) -> list[Reproduction]:
+    """A reproduction (or the reason there is none) for each finding, in order."""
+    by_path: dict[str, FileReproductions] = {}
+    out = []
+    for finding in findings:
+        repros = by_path.get(finding.path)
+        if repros is None:
+            try:
+                with open(finding.path, encoding="utf-8") as handle:
+                    source = handle.read()
+                repros = FileReproductions(finding.path, source, options)
+            except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError) as error:
+                out.append(Reproduction(finding, reason=f"cannot synthesize a reproduction: "
+                                                        f"the file cannot be read ({error})"))
+                continue
+            by_path[finding.path] = repros
+        try:
+            out.append(repros.build(finding))
+        except Exception as error:  # noqa: BLE001 - one finding must not lose the rest
+            out.append(Reproduction(finding, reason=f"cannot synthesize a reproduction "
+                                                    f"(internal error: {error!r})"))
+    return out

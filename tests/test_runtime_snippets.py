@@ -1,0 +1,132 @@
+"""Snippet mode (`devicelint confirm --snippets`, issue 20): reproductions built from a
+finding's code, with the outside data synthesized, run in confirm's sandbox."""
+import json
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from devicelint.finding import Finding
+from devicelint.runtime.command import confirm
+from devicelint.runtime.snippets import FileReproductions, Options, parse_sizes
+
+pytest.importorskip("torch")
+
+PER_ROW_AND_VIEW = textwrap.dedent('''\
+    import torch
+
+    B, H, T, D = 2, 4, 5, 8
+    device = "cuda"
+
+
+    def upload(rows):
+        out = []
+        for row in rows:
+            out.append(row.to(device))
+        return out
+
+
+    def merge_heads(y):
+        return y.transpose(1, 2).view(B, T, H * D)
+
+
+    if __name__ == "__main__":
+        upload(torch.randn(16, 3))
+        merge_heads(torch.randn(B, H, T, D))
+    ''')
+
+
+def _line(source, text):
+    return next(n for n, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+def _finding(path, code, line, name="rule"):
+    return Finding(code, name, str(path), line, 1, line, 1, "message")
+
+
+def _build(tmp_path, source, code, line, **options):
+    path = tmp_path / "snippet_case.py"
+    path.write_text(source)
+    repros = FileReproductions(str(path), source, Options(**options))
+    return repros.build(_finding(path, code, line))
+
+
+def test_a_parameter_becomes_a_tensor_of_the_known_rank_with_literal_sizes(tmp_path):
+    repro = _build(tmp_path, PER_ROW_AND_VIEW, "DL003", 15)
+    assert repro.reason is None
+    assert [(s.name, s.what) for s in repro.synthesized] == [
+        ("y", "tensor (2, 4, 5, 8) on cpu, float32")]
+    lines = repro.script.splitlines()
+    assert lines[repro.line - 1].strip().startswith("return y.transpose(1, 2).view(B, T, H * D)")
+    assert "merge_heads(y=torch.randn(2, 4, 5, 8, device='cpu'))" in repro.script
+    # the slice: what the line uses, not the rest of the file
+    assert "def upload" not in repro.script and "B, H, T, D = 2, 4, 5, 8" in repro.script
+
+
+def test_sizes_the_user_sets_replace_defaults(tmp_path):
+    source = PER_ROW_AND_VIEW.replace("merge_heads(torch.randn(B, H, T, D))",
+                                      "merge_heads(torch.randn(*shape))")
+    source = source.replace("B, H, T, D = 2, 4, 5, 8\n", "")
+    source = source.replace("view(B, T, H * D)", "view(y.shape[0], -1)")
+    line = _line(source, ".view(")
+    plain = _build(tmp_path, source, "DL003", line)
+    assert plain.reason is not None and "unknown" in plain.reason  # no rank, no guess
+    shaped = _build(tmp_path, source, "DL003", line, sizes={"y": (3, 4, 6, 8)})
+    assert shaped.reason is None
+    assert shaped.synthesized[0].what.startswith("tensor (3, 4, 6, 8)")
+
+
+def test_parse_sizes():
+    assert parse_sizes(["B=32", "x=64,128", "default=8"]) == {
+        "B": 32, "x": (64, 128), "default": 8}
+    for bad in ("B", "B=0", "B=x", "=3"):
+        with pytest.raises(ValueError):
+            parse_sizes([bad])
+
+
+def test_data_read_from_a_file_is_synthesized_or_the_finding_says_why(tmp_path):
+    source = textwrap.dedent('''\
+        import numpy as np
+        import torch
+
+        table = torch.from_numpy(np.load("/no/such/file.npy")).reshape(-1, 20)
+        raw = np.load("/no/such/other.npy")
+        for row in table:
+            row.to("cuda")
+        for row in raw:
+            torch.from_numpy(row).to("cuda")
+        ''')
+    rows = _build(tmp_path, source, "DL001", 7)
+    assert rows.reason is None, rows.reason
+    assert "table = torch.randn(4, 20, device='cpu')  # synthesized:" in rows.script
+    assert "import numpy" not in rows.script  # nothing reads the file any more
+    assert rows.synthesized[0].what == "tensor (4, 20) on cpu, float32"
+    unknown = _build(tmp_path, source, "DL001", 9)
+    assert unknown.script is None
+    assert unknown.reason.startswith("cannot synthesize raw (read by `np.load(")
+
+
+def _confirm_snippets(tmp_path, *extra):
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(confirm, [
+        "--snippets", str(tmp_path / "snippet_case.py"), "--device", "sim", "--format", "json",
+        "-o", str(out), *extra])
+    assert result.exit_code in (0, 1), result.output
+    return {(f["code"], f["line"]): f["confirmation"]
+            for f in json.loads(out.read_text())["findings"]}
+
+
+def test_snippet_mode_confirms_a_per_row_copy_and_a_transposed_view_on_sim(tmp_path):
+    # The file's own __main__ is never run: a crash there does not matter.
+    source = PER_ROW_AND_VIEW + "    raise SystemExit('the program itself never runs')\n"
+    (tmp_path / "snippet_case.py").write_text(source)
+    saved = tmp_path / "repros"
+    found = _confirm_snippets(tmp_path, "--save-repro", str(saved))
+    assert found[("DL001", 10)]["status"] == "confirmed", found[("DL001", 10)]
+    assert found[("DL003", 15)]["status"] == "confirmed", found[("DL003", 15)]
+    assert "view size is not compatible" in found[("DL003", 15)]["error"]
+    assert found[("DL003", 15)]["snippet"]["synthesized"] == [
+        {"name": "y", "value": "tensor (2, 4, 5, 8) on cpu, float32"}]
+    scripts = sorted(p.name for p in saved.iterdir())
+    assert scripts == ["snippet_case_L10_DL001.py", "snippet_case_L15_DL003.py"]
+    assert found[("DL003", 15)]["snippet"]["reproduction"].endswith("snippet_case_L15_DL003.py")
