@@ -29,7 +29,11 @@ class RepeatedTransfer(Rule):
     - round trips inside a loop: data copied to the device and straight back in the same
       iteration (`g = t.to(device)` then `g.to("cpu")` / `g.cpu()`), and data read back from
       the device (`.item()`, `.tolist()`, `.cpu()`, `int(t)`) that the same loop copies to
-      the device again (`tokens.append(out.argmax().item())` … `torch.tensor(tokens).to(device)`).
+      the device again (`tokens.append(out.argmax().item())` … `torch.tensor(tokens).to(device)`),
+      or writes into a device tensor (`ys.fill_(token)`). The data read is device data by its
+      value, or because the loop computes it from what it copied to the device (`x =
+      torch.LongTensor([ids[-1]]).to(dev)`, `out = model(x)`, `ids.append(out.argmax().item())`:
+      a decoding loop's cycle, whatever `model` is).
 
     It decides from values (where each value lives, where each binding is made), never from
     what variables are called; a device argument the code does not define (a parameter
@@ -40,7 +44,9 @@ class RepeatedTransfer(Rule):
     distinct tensors, such as buffers for `all_gather`), on a
     factory that fills a new tensor (`torch.zeros(n).to(device)`: DL007's), on loops that
     run once (`for ...: ...; break`), on transfers whose target changes per iteration (one
-    copy per device), and on code that runs only without a GPU (`if not use_cuda:`).
+    copy per device), on device buffers filled with constants (`buf.fill_(0)`), on values
+    read back that the loop did not compute from its own upload and that are not known to be
+    on the device, and on code that runs only without a GPU (`if not use_cuda:`).
 
     ## Why is this bad?
     Each copy pays a fixed cost whatever its size, plus the bytes, and a copy back to the
@@ -104,11 +110,14 @@ class RepeatedTransfer(Rule):
         "(`{read}`)"
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
-    tokens = (".to(", ".cuda(", "device=", ".cpu(")
+    tokens = (".to(", ".cuda(", "device=", ".cpu(", ".fill_(")
     fixable = True
 
     def leave_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "fill_":
+            self.check_written_back(node)
+            return
         if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "cpu"):
             pass
         elif not isinstance(func, (cst.Attribute, cst.Name)) or keyword_arg(node, "device") is None:
@@ -127,7 +136,7 @@ class RepeatedTransfer(Rule):
             if loop is not None:
                 self.report_invariant(node, moved, loop, label, suffix)
                 return
-            read = self.device_read(moved, loops)
+            read = self.device_read(node, moved, loops)
             if read is not None:
                 self.report(node, self.reupload_message.format(
                     call=label, line=self._line(read), read=self._short(read)) + suffix)
@@ -137,6 +146,25 @@ class RepeatedTransfer(Rule):
             if source is not None:
                 label = f".{node.func.attr.value}()"  # type: ignore[union-attr]
                 self.report(node, self.back_message.format(call=label, line=self._line(source)))
+
+    def check_written_back(self, call: cst.Call) -> None:
+        """`t.fill_(v)` on a device tensor sends the host value `v` to the device: a round
+        trip when the loop read `v` back from the device (`v = out.argmax().item()`). Only
+        round trips: filling a device buffer with a constant is no copy of data."""
+        sem = self.ctx.semantic
+        loops = self.ctx.loops(call)
+        if not loops or len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+            return
+        receiver = sem.value(call.func.value)  # type: ignore[union-attr]
+        if receiver.kind is not Kind.TENSOR or receiver.place is not Place.DEVICE:
+            return
+        filled = call.args[0].value
+        if sem.value(filled).place is Place.DEVICE or not sem.on_gpu_path(call):
+            return
+        read = self.device_read(call, filled, loops)
+        if read is not None:
+            self.report(call, self.reupload_message.format(
+                call=".fill_()", line=self._line(read), read=self._short(read)))
 
     # -- transfers -----------------------------------------------------------------------
     def upload(self, call: cst.Call) -> Optional[tuple[cst.BaseExpression, str, Optional[str]]]:
@@ -332,10 +360,13 @@ class RepeatedTransfer(Rule):
             return False
         return self._host_data(self.ctx.semantic.value(found[0]))
 
-    def device_read(self, moved: cst.BaseExpression, loops: list) -> Optional[cst.CSTNode]:
+    def device_read(self, upload: cst.Call, moved: cst.BaseExpression, loops: list) -> Optional[cst.CSTNode]:
         """A read of device data back to the host, inside the loop, that the data `moved`
         is computed from (through bindings made in the loop and what the loop appends to
-        lists it reads), else None."""
+        lists it reads), else None. The data read is on the device by its value, or because
+        the loop computes it from what `upload` copied there (the loop's own cycle:
+        `x = torch.tensor([tokens[-1]]).to(dev)`, `out = model(x)`,
+        `tokens.append(out.argmax().item())`, whatever `model` is)."""
         sem = self.ctx.semantic
         region = loops[-1]
         def follow(_name, d) -> bool:
@@ -344,24 +375,36 @@ class RepeatedTransfer(Rule):
         for node, d in dataflow.data_nodes(sem, moved, region, follow=follow, through_changes=True):
             if d is not None or not isinstance(node, cst.Call):
                 continue
-            if self._reads_device(node):
+            operand = self._host_read_operand(node)
+            if operand is not None and self._device_data(operand, upload, region):
                 return node
         return None
 
-    def _reads_device(self, call: cst.Call) -> bool:
+    def _host_read_operand(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """What `call` copies back to the host: `t` of `t.item()`, `t.tolist()`, `t.cpu()`,
+        `t.numpy()`, `t.to("cpu")`, `int(t)`, `float(t)`, `bool(t)`; else None."""
         sem = self.ctx.semantic
         func = call.func
         if isinstance(func, cst.Attribute) and (func.attr.value in _HOST_READ_METHODS
                                                 or self.is_download(call)):
             if func.attr.value != "cpu" and func.attr.value != "to" and call.args:
-                return False
-            source = sem.value(func.value)
-            return source.kind is Kind.TENSOR and source.place is Place.DEVICE
+                return None
+            return func.value
         if isinstance(func, cst.Name) and func.value in _HOST_READ_BUILTINS and not sem.defs(func) \
-                and len(call.args) == 1:
-            source = sem.value(call.args[0].value)
-            return source.kind is Kind.TENSOR and source.place is Place.DEVICE
-        return False
+                and len(call.args) == 1 and not call.args[0].star:
+            return call.args[0].value
+        return None
+
+    def _device_data(self, operand: cst.BaseExpression, upload: cst.Call, region: cst.CSTNode) -> bool:
+        """`operand` is device data: a tensor on the device, or a value of unknown place that
+        `region` computes from what `upload` copies to the device."""
+        sem = self.ctx.semantic
+        source = sem.value(operand)
+        if source.kind is Kind.TENSOR and source.place is Place.DEVICE:
+            return True
+        if source.place is Place.CPU or source.kind not in (Kind.TENSOR, Kind.UNKNOWN):
+            return False
+        return any(node is upload for node, _ in dataflow.data_nodes(sem, operand, region, depth=8))
 
     # -- messages --------------------------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:

@@ -63,3 +63,44 @@ def test_data_to_device_not_a_shadowed_torch_and_says_when_the_device_is_a_name(
     made = dataflow.data_to_device(sem, first)
     assert made is not None and made.named  # `device` taken for a device from its name
     assert dataflow.data_to_device(sem, second) is None  # `torch` is a parameter there
+
+
+def _appended_reached(source: str) -> bool:
+    """Whether data_nodes (through_changes) from the upload's data reaches `token`, which
+    the loop appends to `ids`."""
+    ctx, sem = model_of(source)
+    upload = calls_on_marked_lines(ctx)[0]
+    loop = ctx.loops(upload)[-1]
+    moved = upload.func.value  # `torch.LongTensor([ids[-1]])`
+    names = [node.value for node, d in dataflow.data_nodes(sem, moved, loop, through_changes=True)
+             if isinstance(node, cst.Name)]
+    return "token" in names
+
+
+def test_data_nodes_follow_what_the_loop_appends_to_an_object_of_unknown_kind():
+    source = """
+    import torch
+    def greedy(model, vocab, steps):
+        ids = vocab.lookup_indices(["<s>"])
+        for _ in range(steps):
+            x = torch.LongTensor([ids[-1]]).to("cuda")  # here
+            token = model(x).argmax().item()
+            ids.append(token)
+        return ids
+    """
+    assert _appended_reached(source)  # a list by what the loop does to it
+    other_method = source.replace("ids.append(token)", "ids.append(token)\n            ids.reset()")
+    assert not _appended_reached(other_method)  # any other method may change it otherwise
+    handed_on = source.replace("ids.append(token)", "ids.append(token)\n            vocab.keep(ids)")
+    assert not _appended_reached(handed_on)  # a call that may change it
+
+
+def test_data_to_device_through_an_alias_the_file_binds():
+    source = """
+    import torch
+    tensor = torch.tensor
+    x = tensor([1, 2], device="cuda")  # here
+    """
+    ctx, sem = model_of(source)
+    made = dataflow.data_to_device(sem, calls_on_marked_lines(ctx)[0])
+    assert made is not None and made.qualname == "torch.tensor"

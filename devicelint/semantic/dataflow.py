@@ -123,9 +123,11 @@ def data_to_device(sem, call: cst.Call) -> Optional[DataToDevice]:
     device = keyword_arg(call, "device")
     if device is None:
         return None
-    qual = sem.ctx.qualname(func)
-    if qual not in sem.api.data_to_device or sem.qualname(func) != qual:
-        return None  # (the import table first: cheap; then the model: not shadowed)
+    # Not shadowed; through the file's aliases (`tensor = torch.tensor`) and, with the project
+    # index, a module's own (d2l's `d2l.tensor`, `d2l = sys.modules[__name__]`).
+    qual = sem.qualname(func) or sem.resolved_qualname(func)
+    if qual not in sem.api.data_to_device:
+        return None
     data = call_arg(call, 0, "data")
     if data is None:
         return None
@@ -169,7 +171,7 @@ def data_nodes(sem, expr: cst.CSTNode, region: cst.CSTNode, depth: int = 4,
                 if follow is not None and not follow(node, d):
                     continue
                 stack.append((d.value, level + 1))
-            if through_changes and level < depth and sem.value(node).kind in _CONTAINERS:
+            if through_changes and level < depth and _fillable(sem, node, region):
                 for kind, change in changes(sem, node, region):
                     if kind == "method" and isinstance(change, cst.Call):
                         stack.extend((arg.value, level + 1) for arg in change.args)
@@ -206,6 +208,35 @@ def data_nodes(sem, expr: cst.CSTNode, region: cst.CSTNode, depth: int = 4,
             continue
         for child in reversed(sem.children(node)):
             stack.append((child, level))
+
+
+# List methods that add their arguments to the list (`xs.append(v)`).
+_LIST_ADDS = frozenset({"append", "extend", "insert"})
+
+
+def _fillable(sem, name: cst.Name, region: cst.CSTNode) -> bool:
+    """What `region` puts into `name` in place is its data: a list, dict, array or tensor,
+    or an object of unknown kind that `region` only grows with list methods (`inputs =
+    vocab.lookup_indices(...)` then `inputs.append(token)`: a list by what is done to it)."""
+    kind = sem.value(name).kind
+    if kind in _CONTAINERS:
+        return True
+    if kind is not Kind.UNKNOWN:
+        return False
+    grown = False
+    for other in _names_in(sem, region, name.value):
+        if not _same_variable(sem, name, other):
+            continue
+        parent = sem.parent(other)
+        if isinstance(parent, cst.Attribute) and parent.value is other:
+            if parent.attr.value not in _LIST_ADDS:
+                return False  # any other method may change it in ways not followed
+            grown = True
+        elif isinstance(parent, cst.Arg) and parent.value is other:
+            call = sem.parent(parent)
+            if not isinstance(call, cst.Call) or not _pure_call(sem, call):
+                return False  # handed to a call that may change it
+    return grown
 
 
 def reads(sem, expr: cst.CSTNode) -> list[cst.Name]:
