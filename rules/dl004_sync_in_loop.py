@@ -29,20 +29,24 @@ class SyncInLoop(Rule):
     where `t` is a value the code shows lives on the device (moved there, created there,
     computed from device values, or the output of a module that is on the device). What a
     call into code the file does not show returns for device tensors (a model passed in as
-    a parameter, a loss from another module: `loss = criterion(model(x.to(device)), y)`) is
-    taken to be on the device too, and so is a field of a module's output (`out.logits`) and
+    a parameter, a loss from another module: `loss = criterion(model(x.to(device)), y)`, a
+    function of another package or local module: `acc1, acc5 = accuracy(out, y, topk=(1, 5))`,
+    unless that local module shows it returns a host value) is taken to be on the device too, and so is a field of a module's output (`out.logits`) and
     the output of a module that holds no tensor (`nn.MSELoss()`) given device tensors; what a
     model's own method returns (`net.detect(x)`: device tensors or NumPy arrays) is not
     assumed. Where the only sign of the device is a parameter's name
     (`device` in a function nothing in the file calls), the message says so.
 
     A loop runs once per step when its body trains (`.backward()`, `.step()` on an
-    optimizer or GradScaler), calls a module, or walks a DataLoader; a loop whose every
+    optimizer or GradScaler), calls a module (or code the file does not show, such as a model
+    loaded with `torch.load`, on device tensors the loop carries: greedy decoding), or walks a
+    DataLoader; a loop whose every
     iteration runs such a loop is an epoch loop, and what it runs outside the inner loop runs
     once per epoch (silent). A read under a throttle (`if step % log_every == 0:`,
     `if verbose:`) whose body does not train is silent; under a condition whose body also
-    trains (`if i % n_critic == 0:` around a generator update), it runs per step and is
-    reported. Several reads in one statement are one finding that counts them.
+    trains (`if i % n_critic == 0:` around a generator update), or under a flag whose two arms
+    each run the model on this step's data (`if is_transformer: ... else: ...`), it runs per
+    step and is reported. Several reads in one statement are one finding that counts them.
 
     A call of a function of the same file that reads its argument on the host (an
     `accuracy()` helper ending in `.item()`, a metric accumulator doing `float(v)`) is
@@ -54,7 +58,7 @@ class SyncInLoop(Rule):
     without a GPU, `synchronize()` used as a timing fence (the loop, or the code around
     it, takes timestamps, or the loop walks an iterator the file does not show, which may
     time each step), and values the code does not place (silence over guessing). Not
-    followed, so silent: helpers of third-party packages (`timm.utils.accuracy`, a torchnet
+    followed, so silent: the reads inside helpers of third-party packages (a torchnet
     meter's `add`), framework hooks whose step loop is the framework's (Lightning's
     `training_step` logging `.item()`), and methods of a model whose class the run does not
     show.
@@ -105,6 +109,7 @@ class SyncInLoop(Rule):
         self.candidates: list[cst.CSTNode] = []
         # call node id -> (read node inside the helper, message): SARIF relatedLocations
         self.related: dict[int, list[tuple[cst.CSTNode, str]]] = {}
+        self._judging: set[int] = set()   # bindings whose evidence is being judged (cycles)
 
     # -- collection: nodes that may read on the host ------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -233,7 +238,15 @@ class SyncInLoop(Rule):
             defs = sem.gpu_path_defs(sem.defs(node))
             found: list[Evidence] = []
             for d in defs:
-                inner = self._def_evidence(d, depth + 1)
+                if id(d) in self._judging:
+                    # Loop-carried (`tokens = f(model(tokens))`): this binding is what is being
+                    # judged; the other bindings decide.
+                    continue
+                self._judging.add(id(d))
+                try:
+                    inner = self._def_evidence(d, depth + 1)
+                finally:
+                    self._judging.discard(id(d))
                 if inner is None:
                     return None
                 found.append(inner)
@@ -263,7 +276,18 @@ class SyncInLoop(Rule):
             callee = sem.value(func)
             qual = sem.qualname(func)
             spec = sem.api.function(qual) if qual else None
-            unseen = value.kind is Kind.UNKNOWN and qual is None and sem.syncs.callee(node) is None
+            # Code the file does not show: no qualified name (a parameter, an attribute), or a
+            # function of another package or local module (`timm.utils.accuracy`,
+            # `utils.gram_matrix`); PyTorch's own functions are judged by the API table.
+            unseen = value.kind is Kind.UNKNOWN and sem.syncs.callee(node) is None and (
+                qual is None or (spec is None and qual.split(".", 1)[0] != "torch"))
+            foreign = sem.syncs.foreign_function(node) if unseen else None
+            if foreign is not None:
+                # A function of another local module: what it returns, as that file shows it.
+                other, function = foreign
+                returned = other.summary(function).returns
+                if returned.kind not in (Kind.TENSOR, Kind.UNKNOWN) or returned.place is Place.CPU:
+                    return None
             follows = spec is not None and spec.place == "input"   # `F.softmax(scores)`
             stateless = callee.kind is Kind.MODULE and holds_state(sem, callee) is False
             if unseen or follows or stateless or (callee.kind is Kind.MODULE and callee.place is Place.UNKNOWN):

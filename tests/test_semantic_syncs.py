@@ -286,3 +286,49 @@ def test_a_module_moved_in_a_branch_taken_with_a_gpu_is_on_the_device_after_it()
     """)
     assert sem.value(find(ctx, cst.Call, "gen(torch.zeros(1, 4, device=device))")).place is Place.DEVICE
     assert sem.value(find(ctx, cst.Call, "other(torch.zeros(1, 4, device=device))")).place is Place.DEVICE
+
+
+def test_code_the_file_does_not_show_run_on_carried_device_data_is_a_step():
+    # A loaded model (torch.load's result has no kind) run on the tokens the loop carries is a
+    # decoding step; on the same input every iteration, or through a builtin, it is not.
+    ctx, sem = semantic("""
+        model = torch.load("net.pt", map_location=device, weights_only=False)
+        tokens = torch.zeros(1, 4, device=device)
+        for _ in range(3):
+            out = model(tokens)
+            tokens = out.softmax(dim=-1)
+        x = torch.zeros(1, 4, device=device)
+        for _ in range(3):
+            out = model(x)
+        total = 0.0
+        for k in range(3):
+            total += float(x[k].sum())
+        host = torch.zeros(1, 4)
+        for _ in range(3):
+            host = model(host)
+    """)
+    roles = [sem.loops.role(loop) for loop in ctx.iter_nodes(cst.For)]
+    assert roles == ["step", "other", "other", "other"]
+
+
+def test_a_flag_choosing_between_two_ways_of_running_the_step_is_no_throttle():
+    ctx, sem = semantic("""
+        attention = nn.Linear(4, 4).to(device)
+        recurrent = nn.Linear(4, 4).to(device)
+        tokens = torch.ones(1, 4, device=device)
+        for _ in range(3):
+            if use_attention:
+                out = attention(tokens)
+                a = out.cpu()
+            else:
+                out = recurrent(tokens)
+                b = out.cpu()
+            if verbose:
+                c = attention(tokens).cpu()
+            tokens = out.tanh()
+    """)
+    loop = next(ctx.iter_nodes(cst.For))
+    reads = [c for c in ctx.iter_nodes(cst.Call) if ctx.code(c).endswith(".cpu()")]
+    assert [ctx.code(c) for c in reads] == ["out.cpu()", "out.cpu()", "attention(tokens).cpu()"]
+    assert [sem.loops.step_loop(c) is loop for c in reads] == [True, True, False]
+    assert sem.loops.throttled(reads[2], loop)

@@ -17,7 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.semantic.values import Kind, Origin
+from devicelint.semantic.values import Kind, Origin, Place
 
 LOOPS = (cst.For, cst.While)
 _NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -81,8 +81,7 @@ class LoopModel:
                 if self.is_training_call(node):
                     facts.trains = True
                     facts.train_nodes.append(node)
-                elif self.is_module_call(node) and not self._calls_own_element(node, loop) \
-                        and self._on_iteration_data(node, loop):
+                elif self._runs_model(node, loop):
                     facts.calls_module = True
                 else:
                     helper = self.helper_facts(node)
@@ -150,6 +149,45 @@ class LoopModel:
             return receiver.kind in (Kind.OPTIMIZER, Kind.SCALER)
         return False
 
+    def _runs_model(self, call: cst.Call, loop) -> bool:
+        """`call` runs a model on this iteration's data: a module called on it, or code the
+        file does not show (a model passed in or loaded with `torch.load`) called on a device
+        tensor the loop binds (`logits = model(idx)` with `idx = torch.cat((idx, nxt), 1)`
+        carried from the last iteration: a decoding loop)."""
+        if self._calls_own_element(call, loop) or not self._on_iteration_data(call, loop):
+            return False
+        if self.is_module_call(call):
+            return True
+        model = self.model
+        callee = model.value(call.func)
+        if callee.kind is not Kind.UNKNOWN or model.qualname(call.func) is not None \
+                or model.syncs.callee(call) is not None:
+            return False
+        if isinstance(call.func, cst.Name) and not model.defs(call.func):
+            return False  # a builtin (`float(t)`, `len(x)`): not a model
+        if isinstance(call.func, cst.Attribute) and model.value(call.func.value).kind is not Kind.UNKNOWN:
+            return False  # a method of a value the model knows (a tensor's, a list's)
+        return any(self._carries_device_data(arg.value) and self._on_iteration_data_expr(arg.value, loop)
+                   for arg in call.args)
+
+    def _carries_device_data(self, node: cst.CSTNode) -> bool:
+        """A tensor on the device, or a name that one of its bindings makes a device tensor
+        and none a CPU one (`tokens = torch.zeros(..., device=dev)` before the loop, then
+        `tokens = out.softmax(-1)` of an unknown model's output inside it)."""
+        model = self.model
+        value = model.value(node)
+        if value.kind is Kind.TENSOR and value.place is Place.DEVICE and not value.hint:
+            return True
+        if not isinstance(node, cst.Name) or value.kind not in (Kind.TENSOR, Kind.UNKNOWN):
+            return False
+        places = set()
+        for d in model.defs(node):
+            bound = model.def_value(d)
+            if bound.kind not in (Kind.TENSOR, Kind.UNKNOWN) or bound.hint:
+                return False
+            places.add(bound.place)
+        return Place.DEVICE in places and Place.CPU not in places
+
     def _calls_own_element(self, call: cst.Call, loop) -> bool:
         """`for layer in self.layers: x = layer(x)`: calling what the loop walks is a walk
         over modules (layers, ensemble members), not one step per iteration."""
@@ -165,7 +203,10 @@ class LoopModel:
         (its target, or an assignment in its body: a loop-carried `h = rnn(h)` counts). A module
         called on the same input every iteration (`for _ in range(3): model(x)`, a timing
         loop) runs no step."""
-        stack: list = [a.value for a in call.args]
+        return any(self._on_iteration_data_expr(a.value, loop) for a in call.args)
+
+    def _on_iteration_data_expr(self, expr: cst.CSTNode, loop) -> bool:
+        stack: list = [expr]
         while stack:
             node = stack.pop()
             if isinstance(node, cst.Name):
@@ -253,14 +294,39 @@ class LoopModel:
         parent = self.model.parent(node)
         while parent is not None and parent is not loop:
             if isinstance(parent, cst.If) and child is not parent.test:
-                if self.is_throttle(parent.test) and not self._trains_in(parent):
+                if self._gates(parent, loop):
                     return True
             elif isinstance(parent, cst.Else):
                 owner = self.model.parent(parent)
-                if isinstance(owner, cst.If) and self.is_throttle(owner.test) and not self._trains_in(owner):
+                if isinstance(owner, cst.If) and self._gates(owner, loop):
                     return True
             child = parent
             parent = self.model.parent(parent)
+        return False
+
+    def _gates(self, branch: cst.If, loop: cst.CSTNode) -> bool:
+        """`branch` runs what it guards only every N steps or on a flag: its test is a
+        throttle, its body does not train, and it is not a choice between two ways of running
+        the step (`if is_transformer: out = model(x) ... else: out, h = model(x, h)`: each arm
+        calls a module on this iteration's data, so one of them runs on every step)."""
+        if not self.is_throttle(branch.test) or self._trains_in(branch):
+            return False
+        orelse = branch.orelse
+        if orelse is None:
+            return True
+        arm = orelse.body if isinstance(orelse, cst.Else) else orelse
+        return not (self._steps_in(branch.body, loop) and self._steps_in(arm, loop))
+
+    def _steps_in(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """`node` calls a module on this iteration's data of `loop`."""
+        stack = list(self.model.children(node))
+        while stack:
+            current = stack.pop()
+            if isinstance(current, _NESTED_SCOPES):
+                continue
+            if isinstance(current, cst.Call) and self._runs_model(current, loop):
+                return True
+            stack.extend(self.model.children(current))
         return False
 
     def _trains_in(self, node: cst.CSTNode) -> bool:
