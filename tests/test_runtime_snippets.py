@@ -1,7 +1,9 @@
 """Snippet mode (`devicelint confirm --snippets`, issue 20): reproductions built from a
 finding's code, with the outside data synthesized, run in confirm's sandbox."""
 import json
+import os
 import textwrap
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -11,6 +13,8 @@ from devicelint.runtime.command import confirm
 from devicelint.runtime.snippets import FileReproductions, Options, parse_sizes
 
 pytest.importorskip("torch")
+
+DATA = Path(__file__).resolve().parent / "data" / "snippets"
 
 PER_ROW_AND_VIEW = textwrap.dedent('''\
     import torch
@@ -130,3 +134,35 @@ def test_snippet_mode_confirms_a_per_row_copy_and_a_transposed_view_on_sim(tmp_p
     scripts = sorted(p.name for p in saved.iterdir())
     assert scripts == ["snippet_case_L10_DL001.py", "snippet_case_L15_DL003.py"]
     assert found[("DL003", 15)]["snippet"]["reproduction"].endswith("snippet_case_L15_DL003.py")
+
+
+PRACTITIONER = DATA / "train_sensor_model.py"
+
+
+def test_a_training_script_without_its_dataset_is_confirmed_from_snippets(tmp_path):
+    """Issue 20: the script needs a dataset this machine does not have (running it stops at
+    np.load); snippet mode confirms its per-row transfer, its transposed view and its
+    unmoved module without running it."""
+    assert "/mnt/lab-share/sensor-activity/v3" in PRACTITIONER.read_text()
+    assert not os.path.exists("/mnt/lab-share/sensor-activity/v3")
+    out, saved = tmp_path / "out.json", tmp_path / "repros"
+    result = CliRunner().invoke(confirm, [
+        "--snippets", str(PRACTITIONER), "--device", "sim", "--format", "json", "-o", str(out),
+        "--save-repro", str(saved)])
+    assert result.exit_code == 1, result.output  # 1: something was confirmed
+    found = {(f["code"], f["line"]): f["confirmation"]
+             for f in json.loads(out.read_text())["findings"]}
+    text = PRACTITIONER.read_text().splitlines()
+    per_row = _line("\n".join(text), "window.to(device) for window in test_x")
+    view = _line("\n".join(text), ".transpose(1, 2).view(")
+    unmoved = _line("\n".join(text), "pred = model(")
+    assert found[("DL001", per_row)]["status"] == "confirmed", found[("DL001", per_row)]
+    assert found[("DL003", view)]["status"] == "confirmed", found[("DL003", view)]
+    assert found[("DL002", unmoved)]["status"] == "confirmed", found[("DL002", unmoved)]
+    assert "same device" in found[("DL002", unmoved)]["error"]
+    # what was synthesized is said: the test split, from the shapes the code gives it
+    assert {"name": "test_x", "value": "tensor (4, 6, 16) on cpu, float32"} in \
+        found[("DL003", view)]["snippet"]["synthesized"]
+    for script in saved.iterdir():  # no reproduction reads the missing files
+        code = [line.split("#")[0] for line in script.read_text().splitlines()]
+        assert not any("np.load(" in line or "load_split(" in line for line in code), script

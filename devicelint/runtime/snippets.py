@@ -516,7 +516,9 @@ class FileReproductions:
         self.sem = self.ctx.semantic
         self._statements: Optional[list] = None
         self._tainted: Optional[set] = None
-        self._outside_defs: Optional[set] = None
+        self._outside_defs: Optional[dict] = None
+        self._stand_ins: dict = {}
+        self._computed: dict = {}
 
     # where things are
     def statements(self) -> list:
@@ -737,18 +739,21 @@ class FileReproductions:
                     return self.ctx.code(sub)
         return None
 
-    def outside_defs(self) -> set[str]:
-        """Functions and classes of the module whose body reads data from outside."""
+    def outside_defs(self) -> dict[str, str]:
+        """Functions and classes of the module whose body reads data from outside: name ->
+        the code of the call that reads."""
         if self._outside_defs is None:
-            self._outside_defs = set()
+            self._outside_defs = {}
             defs = [s for s in self.module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))]
             changed = True
             while changed:
                 changed = False
                 for d in defs:
-                    if d.name.value not in self._outside_defs and self.reads_outside(d.body):
-                        self._outside_defs.add(d.name.value)
-                        changed = True
+                    if d.name.value not in self._outside_defs:
+                        found = self.reads_outside(d.body)
+                        if found:
+                            self._outside_defs[d.name.value] = found
+                            changed = True
         return self._outside_defs
 
     def tainted(self, statement) -> bool:
@@ -777,6 +782,70 @@ class FileReproductions:
             return False
         header = statement.iter if isinstance(statement, cst.For) else statement
         return self._source_tainted(header, self.ctx.scope(statement))
+
+    def stand_in(self, statement):
+        """[(name, Synthesized, the code it stands for)] for every name a one-line binding
+        binds (`x = ...`, `x, y = f(...)` when the value's parts are known), or None."""
+        key = id(statement)
+        if key in self._stand_ins:
+            return self._stand_ins[key]
+        made = None
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            small = statement.body[0]
+            if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+                targets = small.targets if isinstance(small, cst.Assign) else [small]
+                value = self.sem.value(small.value)
+                code = self.ctx.code(small.value)
+                try:
+                    made = []
+                    for target in targets:
+                        made.extend(self._stand_in_target(target.target, value, code))
+                except CannotSynthesize:
+                    made = None
+        self._stand_ins[key] = made
+        return made
+
+    def _stand_in_target(self, target, value: Value, code: str) -> list:
+        if isinstance(target, cst.Name):
+            return [(target.value, self.synthesize(target.value, value), code)]
+        if isinstance(target, (cst.Tuple, cst.List)) and value.items is not None \
+                and len(value.items) == len(target.elements) and all(
+                    isinstance(e.value, cst.Name) for e in target.elements):
+            return [(e.value.value, self.synthesize(e.value.value, item), code)
+                    for e, item in zip(target.elements, value.items)]
+        raise CannotSynthesize("a target the facts do not describe")
+
+    def cut(self, statement) -> bool:
+        """Synthesize this binding: its data comes from outside, the facts describe it, and
+        the code cannot compute it from stand-ins made earlier (the earliest point wins, so
+        the code's own steps, such as a transpose, run)."""
+        return self.tainted(statement) and self.stand_in(statement) is not None \
+            and not self.computed(statement)
+
+    def computed(self, statement) -> bool:
+        """Whether the code computes this binding from synthesized stand-ins: it reads no
+        outside data itself and every outside value it reads is a stand-in or computed."""
+        key = id(statement)
+        if key in self._computed:
+            return self._computed[key] is not False
+        self._computed[key] = None  # in progress: a loop-carried binding
+        result = not self.reads_outside(_header_or_self(statement)) and all(
+            self.cut(d) or self.computed(d) for d in self._tainted_inputs(statement))
+        self._computed[key] = result
+        return result
+
+    def _tainted_inputs(self, statement) -> list:
+        scope = self.ctx.scope(statement)
+        local = self.ctx.bindings(scope)
+        found = []
+        for name in reads(_header_or_self(statement)) if not isinstance(statement, cst.For) \
+                else _names_in(statement.iter):
+            for binding in local.get(name) or self.ctx.bindings(self.module).get(name) or []:
+                bound = self.statement_of(binding.node)
+                if bound is not None and bound is not statement and not isinstance(
+                        bound, (cst.FunctionDef, cst.ClassDef)) and self.tainted(bound):
+                    found.append(bound)
+        return found
 
     def _source_tainted(self, node, scope) -> bool:
         if self.reads_outside(node):
@@ -976,7 +1045,7 @@ class _Builder:
 
     def substitute(self, statement, needed):
         """A binding of data the run does not have, replaced by synthesized values; None to
-        keep the statement as the code has it."""
+        keep the statement as the code has it (its inputs are synthesized further up)."""
         repros = self.repros
         if isinstance(statement, cst.SimpleStatementLine) and all(
                 isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body):
@@ -984,38 +1053,29 @@ class _Builder:
                 if _import_names(small) & needed:
                     repros.check_import(small)
             return None
-        if isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.For, cst.While, cst.If,
-                                  cst.With, cst.Try)) or self.ctx.parent(statement) is None:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            outside = repros.outside_defs().get(statement.name.value)
+            if outside and self.ctx.parent(statement) is not None:
+                raise CannotSynthesize(f"what {statement.name.value} reads (`{outside}`)")
             return None
-        if not repros.tainted(statement):
+        if self.ctx.parent(statement) is None or not repros.tainted(statement):
             return None
-        lines, used = [], set()
-        for small in statement.body:
-            if not isinstance(small, (cst.Assign, cst.AnnAssign)) or small.value is None:
-                return self._cannot(statement)
-            targets = small.targets if isinstance(small, cst.Assign) else [small]
-            for target in targets:
-                if not isinstance(target.target, cst.Name):
-                    return self._cannot(statement)
-                name = target.target.value
-                try:
-                    made = repros.synthesize(name, repros.sem.value(small.value))
-                except CannotSynthesize:
-                    return self._cannot(statement)
-                self.synthesized.append(made)
-                lines.append(f"{name} = {made.code}  # synthesized: {made.what}, for: "
-                             f"{_one_line(self.ctx.code(small.value))}")
-                used |= _names_in(cst.parse_expression(made.code))
-        new = cst.parse_module("\n".join(lines) + "\n").body
-        return (new if len(new) > 1 else new[0]), used
-
-    def _cannot(self, statement):
-        """Keep a tainted statement only when it does not itself read outside data."""
-        outside = self.repros.reads_outside(statement)
-        if outside:
-            names = ", ".join(sorted(binds(statement))) or "a value"
-            raise CannotSynthesize(f"{names} (read by `{_one_line(outside)}`: no facts to build "
-                                   f"a stand-in from)")
+        if repros.cut(statement):
+            made = repros.stand_in(statement)
+            for name, synthesized, _ in made:
+                if all(s is not synthesized for s in self.synthesized):
+                    self.synthesized.append(synthesized)
+            lines = [f"{name} = {m.code}  # synthesized: {m.what}, for: {_one_line(code)}"
+                     for name, m, code in made]
+            used = set().union(*(_names_in(cst.parse_expression(m.code)) for _, m, _ in made))
+            new = list(cst.parse_module("\n".join(lines) + "\n").body)
+            return (new if len(new) > 1 else new[0]), used
+        if not repros.computed(statement):
+            outside = repros.reads_outside(_header_or_self(statement))
+            if outside:
+                names = ", ".join(sorted(binds(statement))) or "a value"
+                raise CannotSynthesize(f"{names} (read by `{_one_line(outside)}`: no facts "
+                                       f"to build a stand-in from)")
         return None
 
     # where a reproduction starts
@@ -1091,6 +1151,15 @@ class _Builder:
         slicer = Slicer(statement, lambda node: node is statement, self.substitute)
         body, needed = slicer.block([*module_body, statement], set())
         return body, _bound(needed), entry
+
+
+def _header_or_self(statement):
+    """What a statement itself computes: a loop's iterable, a with's items, else itself."""
+    if isinstance(statement, cst.For):
+        return statement.iter
+    if isinstance(statement, cst.While):
+        return statement.test
+    return statement
 
 
 def _bound(needed: set[str]) -> set[str]:
