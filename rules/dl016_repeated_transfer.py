@@ -33,7 +33,12 @@ class RepeatedTransfer(Rule):
       or writes into a device tensor (`ys.fill_(token)`). The data read is device data by its
       value, or because the loop computes it from what it copied to the device (`x =
       torch.LongTensor([ids[-1]]).to(dev)`, `out = model(x)`, `ids.append(out.argmax().item())`:
-      a decoding loop's cycle, whatever `model` is).
+      a decoding loop's cycle, whatever `model` is);
+    - host data a model keeps unchanged, copied to the device each time it runs: in a
+      module's `forward` (or an object's `__call__`), a `.to(x.device)` or
+      `torch.tensor(..., device=...)` of `self.table` that only `__init__` binds and no
+      method changes (`self.P[:, :x.shape[1]].to(x.device)`): the same copy on every step
+      (register it as a buffer, or keep a device copy).
 
     It decides from values (where each value lives, where each binding is made), never from
     what variables are called; a device argument the code does not define (a parameter
@@ -109,6 +114,10 @@ class RepeatedTransfer(Rule):
         "`{call}` copies back to the device data read from it at line {line} "
         "(`{read}`)"
     )
+    per_call_message = (
+        "`{call}` copies the same host data to the device on every call of `{function}` "
+        "(line {line})"
+    )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", "device=", ".cpu(", ".fill_(")
     fixable = True
@@ -124,6 +133,7 @@ class RepeatedTransfer(Rule):
             return  # neither a move nor a factory given a device
         loops = self.ctx.loops(node)
         if not loops:
+            self.check_per_call(node)
             return
         sem = self.ctx.semantic
         upload = self.upload(node)
@@ -146,6 +156,38 @@ class RepeatedTransfer(Rule):
             if source is not None:
                 label = f".{node.func.attr.value}()"  # type: ignore[union-attr]
                 self.report(node, self.back_message.format(call=label, line=self._line(source)))
+
+    def check_per_call(self, call: cst.Call) -> None:
+        """A model's forward (`forward` of an nn.Module class, or `__call__`: what runs each
+        time the object is called) that copies to the device host data the object keeps
+        unchanged (`self.table`, bound in `__init__` only) or constants: the same copy on
+        every step."""
+        sem = self.ctx.semantic
+        function = sem.function_of(call)
+        if function is None or function.name.value not in ("forward", "__call__"):
+            return
+        owner = sem.parent(sem.parent(function))
+        if not isinstance(owner, cst.ClassDef):
+            return
+        if function.name.value == "forward" and owner not in sem.module_classes().values():
+            return
+        if isinstance(sem.parent(call), cst.Expr):
+            return  # the copy is thrown away: DL006's
+        upload = self.upload(call)
+        if upload is None or not sem.on_gpu_path(call):
+            return
+        moved, label, hint = upload
+        if not self._host_data(sem.value(moved)) or self._kept(call):
+            return
+        if dataflow.fresh_fill(sem, moved, depth=0) is not None:
+            return  # a fresh fill: DL007 (create it on the device)
+        if not dataflow.same_every_call(sem, moved, function):
+            return
+        if not all(self._same_target(arg.value, function) for arg in call.args if arg.value is not moved):
+            return
+        suffix = self.hint_message.format(target=hint) if hint is not None else ""
+        self.report(call, self.per_call_message.format(
+            call=label, function=function.name.value, line=self._line(function)) + suffix)
 
     def check_written_back(self, call: cst.Call) -> None:
         """`t.fill_(v)` on a device tensor sends the host value `v` to the device: a round
@@ -259,12 +301,12 @@ class RepeatedTransfer(Rule):
 
     def _same_target(self, arg: cst.BaseExpression, loop: cst.CSTNode) -> bool:
         """A `.to(...)` argument that names the same target on every iteration: invariant,
-        or the `.device` of a tensor (`x.to(logits.device)`: where the loop's tensors live,
-        which does not change from one iteration to the next)."""
+        or the `.device` (or `.dtype`) of a tensor (`x.to(logits.device)`: where the loop's
+        tensors live, which does not change from one iteration to the next)."""
         sem = self.ctx.semantic
         if dataflow.invariant(sem, arg, loop):
             return True
-        return isinstance(arg, cst.Attribute) and arg.attr.value == "device" \
+        return isinstance(arg, cst.Attribute) and arg.attr.value in ("device", "dtype") \
             and sem.value(arg.value).kind in (Kind.TENSOR, Kind.UNKNOWN)
 
     @staticmethod
@@ -272,7 +314,7 @@ class RepeatedTransfer(Rule):
         if value.kind is Kind.TENSOR:
             return value.place is Place.CPU
         if value.kind is Kind.SEQUENCE:
-            return value.place is Place.CPU
+            return value.place is not Place.DEVICE  # a Python list: host memory
         return value.kind in (Kind.ARRAY, Kind.NUMBER, Kind.BOOL)
 
     def report_invariant(self, call: cst.Call, moved, loop, label: str, suffix: str) -> None:

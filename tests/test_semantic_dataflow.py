@@ -104,3 +104,33 @@ def test_data_to_device_through_an_alias_the_file_binds():
     ctx, sem = model_of(source)
     made = dataflow.data_to_device(sem, calls_on_marked_lines(ctx)[0])
     assert made is not None and made.qualname == "torch.tensor"
+
+
+def test_same_every_call_reads_attributes_bound_once_and_sizes_only():
+    source = """
+    import torch
+    class Enc(torch.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.table = torch.zeros(1, n)
+            self.steps = [1, 2]
+            self.grown = []
+        def grow(self):
+            self.grown.append(1)
+        def forward(self, x, ids):
+            a = self.table[:, :x.shape[1]]  # here
+            b = torch.tensor(self.steps)  # here
+            c = torch.tensor(self.grown)  # here
+            d = self.table[:, ids]  # here
+            e = torch.tensor(ids)  # here
+    """
+    ctx, sem = model_of(source)
+    values = []
+    for line in ctx.iter_nodes(cst.SimpleStatementLine):
+        if ctx.code(line).rstrip().endswith("# here"):
+            values.append(line.body[0].value)
+    forward = sem.function_of(values[0])
+    same = [dataflow.same_every_call(sem, value, forward) for value in values]
+    # bound in __init__ only (a slice bounded by a size); changed by another method; indexed
+    # by an argument's data; an argument's data
+    assert same == [True, True, False, False, False]

@@ -416,6 +416,125 @@ def invariant(sem, expr: cst.CSTNode, region: cst.CSTNode) -> bool:
     return True
 
 
+def same_every_call(sem, expr: cst.CSTNode, function: cst.FunctionDef) -> bool:
+    """`expr`, inside the method `function`, computes the same data on every call of it
+    (as `invariant` does for a loop's iterations): it reads no parameter's data and no
+    name bound in `function`; `self.x` only where the class binds `x` in `__init__` alone
+    and no other method changes it in place; module-level names nothing in `function`
+    changes; deterministic calls only. Index bounds may read sizes (`self.table[:, :x.shape[1]]`:
+    a part of the same host table)."""
+    owner = sem.parent(sem.parent(function))
+    if not isinstance(owner, cst.ClassDef):
+        return False
+    params = function.params.posonly_params or function.params.params
+    if not params:
+        return False
+    this = params[0].name.value
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await) + COMPREHENSIONS):
+            return False
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False", "None"):
+                continue
+            defs = sem.defs(node)
+            if not defs or any(d.node is not None and within(sem, d.node, function) for d in defs):
+                return False  # a parameter, or bound in the function
+            if all(d.kind == "import" for d in defs):
+                continue
+            if changes(sem, node, function):
+                return False
+            continue
+        if isinstance(node, cst.Attribute):
+            if isinstance(node.value, cst.Name) and node.value.value == this \
+                    and sem.defs(node.value) and all(d.kind == "param" for d in sem.defs(node.value)):
+                if not _set_once(sem, owner, node.attr.value):
+                    return False
+                continue
+            if node.attr.value in ("grad", "data") or sem.value(node.value).kind is Kind.MODULE:
+                return False
+            stack.append(node.value)
+            continue
+        if isinstance(node, cst.Call):
+            if not _deterministic(sem, node):
+                return False
+            if isinstance(node.func, cst.Attribute):
+                stack.append(node.func.value)
+            stack.extend(arg.value for arg in node.args)
+            continue
+        if isinstance(node, cst.Subscript):
+            stack.append(node.value)
+            for element in node.slice:
+                stack.extend(part for part in sem.children(element.slice) if not _size_only(sem, part))
+            continue
+        stack.extend(sem.children(node))
+    return True
+
+
+def _size_only(sem, node: cst.CSTNode) -> bool:
+    """An index bound computed from sizes alone (`x.shape[1]`, `len(x)`, `n - 1`)."""
+    if isinstance(node, (cst.Integer, cst.Colon, cst.Comma)) or is_metadata_read(sem, node):
+        return True
+    if isinstance(node, cst.Subscript):
+        return _size_only(sem, node.value)
+    if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
+        return all(_size_only(sem, part) for part in sem.children(node)
+                   if not isinstance(part, cst.BaseBinaryOp) and not isinstance(part, cst.BaseUnaryOp))
+    return False
+
+
+def _set_once(sem, owner: cst.ClassDef, attr: str) -> bool:
+    """The class binds `self.<attr>` in `__init__` only, and no other method changes it in
+    place (`self.t.add_()`, `self.t[i] = v`, `self.xs.append(v)`) or hands it to a call
+    that may."""
+    from devicelint.semantic import modules
+
+    entries = modules.attribute_assignments(sem, owner).get(attr)
+    if not entries:
+        return False
+    for target, _ in entries:
+        method = sem.function_of(target)
+        if method is None or method.name.value != "__init__":
+            return False
+    body = owner.body
+    if not isinstance(body, cst.IndentedBlock):
+        return False
+    for method in body.body:
+        if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
+            continue
+        stack: list[cst.CSTNode] = [method.body]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.Attribute) and current.attr.value == attr \
+                    and isinstance(current.value, cst.Name) and _changed_here(sem, current):
+                return False
+            stack.extend(sem.children(current))
+    return True
+
+
+def _changed_here(sem, target: cst.Attribute) -> bool:
+    """`target` (`self.x`) is written, changed in place, or handed to a call that may
+    change it, at this read."""
+    if _is_store(sem, target):
+        return True
+    parent = sem.parent(target)
+    if isinstance(parent, cst.Subscript) and parent.value is target:
+        return _is_store(sem, parent)
+    if isinstance(parent, cst.Attribute) and parent.value is target:
+        owner = sem.parent(parent)
+        if isinstance(owner, cst.Call) and owner.func is parent:
+            method = parent.attr.value
+            return (method.endswith("_") and not method.startswith("_")) or (
+                method in _MUTATING_METHODS and sem.value(target).kind not in (Kind.TENSOR, Kind.MODULE))
+        return False
+    if isinstance(parent, cst.Arg) and parent.value is target:
+        call = sem.parent(parent)
+        return isinstance(call, cst.Call) and (
+            (parent.keyword is not None and parent.keyword.value == "out") or not _pure_call(sem, call))
+    return False
+
+
 def _deterministic(sem, call: cst.Call) -> bool:
     if _builtin(sem, call.func, _PURE_BUILTINS | METADATA_BUILTINS):
         return True
