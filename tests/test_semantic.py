@@ -265,7 +265,7 @@ def test_api_table_has_no_duplicates_and_loads():
     assert table.function("torch.cat").place == "input"
     for spec in itertools.chain(table.methods.values(), table.functions.values()):
         assert spec.result in {"tensor", "number", "bool", "array", "host-list", "device",
-                               "dtype", "size", "tensors", "same", "none"}
+                               "dtype", "size", "tensors", "packed", "same", "none"}
 
 
 def test_a_list_built_of_host_samples_holds_rows():

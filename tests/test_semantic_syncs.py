@@ -9,7 +9,7 @@ import textwrap
 import libcst as cst
 
 from devicelint.context import FileContext
-from devicelint.semantic import Place
+from devicelint.semantic import Kind, Place
 
 
 HEAD = """\
@@ -332,3 +332,37 @@ def test_a_flag_choosing_between_two_ways_of_running_the_step_is_no_throttle():
     assert [ctx.code(c) for c in reads] == ["out.cpu()", "out.cpu()", "attention(tokens).cpu()"]
     assert [sem.loops.step_loop(c) is loop for c in reads] == [True, True, False]
     assert sem.loops.throttled(reads[2], loop)
+
+
+def test_a_loop_that_sends_each_element_to_the_device_walks_batches():
+    # Whatever the iterable (here a parameter the file never binds), moving the element the
+    # loop binds to the device, directly or through a function of the file that moves its
+    # parameter, is one batch per iteration; a dtype-only `.to` or moving something else is not.
+    ctx, sem = semantic("""
+        def to_device(x):
+            return x.to(device)
+
+        def walk(batches, weight):
+            for x in batches:
+                x = x.to(device)
+            for x, y in batches:
+                y = to_device(y)
+            for x in batches:
+                x = x.to(torch.float64)
+            for x in batches:
+                w = weight.to(device)
+    """)
+    roles = [sem.loops.role(loop) for loop in ctx.iter_nodes(cst.For)]
+    assert roles == ["step", "step", "other", "other"]
+
+
+def test_a_packed_sequence_keeps_its_data_on_the_input_device_and_its_sizes_on_the_cpu():
+    ctx, sem = semantic("""
+        from torch.nn.utils.rnn import pack_padded_sequence
+        out = torch.randn(2, 3, 4, device=device)
+        data, sizes, _, _ = pack_padded_sequence(out, [3, 2], batch_first=True)
+    """)
+    data = find(ctx, cst.Name, "data")
+    sizes = find(ctx, cst.Name, "sizes")
+    assert (sem.value(data).kind, sem.value(data).place) == (Kind.TENSOR, Place.DEVICE)
+    assert (sem.value(sizes).kind, sem.value(sizes).place) == (Kind.TENSOR, Place.CPU)

@@ -17,6 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devicelint.names import call_arg, keyword_arg
 from devicelint.semantic.values import Kind, Origin, Place
 
 LOOPS = (cst.For, cst.While)
@@ -78,6 +79,8 @@ class LoopModel:
                 facts.nested.append((node, gated))
                 continue
             if isinstance(node, cst.Call):
+                if not facts.walks_loader and self._moves_element(node, loop):
+                    facts.walks_loader = True   # each iteration sends a batch to the device
                 if self.is_training_call(node):
                     facts.trains = True
                     facts.train_nodes.append(node)
@@ -148,6 +151,39 @@ class LoopModel:
             receiver = self.model.value(func.value)
             return receiver.kind in (Kind.OPTIMIZER, Kind.SCALER)
         return False
+
+    def _moves_element(self, call: cst.Call, loop) -> bool:
+        """`call` copies what the loop walks to the device: `x.to(device)`/`x.cuda()` of a
+        name the loop's target binds, or a call of the file's function that moves the
+        parameter such a name is passed to (`calc_loss_batch(x, y, model, device)` doing
+        `x.to(device)`). A loop that sends each element to the device walks batches, whatever
+        the iterable is (a parameter, an iterator the file does not show)."""
+        if not isinstance(loop, cst.For):
+            return False
+        model = self.model
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+            if not self._reads_target(func.value, loop):
+                return False
+            if func.attr.value == "cuda":
+                return model.value(func.value).kind in (Kind.TENSOR, Kind.UNKNOWN)
+            target = keyword_arg(call, "device")
+            if target is None:
+                target = call_arg(call, 0, "\0")
+            return model.device_place(target)[0] is Place.DEVICE
+        found = model.syncs.callee(call)
+        if found is None:
+            return False
+        function, bound = found
+        moved = model.summary(function).moves
+        return any(self._reads_target(arg, loop) for name in moved for arg in bound.get(name, ()))
+
+    def _reads_target(self, node: cst.CSTNode, loop: cst.For) -> bool:
+        """`node` is, or indexes into, a name bound by the loop's target."""
+        while isinstance(node, (cst.Subscript, cst.Attribute)):
+            node = node.value
+        return isinstance(node, cst.Name) and any(
+            d.kind == "for" and d.node is loop for d in self.model.defs(node))
 
     def _runs_model(self, call: cst.Call, loop) -> bool:
         """`call` runs a model on this iteration's data: a module called on it, or code the

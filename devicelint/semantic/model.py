@@ -1746,6 +1746,10 @@ class SemanticModel:
                     place = Place.CPU
                 else:
                     place = Place.UNKNOWN
+        if spec.result == "packed":
+            # A PackedSequence: its data stays where the input is, its batch sizes on the CPU.
+            return Value(Kind.SEQUENCE, place, node=node, items=(
+                tensor(place, node=node), tensor(Place.CPU, node=node), UNKNOWN, UNKNOWN))
         if spec.result == "tensors":
             part = shapes.apply_rank(spec, first, node, self) if first is not None else None
             unbind = name.rsplit(".", 1)[-1] == "unbind"
