@@ -70,6 +70,18 @@ class FileContext:
         self._events: list[tuple[cst.CSTNode, bool]] = []
         self._semantic = None
 
+    def release(self) -> None:
+        """Once the findings are made: drop what ties the file's objects into reference
+        cycles (reports -> rules -> this context; the semantic model and its parts, which
+        refer to each other), so that the tree is freed by reference counting as the lint
+        returns, not left for the cyclic collector, which the engine pauses while it lints
+        (devicelint/collector.py)."""
+        self.reports = []
+        self._positions = None
+        if self._semantic is not None:
+            vars(self._semantic).clear()
+            self._semantic = None
+
     # -- traversal -------------------------------------------------------------------
     def walk(self, visitors: dict[str, list[Callable]], leavers: dict[str, list[Callable]]) -> None:
         """Index the tree, then run the rules' handlers in source order.

@@ -13,7 +13,7 @@ from typing import Iterable, Optional, Sequence
 
 import libcst as cst
 
-from devicelint import safe_parse
+from devicelint import collector, safe_parse
 from devicelint.context import FileContext
 from devicelint.diagnostics import SYNTAX_ERROR, UNUSED_SUPPRESSION, diagnostic, python_syntax_error
 from devicelint.document import Document
@@ -74,6 +74,14 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
         pieces = top_level_pieces(source)
         if pieces is not None and len(pieces) > 1:
             return _lint_in_pieces(path, source, pieces, rules, honour_noqa, disk_path)
+    # One module at a time (each piece of a big one on its own, so that memory follows the
+    # piece), with the cyclic collector paused (devicelint/collector.py).
+    with collector.paused():
+        return _lint_module(path, source, rules, active, honour_noqa, disk_path)
+
+
+def _lint_module(path: str, source: str, rules: Sequence[type[Rule]], active: list[type[Rule]],
+                 honour_noqa: bool, disk_path: Optional[str]) -> FileResult:
     try:
         module = safe_parse.parse_module(source)  # libcst's, guarded against stack overflow
     except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
@@ -95,6 +103,8 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
         # recurse: a tree deeper than Python's recursion limit cannot be analysed.
         return FileResult(path, [diagnostic(
             SYNTAX_ERROR, path, "Cannot analyse: the code is nested too deeply for devicelint")])
+    finally:
+        ctx.release()
 
 
 def _lint_in_pieces(path: str, source: str, pieces: list[tuple[int, str]], rules: Sequence[type[Rule]],

@@ -242,3 +242,76 @@ def test_a_big_module_is_linted_in_pieces_with_its_lines_and_imports(monkeypatch
     monkeypatch.setattr(engine, "BIG_MODULE_CHARS", 1000)
     monkeypatch.setattr(engine, "top_level_pieces", lambda text: project_index.top_level_pieces(text, 200))
     assert [f.to_dict() for f in lint_source("big.py", source, rules).findings] == whole
+
+
+def _libcst_nodes_left_for_the_collector(run) -> int:
+    """How many libcst nodes `run()` leaves in reference cycles (garbage that only the cyclic
+    collector would free), counted with the collector off."""
+    import gc
+
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        run()
+        gc.collect()
+        return sum(isinstance(thing, cst.CSTNode) for thing in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+
+def test_a_lint_frees_its_tree_without_the_cyclic_collector() -> None:
+    """The engine pauses the cyclic collector while it lints a file (devicelint/collector.py)
+    and breaks the file's reference cycles when it is done (FileContext.release), so the tree
+    is freed by reference counting: also when rules reported findings with fixes and used
+    the semantic model."""
+    from conftest import FIXTURES
+    from devicelint.engine import enabled_rules
+    from devicelint.rule import all_rules
+
+    rules = enabled_rules(list(all_rules()))
+    for name in ("DL004/bad_gates_and_joins.py", "DL007/fix_chains.py", "DL001/bad_loop_forms.py"):
+        path = FIXTURES / name
+        if not path.exists():
+            continue
+        source = path.read_text(encoding="utf-8")
+        result = lint_source(name, source, rules)  # imports, caches
+        assert result.findings
+        assert _libcst_nodes_left_for_the_collector(lambda: lint_source(name, source, rules)) == 0, name
+
+
+def test_no_cyclic_collection_while_a_file_is_linted() -> None:
+    """Without the pause, linting these 3,000 lines starts the collector dozens of times;
+    with it, once at most: when it resumes after the file."""
+    import gc
+
+    starts = []
+    seen_by_rules = []
+
+    def count(phase, info):
+        if phase == "start":
+            starts.append(info["generation"])
+
+    class Watcher(_Reporter):
+        def visit_Module(self, node: cst.Module) -> None:
+            seen_by_rules.append(gc.isenabled())
+
+    source = "import torch\n" + "".join(f"x{i} = torch.zeros({i}).to('cuda') + [{i}, ({i},)]\n"
+                                         for i in range(3000))
+    rules = [Watcher]
+    lint_source("t.py", source, rules)
+    gc.callbacks.append(count)
+    try:
+        found = lint_source("t.py", source, rules).findings
+        during = list(starts)
+        assert gc.isenabled()
+        gc.disable()  # a caller's switched-off collector stays off
+        lint_source("t.py", source, rules)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.callbacks.remove(count)
+    assert len(found) == 3000 and len(during) <= 1
+    assert seen_by_rules == [False, False, False]
