@@ -695,7 +695,7 @@ def _apply_facts(info: ModuleInfo, facts: dict) -> None:
 
 def _read_small(path: str) -> Optional[bytes]:
     try:
-        from devicelint.datafile import read_regular
+        from devicelint.source import read_regular
 
         return read_regular(path, _MAX_DEPENDENCY_SIZE)
     except Exception:  # noqa: BLE001 - unreadable: no facts from it
