@@ -5,7 +5,11 @@ with the index and without it (`project_index.ENABLED = False`), alternating, RO
 prints the median CPU seconds (user + system of the lint and its worker processes) and wall
 seconds of each, and their ratio. The issue's bound: at most 1.15.
 
-    .venv/bin/python bench/project_index_cost.py [--rounds 5] [DIR ...]
+    .venv/bin/python bench/project_index_cost.py [--rounds 5] [--baseline TREE] [DIR ...]
+
+`--baseline TREE`: also measure the devicelint of another checkout (e.g. a `git worktree`
+of an earlier commit, put first on PYTHONPATH), in the same rounds, alternating with this
+one: before/after figures taken side by side.
 
 Default corpora: bench/.corpora/torchvision-0.24.1/torchvision (library code) and
 bench/.corpora/practitioner (practitioner scripts; `bench/practitioner.py --materialise`).
@@ -14,6 +18,7 @@ bench/.corpora/practitioner (practitioner scripts; `bench/practitioner.py --mate
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -21,6 +26,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = [ROOT / "bench/.corpora/torchvision-0.24.1/torchvision", ROOT / "bench/.corpora/practitioner"]
@@ -34,12 +40,16 @@ SNIPPET = (
 )
 
 
-def one(mode: str, corpus: Path) -> tuple[float, float]:
+def one(mode: str, corpus: Path, tree: Optional[Path] = None) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     pin = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
+    env = None
+    if tree is not None:  # first on the path, before what the environment already has
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            p for p in (str(tree), os.environ.get("PYTHONPATH", "")) if p))
     subprocess.run([*pin, sys.executable, "-c", SNIPPET, mode, str(corpus)], check=True,
-                   stdout=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, env=env)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -50,22 +60,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpora", nargs="*", type=Path, default=DEFAULT)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another checkout to measure side by side (its index on and off)")
     args = parser.parse_args()
-    print("corpus\tfiles\tcpu off\tcpu on\tcpu ratio\twall off\twall on\twall ratio")
+    trees: dict[str, Optional[Path]] = {"this": None}
+    if args.baseline is not None:
+        trees["baseline"] = args.baseline.resolve()
+    print("tree\tcorpus\tfiles\tcpu off\tcpu on\tcpu ratio\twall off\twall on\twall ratio")
     for corpus in args.corpora:
         if not corpus.is_dir():
             print(f"{corpus}: missing, skipped", file=sys.stderr)
             continue
-        runs: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
+        runs = {(t, m): [] for t in trees for m in ("off", "on")}
         one("on", corpus)  # warm the file system cache and the rule catalog
         for _ in range(args.rounds):
-            for mode in ("off", "on"):
-                runs[mode].append(one(mode, corpus))
-        cpu = {m: statistics.median(c for c, _w in r) for m, r in runs.items()}
-        wall = {m: statistics.median(w for _c, w in r) for m, r in runs.items()}
+            for name, tree in trees.items():
+                for mode in ("off", "on"):
+                    runs[name, mode].append(one(mode, corpus, tree))
         files = sum(1 for _ in corpus.rglob("*.py"))
-        print(f"{corpus.name}\t{files}\t{cpu['off']:.2f}\t{cpu['on']:.2f}\t{cpu['on'] / cpu['off']:.3f}"
-              f"\t{wall['off']:.2f}\t{wall['on']:.2f}\t{wall['on'] / wall['off']:.3f}")
+        for name in trees:
+            cpu = {m: statistics.median(c for c, _w in runs[name, m]) for m in ("off", "on")}
+            wall = {m: statistics.median(w for _c, w in runs[name, m]) for m in ("off", "on")}
+            print(f"{name}\t{corpus.name}\t{files}\t{cpu['off']:.2f}\t{cpu['on']:.2f}"
+                  f"\t{cpu['on'] / cpu['off']:.3f}\t{wall['off']:.2f}\t{wall['on']:.2f}"
+                  f"\t{wall['on'] / wall['off']:.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 imports (issue 13 item 2). Lint layer; imports neither libcst nor the semantic model at
 import time (the runner builds it before any file is parsed).
 
-Built once per run (`ProjectIndex.build`) over the files being linted and the local modules
-they import, read with Python's own `ast` (a fraction of the cost of the libcst parse the
-rules need) and never run: for each module its imports (relative ones resolved, `import *`
-of a local module followed), its top-level classes with their bases, functions, and
-module-level aliases (`zeros = torch.zeros`, `d2l = sys.modules[__name__]`). From those it
-answers, for one file (`index.view(path)`):
+Made once per run (`ProjectIndex.build`) over the files being linted, and read lazily: a
+module's facts are read the first time a question reaches it, a linted file's own from the
+libcst tree its lint parses anyway (no second parse), any other local module's with
+Python's own `ast`; a module no question reaches is never read, and nothing is ever run.
+The facts of a module: its imports (relative ones resolved, `import *` of a local module
+followed), its top-level classes with their bases, functions, and module-level aliases
+(`zeros = torch.zeros`, `d2l = sys.modules[__name__]`). From those it answers, for one
+file (`index.view(path)`):
 
 - which names reach a class of another file that derives from `nn.Module` (through bases in
   other modules and package `__init__` re-exports): `view.is_module_class(qualname)`;
@@ -57,8 +59,12 @@ class ModuleInfo:
     functions: set[str] = field(default_factory=set)
     # function -> dotted names it calls; read from `text` on first use (few modules need it)
     calls: Optional[dict[str, set]] = field(default=None, repr=False)
+    calls_complete: bool = False  # `calls` holds every function's (from the libcst tree)
     rebound: set[str] = field(default_factory=set)           # bound more than once at top level
     text: Optional[str] = field(default=None, repr=False)  # the source, for a semantic model on demand
+    # Whether its facts are read: None not yet (they are read on first use), True read,
+    # False unreadable (`ast` cannot parse it: no facts, as if it were not there).
+    ready: Optional[bool] = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,10 @@ class ProjectIndex:
         self.known: dict[str, object] = {}
         self.new_facts: dict[str, object] = {}
         self.facts_used: set[str] = set()
-        self.parses = 0  # modules read with ast.parse by this build (a warm run parses none)
+        self.parses = 0  # modules read with ast.parse (a warm run parses none)
+        self._unreadable: set[str] = set()
+        self._packages: dict[str, tuple[str, tuple[str, ...], bool]] = {}
+        self._defs: dict[str, dict] = {}  # module -> its functions' `ast`, for the last few read
 
     # -- building ------------------------------------------------------------------------
     @classmethod
@@ -91,26 +100,16 @@ class ProjectIndex:
               known: Optional[dict[str, object]] = None) -> "ProjectIndex":
         """`files`: (path on disk, the path rules will see, content) of each file linted.
         `known`: the facts of earlier runs by `facts_key` (from the result cache); a module
-        found there is not parsed again. `index.new_facts` holds those this build parsed."""
+        found there is not parsed again. `index.new_facts` holds those this run parsed.
+
+        Nothing is parsed here: a module's facts are read when a question first reaches it
+        (`ready`), a linted file's own from the libcst tree its lint already has, another
+        module's with `ast`; a local module no question reaches is never read."""
         index = cls(root)
         index.known = known or {}
-        pending = []
         for path, key, data in files:
-            if not path.endswith((".py", ".pyi")):
-                continue
-            info = index._add(path, data, key)
-            if info is not None:
-                pending.append(info)
-        # The local modules they import, and theirs, read from disk once each.
-        while pending and len(index.modules) < _MAX_MODULES:
-            info = pending.pop()
-            for target in index._imported_modules(info, read=True):
-                for found in index._module_files(target, info):
-                    if found not in index.modules:
-                        data = _read_small(found)
-                        added = index._add(found, data, None) if data is not None else None
-                        if added is not None:
-                            pending.append(added)
+            if path.endswith((".py", ".pyi")):
+                index._add(path, data, key)
         return index
 
     def _add(self, path: str, data: bytes, key: Optional[str]) -> Optional[ModuleInfo]:
@@ -120,30 +119,67 @@ class ProjectIndex:
             if key is not None:
                 info.key = info.shown = key
                 self.by_key[key] = info
-            return None
+            return info
         try:
             text = data.decode("utf-8-sig")
         except (ValueError, UnicodeDecodeError):
             return None
-        name, search, is_package = _module_name(real, self.root)
+        name, search, is_package = self._module_name(real)
         digest = hashlib.sha256(data).hexdigest()
         shown = key or os.path.relpath(real, self.root)
         info = ModuleInfo(name=name, path=real, key=key or "", shown=shown, digest=digest,
                           is_package=is_package, search=search, text=text)
-        cache_key = facts_key(digest, name, is_package)
-        facts = facts_from_json(self.known.get(cache_key))
-        if facts is not None:
-            self.facts_used.add(cache_key)
-        else:
-            facts = self._parse_facts(info, text)
-            self.new_facts[cache_key] = facts
-        if not facts:  # not Python that `ast` reads: no facts from it
-            return None
-        _apply_facts(info, facts)
         self.modules[real] = info
         if key is not None:
             self.by_key[key] = info
         return info
+
+    def ready(self, info: ModuleInfo, ctx=None) -> bool:
+        """Read `info`'s facts if not yet (from the cache of earlier runs, from `ctx`, the
+        libcst context of its own lint when it holds the module's whole text, else with
+        `ast`); False when it cannot be read (then it is as if it were not there)."""
+        if info.ready is None:
+            cache_key = facts_key(info.digest, info.name, info.is_package)
+            facts = facts_from_json(self.known.get(cache_key))
+            if facts is not None:
+                self.facts_used.add(cache_key)
+            else:
+                if ctx is not None and ctx.source == info.text:
+                    _collect_tree(info, ctx.module)
+                    facts = facts_to_json(info)
+                else:
+                    facts = self._parse_facts(info, info.text or "")
+                self.new_facts[cache_key] = facts
+            info.ready = bool(facts)
+            if facts:
+                _apply_facts(info, facts)
+        return info.ready
+
+    def _module_at(self, path: str) -> Optional[ModuleInfo]:
+        """The module read from `path` (a real path under the root), its facts ready; None
+        when it cannot be read."""
+        info = self.modules.get(path)
+        if info is None:
+            if path in self._unreadable or len(self.modules) >= _MAX_MODULES:
+                return None
+            data = _read_small(path)
+            info = self._add(path, data, None) if data is not None else None
+            if info is None:
+                self._unreadable.add(path)
+                return None
+        return info if self.ready(info) else None
+
+    def _module_name(self, real: str) -> tuple[str, tuple[str, ...], bool]:
+        """`_module_name`, the walk up the package directories done once per directory."""
+        folder = os.path.dirname(real)
+        found = self._packages.get(folder)
+        if found is None:
+            found = self._packages[folder] = _module_name(os.path.join(folder, "_"), self.root)
+        name, search, _is_package = found
+        stem = os.path.splitext(os.path.basename(real))[0]
+        if stem == "__init__" and real.endswith(".py"):
+            return name.rpartition(".")[0], search, True
+        return (f"{name.rpartition('.')[0]}.{stem}" if "." in name else stem), search, False
 
     def _parse_facts(self, info: ModuleInfo, text: str) -> dict:
         """The facts of one module read with `ast` ({} when it cannot be parsed). A module
@@ -154,7 +190,23 @@ class ProjectIndex:
         if body is None:
             return {}
         _collect(info, body)
+        self._keep_defs(info, body)  # a question about a function's calls often follows
         return facts_to_json(info)
+
+    def defs_of(self, module: ModuleInfo) -> dict:
+        """The `ast` statement of each top-level function of `module` (the last one of each
+        name), kept for the few modules read last."""
+        found = self._defs.get(module.path)
+        if found is None:
+            found = self._keep_defs(module, _module_body(module.text or "") or [])
+        return found
+
+    def _keep_defs(self, module: ModuleInfo, body: list) -> dict:
+        found = {s.name: s for s in _top_level(body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self._defs[module.path] = found
+        while len(self._defs) > 16:
+            del self._defs[next(iter(self._defs))]
+        return found
 
     def _module_files(self, dotted: str, importer: ModuleInfo) -> list[str]:
         """The real path of module `dotted`'s file as `importer` would import it, under the
@@ -181,9 +233,13 @@ class ProjectIndex:
         return real == self.root or real.startswith(self.root + os.sep)
 
     # -- answers -------------------------------------------------------------------------
-    def view(self, key: str, context_type: Optional[type] = None) -> Optional["FileView"]:
+    def view(self, key: str, context_type: Optional[type] = None, ctx=None) -> Optional["FileView"]:
+        """The view of the linted file `key` (None if it is not one, or cannot be read);
+        `ctx`: its libcst context, whose tree gives its facts without another parse."""
         info = self.by_key.get(key)
-        return FileView(self, info, context_type) if info is not None else None
+        if info is None or not self.ready(info, ctx):
+            return None
+        return FileView(self, info, context_type, ctx)
 
     def view_of(self, module: ModuleInfo) -> "FileView":
         return FileView(self, module)
@@ -192,7 +248,7 @@ class ProjectIndex:
         """The local module `importer` gets for `import dotted`; never itself (a script
         `d2l/torch.py` importing torch means the real package)."""
         for found in self._module_files(dotted, importer):
-            target = self.modules.get(found)
+            target = self._module_at(found)
             return target if target is not importer else None
         return None
 
@@ -306,7 +362,7 @@ class ProjectIndex:
         for target in info.imports.values():
             found[target] = None
             if "." in target and (read or not any(
-                    path in self.modules for path in self._module_files(target, info))):
+                    self._module_at(path) is not None for path in self._module_files(target, info))):
                 found[target.rsplit(".", 1)[0]] = None
         return list(found)
 
@@ -317,7 +373,7 @@ class ProjectIndex:
             found = []
             for target in self._imported_modules(module):
                 for path in self._module_files(target, module):
-                    info = self.modules.get(path)
+                    info = self._module_at(path)
                     if info is not None and info is not module and info not in found:
                         found.append(info)
             self._dependencies[module.path] = found
@@ -345,9 +401,12 @@ class FileView:
     """The index as one file sees it."""
 
     def __init__(self, index: ProjectIndex, module: ModuleInfo,
-                 context_type: Optional[type] = None) -> None:
+                 context_type: Optional[type] = None, ctx=None) -> None:
         self.index = index
         self.module = module
+        # The file's own libcst context, when it is the one being linted (its tree answers
+        # `calls_in` without another parse).
+        self.ctx = ctx if ctx is not None and ctx.source == module.text else None
         # The asking file's devicelint.context.FileContext class: other files' models are
         # built with it, so that this module does not import the context (which imports
         # the semantic model, which imports this module). None: a view that builds no
@@ -394,13 +453,18 @@ class FileView:
         """The external qualified names a top-level function of this file calls (a cheap
         look before building another file's model)."""
         module = self.module
+        if module.calls is None and self.ctx is not None:
+            module.calls = _calls_of_tree(self.ctx)  # every function's: the tree is at hand
+            module.calls_complete = True
         if module.calls is None:
-            body = _module_body(module.text or "")
-            module.calls = {
-                statement.name: {d for d in (_dotted(n.func) for n in ast.walk(statement)
-                                             if isinstance(n, ast.Call)) if d}
-                for statement in (_top_level(body) if body is not None else ())
-                if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            module.calls = {}
+        if function not in module.calls and not module.calls_complete:
+            # Read with `ast`, one function at a time (walking the whole module costs more
+            # than parsing it).
+            statement = self.index.defs_of(module).get(function)
+            module.calls[function] = {d for d in (_dotted(n.func) for n in ast.walk(statement)
+                                                  if isinstance(n, ast.Call)) if d} \
+                if statement is not None else set()
         found = set()
         for dotted in module.calls.get(function, ()):
             symbol = self.resolve(dotted)
@@ -413,7 +477,7 @@ class FileView:
         name, through re-exports and `import *`, or as `module.function`)."""
         found = []
         for other in self.index.by_key.values():
-            if other is self.module:
+            if other is self.module or not self.index.ready(other):
                 continue
             names = [*other.imports, *(f"{b}.{function}" for b in other.imports)]
             if other.stars:
@@ -582,6 +646,178 @@ def _absolute(relative: str, module: ModuleInfo) -> Optional[str]:
     return ".".join(parts) or None
 
 
+# -- the same facts from the libcst tree of a file being linted ----------------------------------
+# A linted file's own facts come from the tree its lint already parsed (no `ast` parse of it):
+# what `_collect` reads from `ast`, statement for statement, so that both give equal facts
+# (tests/test_project_index.py compares them on every fixture and corpus file).
+_CONSTANT_NAMES = frozenset({"None", "True", "False"})  # names to libcst, constants to `ast`
+
+
+def _collect_tree(info: ModuleInfo, module) -> None:
+    import libcst as cst
+
+    meanings: dict[str, set] = {}
+
+    def bind(name: str, meaning: object = None) -> None:
+        meanings.setdefault(name, set()).add(meaning if meaning is not None else object())
+
+    for statement in _tree_top_level(module.body):
+        if isinstance(statement, cst.Import):
+            for alias in statement.names:
+                full = _tree_dotted(alias.name)
+                if full is None:
+                    continue
+                if alias.asname is not None:
+                    bound = alias.asname.name.value
+                    info.imports[bound] = full
+                    bind(bound, ("import", full))
+                else:
+                    head = full.split(".", 1)[0]
+                    info.imports[head] = head
+                    bind(head, ("import", head))
+        elif isinstance(statement, cst.ImportFrom):
+            dotted = _tree_dotted(statement.module) if statement.module is not None else ""
+            module_text = "." * len(statement.relative) + (dotted or "")
+            if isinstance(statement.names, cst.ImportStar):
+                target = _absolute(module_text, info) if module_text.startswith(".") else module_text
+                if target:
+                    info.stars.append(target)
+                continue
+            for alias in statement.names:
+                name = alias.name.value
+                bound = alias.asname.name.value if alias.asname is not None else name
+                target = f"{module_text}.{name}" if dotted else f"{module_text}{name}"
+                if target.startswith("."):
+                    target = _absolute(target, info) or ""
+                if target:
+                    info.imports[bound] = target
+                bind(bound, ("import", target))
+        elif isinstance(statement, cst.ClassDef):
+            info.classes[statement.name.value] = [
+                t for t in (_tree_dotted(b.value) for b in statement.bases if not b.star) if t]
+            bind(statement.name.value, ("class",))
+        elif isinstance(statement, cst.FunctionDef):
+            info.functions.add(statement.name.value)
+            bind(statement.name.value, ("def",))
+        elif isinstance(statement, (cst.Assign, cst.AnnAssign)):
+            targets = ([t.target for t in statement.targets] if isinstance(statement, cst.Assign)
+                       else [statement.target])
+            value = statement.value
+            simple = len(targets) == 1 and _tree_name(targets[0]) is not None and value is not None
+            if simple and _tree_self_module(value):
+                info.self_names.add(_tree_name(targets[0]))
+                bind(_tree_name(targets[0]), ("self",))
+            elif simple and _tree_dotted(value) is not None:
+                info.aliases[_tree_name(targets[0])] = _tree_dotted(value)
+                bind(_tree_name(targets[0]), ("alias", _tree_dotted(value)))
+            else:
+                for target in targets:
+                    for name in _tree_bound_names(target):
+                        bind(name)
+        elif isinstance(statement, (cst.AugAssign, cst.For)):
+            for name in _tree_bound_names(statement.target):
+                bind(name)
+    info.rebound = {name for name, found in meanings.items() if len(found) > 1}
+    for name in info.rebound:
+        info.aliases.pop(name, None)
+        info.self_names.discard(name)
+
+
+def _tree_top_level(body) -> Iterable:
+    """`_top_level` of a libcst body: its statements (each small statement of a line), and
+    those of top-level `if`/`elif`/`else` and `try` blocks."""
+    import libcst as cst
+
+    for statement in body:
+        if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            yield from statement.body
+        elif isinstance(statement, cst.If):
+            yield from _tree_top_level(statement.body.body)
+            if statement.orelse is not None:
+                yield from _tree_top_level([statement.orelse] if isinstance(statement.orelse, cst.If)
+                                           else statement.orelse.body.body)
+        elif isinstance(statement, cst.Try):
+            yield from _tree_top_level(statement.body.body)
+            for handler in statement.handlers:
+                yield from _tree_top_level(handler.body.body)
+            if statement.orelse is not None:
+                yield from _tree_top_level(statement.orelse.body.body)
+            if statement.finalbody is not None:
+                yield from _tree_top_level(statement.finalbody.body.body)
+        else:
+            yield statement
+
+
+def _tree_name(node) -> Optional[str]:
+    import libcst as cst
+
+    if isinstance(node, cst.Name) and node.value not in _CONSTANT_NAMES:
+        return node.value
+    return None
+
+
+def _tree_dotted(node) -> Optional[str]:
+    import libcst as cst
+
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    name = _tree_name(node)
+    if name is None:
+        return None
+    parts.append(name)
+    return ".".join(reversed(parts))
+
+
+def _tree_bound_names(target) -> list[str]:
+    import libcst as cst
+
+    name = _tree_name(target)
+    if name is not None:
+        return [name]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for element in target.elements for n in _tree_bound_names(element.value)]
+    return []
+
+
+def _tree_self_module(node) -> bool:
+    import libcst as cst
+
+    if not (isinstance(node, cst.Subscript) and _tree_dotted(node.value) == "sys.modules"
+            and len(node.slice) == 1 and node.slice[0].comma is cst.MaybeSentinel.DEFAULT):
+        return False  # `sys.modules[__name__,]` is a tuple index to `ast`
+    index = node.slice[0].slice
+    return isinstance(index, cst.Index) and index.star is None and _tree_name(index.value) == "__name__"
+
+
+def _calls_of_tree(ctx) -> dict[str, set]:
+    """`ModuleInfo.calls` from a linted file's libcst context: for each top-level function,
+    the dotted names of the calls anywhere in its statement (decorators, defaults, nested
+    functions included), as `FileView.calls_in` reads them from `ast`."""
+    import libcst as cst
+
+    functions = [s for s in _tree_top_level(ctx.module.body) if isinstance(s, cst.FunctionDef)]
+    if not functions:
+        return {}
+    owner = {id(f): f.name.value for f in functions}
+    found: dict[str, set] = {}
+    for function in functions:
+        found.pop(function.name.value, None)
+        found[function.name.value] = set()
+    # A later `def` of the same name replaces an earlier one's calls, as in the `ast` reading.
+    last = {f.name.value: id(f) for f in functions}
+    for call in ctx.iter_nodes(cst.Call):
+        node = call
+        while node is not None and id(node) not in owner:
+            node = ctx.parent(node)
+        if node is not None and last[owner[id(node)]] == id(node):
+            dotted = _tree_dotted(call.func)
+            if dotted:
+                found[owner[id(node)]].add(dotted)
+    return found
+
+
 # -- big modules, a group of top-level statements at a time --------------------------------------
 BIG_MODULE_CHARS = 1_000_000   # above this, a module is read (ast) and linted (libcst) in pieces
 PIECE_CHARS = 150_000          # a piece holds top-level statements up to about this much text
@@ -713,5 +949,6 @@ def use(index: Optional[ProjectIndex]) -> None:
     _current = index
 
 
-def view_for(path: str, context_type: type) -> Optional[FileView]:
-    return _current.view(path, context_type) if _current is not None else None
+def view_for(path: str, context_type: type, ctx=None) -> Optional[FileView]:
+    """`ctx`: the asking file's context (its tree gives the file's own facts)."""
+    return _current.view(path, context_type, ctx) if _current is not None else None

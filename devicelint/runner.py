@@ -229,6 +229,8 @@ def lint_paths(
             cache.put(key, [{k: v for k, v in f.items() if k != "path"} for f in result])
         findings.extend(Finding.from_dict({**f, "path": display}) for f in result)
     if cache is not None:
+        if index is not None:  # the facts read in this process (for the cache keys)
+            cache.record_facts(index.facts_used, index.new_facts)
         cache.save()
     selected = FindingFilter(settings, codes, project)
     findings = [f for f in findings if selected.keep(f, relative_of.get(f.path))]
@@ -239,8 +241,9 @@ def lint_paths(
 def _project_index(settings: Settings, readable: list,
                    cache: Optional[Cache] = None) -> Optional["project_index.ProjectIndex"]:
     """The index of the files of this run and the local modules they import (issue 13):
-    what one file may learn from another. Built with `ast`, before any file is linted; a
-    module whose facts the cache holds (same content, same module name) is not parsed."""
+    what one file may learn from another. Nothing is parsed here: a module's facts are read
+    when first asked (devicelint.project_index); a module whose facts the cache holds (same
+    content, same module name) is not parsed."""
     if not project_index.ENABLED or not readable:
         return None
     files = [(c.path, c.relative or c.display, data) for c, data in readable]
@@ -250,10 +253,7 @@ def _project_index(settings: Settings, readable: list,
     places = [os.path.dirname(os.path.realpath(c.path)) for c, _data in readable]
     if not all(p == root or p.startswith(root + os.sep) for p in places):
         root = os.path.commonpath(places)
-    index = project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None)
-    if cache is not None:
-        cache.record_facts(index.facts_used, index.new_facts)
-    return index
+    return project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None)
 
 
 def _dependencies(index, seen_as: str) -> bytes:

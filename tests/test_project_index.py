@@ -144,13 +144,14 @@ def test_cached_facts_of_the_wrong_shape_are_parsed_again(tmp_path) -> None:
     text = "from .b import f\nclass A(B):\n    pass\n"
     (tmp_path / "a.py").write_text(text)
     cold = ProjectIndex.build(str(tmp_path), [(str(tmp_path / "a.py"), "a.py", text.encode())])
+    assert cold.parses == 0 and cold.view("a.py") is not None  # read on first use
     [(key, facts)] = cold.new_facts.items()
     assert cold.parses == 1 and project_index.facts_from_json(facts) == facts
     warm = ProjectIndex.build(str(tmp_path), [(str(tmp_path / "a.py"), "a.py", text.encode())], {key: facts})
-    assert warm.parses == 0 and warm.view("a.py").module.classes == {"A": ["B"]}
+    assert warm.view("a.py").module.classes == {"A": ["B"]} and warm.parses == 0
     for garbled in ({**facts, "imports": {"f": 3}}, {**facts, "classes": {"A": "B"}}, [], {"ok": True}):
         again = ProjectIndex.build(str(tmp_path), [(str(tmp_path / "a.py"), "a.py", text.encode())], {key: garbled})
-        assert again.parses == 1 and again.view("a.py").module.classes == {"A": ["B"]}
+        assert again.view("a.py").module.classes == {"A": ["B"]} and again.parses == 1
 
 
 def test_reading_a_module_prints_no_python_warning(tmp_path) -> None:
@@ -176,3 +177,107 @@ def test_modules_that_import_each_other_resolve_in_linear_time(tmp_path) -> None
     assert index.view("m0.py").resolve("f_m9").kind == "function"
     assert index.view("m0.py").resolve("missing") is None
     assert len(calls) < 500
+
+
+def _ast_parses_of(monkeypatch, texts: dict[str, str]) -> list[str]:
+    """Names of `texts` whose text `ast.parse` is asked to read from now on."""
+    import ast
+
+    parsed: list[str] = []
+    real_parse = ast.parse
+
+    def counting(source, *args, **kwargs):
+        parsed.extend(name for name, text in texts.items() if source == text)
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    return parsed
+
+
+def test_a_module_no_question_reaches_is_never_parsed(tmp_path, monkeypatch) -> None:
+    """The index is built lazily: a linted file's own facts come from the libcst tree its
+    lint parses anyway, and an imported module is read only when a question about a name
+    reaches it (here `Net`, a class of models.py deriving from a class of layers.py);
+    helpers.py is imported but none of its names is asked about, unused.py not imported."""
+    files = {
+        "train.py": "import torch\nimport helpers\nfrom models import Net\n\n\n"
+                    "class Mine(Net):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.scale = torch.ones(4)\n\n    def forward(self, x):\n"
+                    "        return x * self.scale\n",
+        "models.py": "from layers import Base\n\n\nclass Net(Base):\n    pass\n",
+        "layers.py": "import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n",
+        "helpers.py": "import torch\n\n\ndef helper():\n    return torch.ones(2)\n",
+        "unused.py": "import torch\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    parsed = _ast_parses_of(monkeypatch, files)
+    run = lint_paths([str(tmp_path / "train.py")], Overrides(select=["ALL"]), use_cache=False, jobs=1)
+    assert [(f.line, f.code) for f in run.findings] == [(9, "DL017")]
+    assert sorted(parsed) == ["layers.py", "models.py"]
+
+
+def test_a_linted_file_takes_its_own_facts_from_its_libcst_tree(tmp_path, monkeypatch) -> None:
+    """No double parse: linting the project's files reads none of them with `ast` when each
+    is linted before another file asks about it (one file, then the other alone)."""
+    files = {"a.py": "import torch\nfrom b import f\n\ny = f(torch.zeros(2))\n",
+             "b.py": "import torch\n\n\ndef f(x):\n    return x.cuda()\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    parsed = _ast_parses_of(monkeypatch, files)
+    lint_paths([str(tmp_path / "b.py"), str(tmp_path / "a.py")], Overrides(select=["ALL"]),
+               use_cache=False, jobs=1)
+    assert parsed == []
+
+
+def test_facts_from_the_libcst_tree_equal_those_read_with_ast() -> None:
+    """`_collect_tree` (a linted file's own libcst tree) and `_collect` (`ast`) give the same
+    facts and the same calls of each top-level function, on every fixture file."""
+    import ast
+
+    import libcst as cst
+
+    from devicelint.context import FileContext
+
+    checked = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        body = project_index._module_body(text)
+        try:
+            tree = cst.parse_module(text)
+        except cst.ParserSyntaxError:
+            continue
+        if body is None:
+            continue
+        by_ast, by_tree = (project_index.ModuleInfo(name="pkg.mod", path=str(path), key="", shown="",
+                                                    digest="", is_package=False, search=())
+                           for _ in range(2))
+        project_index._collect(by_ast, body)
+        project_index._collect_tree(by_tree, tree)
+        assert project_index.facts_to_json(by_tree) == project_index.facts_to_json(by_ast), path
+        ctx = FileContext(str(path), text, tree)
+        ctx.walk({}, {})
+        calls = {s.name: {d for d in (project_index._dotted(n.func) for n in ast.walk(s)
+                                      if isinstance(n, ast.Call)) if d}
+                 for s in project_index._top_level(body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        assert project_index._calls_of_tree(ctx) == calls, path
+        checked += 1
+    assert checked > 100
+
+
+def test_facts_from_the_libcst_tree_cover_each_kind_of_statement() -> None:
+    import libcst as cst
+
+    text = ("import a.b\nimport c.d as e\nfrom . import f\nfrom ..g import h as i, j\nfrom .k import *\n"
+            "if x:\n    import l\nelif y:\n    m = n.o\nelse:\n    p = sys.modules[__name__]\n"
+            "try:\n    q = None\nexcept E:\n    q = r\nfinally:\n    s: int = t.u\n"
+            "class V(w.X, *bases, metaclass=M):\n    pass\n@dec\nasync def z():\n    pass\n"
+            "for aa, *bb in cc:\n    dd = 1\nee += 1\nwith ff as gg:\n    pass\nhh = ii = jj\n"
+            "kk = sys.modules[__name__,]\nll = True\n")
+    by_ast, by_tree = (project_index.ModuleInfo(name="pkg.sub.mod", path="x", key="", shown="", digest="",
+                                                is_package=False, search=()) for _ in range(2))
+    project_index._collect(by_ast, project_index._module_body(text))
+    project_index._collect_tree(by_tree, cst.parse_module(text))
+    assert project_index.facts_to_json(by_tree) == project_index.facts_to_json(by_ast)
+    assert by_tree.imports["i"] == "pkg.g.h" and by_tree.stars == ["pkg.sub.k"] and by_tree.classes["V"] == ["w.X"]
+    assert by_tree.self_names == {"p"} and "q" in by_tree.rebound and "ll" not in by_tree.aliases

@@ -357,7 +357,7 @@ class SemanticModel:
         if self._project is False:
             from devicelint import project_index
 
-            self._project = project_index.view_for(self.ctx.path, type(self.ctx))
+            self._project = project_index.view_for(self.ctx.path, type(self.ctx), self.ctx)
         return self._project
 
     def _alias_qualname(self, node: cst.CSTNode, defs: list[Def]) -> Optional[str]:
