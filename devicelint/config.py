@@ -29,7 +29,7 @@ DEFAULT_MAX_FILE_SIZE = 5_000_000  # bytes; larger files get DL902 instead of a 
 
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-    "respect-gitignore", "max-file-size", "force-exclude", "cache-dir",
+    "respect-gitignore", "max-file-size", "force-exclude", "cache-dir", "confirm",
 }
 
 
@@ -55,6 +55,8 @@ class Settings:
     root: str = "."  # directory of the config file, or the working directory
     config_path: Optional[str] = None
     cache_dir: Optional[str] = None
+    # [tool.devicelint.confirm.sizes]: NAME = N or [N, M, ...] for `confirm --snippets`
+    confirm_sizes: dict[str, Any] = field(default_factory=dict)
 
     def fingerprint(self, enabled: list[str], version: str) -> str:
         """What a cached result depends on besides the file's content."""
@@ -199,6 +201,8 @@ def load_settings(config: Optional[Path], start: Path) -> Settings:
                               if type(value) is int else
                               f"{path}: `max-file-size` must be a positive integer (bytes), not {_kind(value)}")
         settings.max_file_size = value
+    if "confirm" in table:
+        settings.confirm_sizes = _confirm_sizes(table["confirm"], path)
     if "cache-dir" in table:
         value = table["cache-dir"]
         if not isinstance(value, str) or not value.strip() or "\0" in value:
@@ -208,6 +212,23 @@ def load_settings(config: Optional[Path], start: Path) -> Settings:
         # symbolic link or lies outside the project root.
         settings.cache_dir = os.path.normpath(os.path.join(root, os.path.expanduser(value)))
     return settings
+
+
+def _confirm_sizes(table: Any, path: Path) -> dict[str, Any]:
+    """`[tool.devicelint.confirm]` holds only `sizes`: NAME = a positive int or a list of
+    them (the sizes `confirm --snippets` gives synthesized values; `--size` overrides)."""
+    if not isinstance(table, dict) or set(table) - {"sizes"}:
+        raise ConfigError(f"{path}: [tool.devicelint.confirm] takes only a `sizes` table")
+    sizes = table.get("sizes", {})
+    if not isinstance(sizes, dict):
+        raise ConfigError(f"{path}: `confirm.sizes` must be a table of NAME = N, not {_kind(sizes)}")
+    for name, size in sizes.items():
+        shape = size if isinstance(size, list) else [size]
+        if not name.isidentifier() or not shape or any(
+                type(n) is not int or n < 1 for n in shape):
+            raise ConfigError(f"{path}: `confirm.sizes.{name}` must be a positive integer or a "
+                              f"list of them, not {size!r}")
+    return dict(sizes)
 
 
 def expand_codes(patterns: list[str], known: list[str], origin: str) -> set[str]:

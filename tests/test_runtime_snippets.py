@@ -166,3 +166,27 @@ def test_a_training_script_without_its_dataset_is_confirmed_from_snippets(tmp_pa
     for script in saved.iterdir():  # no reproduction reads the missing files
         code = [line.split("#")[0] for line in script.read_text().splitlines()]
         assert not any("np.load(" in line or "load_split(" in line for line in code), script
+
+
+def test_sizes_from_the_config_table_and_the_command_line(tmp_path, monkeypatch):
+    from devicelint.config import ConfigError, load_settings
+    from devicelint.runtime.command import _configured_sizes
+
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.devicelint.confirm.sizes]\nB = 32\nx = [64, 128]\n")
+    (tmp_path / "train.py").write_text("import torch\n")
+    monkeypatch.chdir(tmp_path)
+    assert _configured_sizes(["train.py"]) == {"B": 32, "x": (64, 128)}
+    for bad in ("B = 0", 'B = "big"', "B = [2, -1]"):
+        (tmp_path / "pyproject.toml").write_text(f"[tool.devicelint.confirm.sizes]\n{bad}\n")
+        with pytest.raises(ConfigError):
+            load_settings(None, tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.devicelint.confirm]\nsize = 3\n")
+    with pytest.raises(ConfigError):
+        load_settings(None, tmp_path)
+    # a bad --size is a usage error (exit 2) before any run
+    (tmp_path / "pyproject.toml").write_text("[tool.devicelint.confirm.sizes]\nB = 32\n")
+    result = CliRunner().invoke(confirm, ["--snippets", "train.py", "--size", "B=x"])
+    assert result.exit_code == 2 and "--size" in result.output
+    result = CliRunner().invoke(confirm, ["train.py", "--size", "B=3"])
+    assert result.exit_code == 2 and "go with --snippets" in result.output

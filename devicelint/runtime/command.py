@@ -417,7 +417,7 @@ def _configured_sizes(paths) -> dict:
     except ConfigError as error:
         _fail(str(error))
     entries = []
-    for name, size in (getattr(settings, "confirm_sizes", None) or {}).items():
+    for name, size in settings.confirm_sizes.items():
         shape = size if isinstance(size, list) else [size]
         entries.append(f"{name}={','.join(str(n) for n in shape)}")
     return parse_sizes(entries)
