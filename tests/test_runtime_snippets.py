@@ -190,3 +190,71 @@ def test_sizes_from_the_config_table_and_the_command_line(tmp_path, monkeypatch)
     assert result.exit_code == 2 and "--size" in result.output
     result = CliRunner().invoke(confirm, ["train.py", "--size", "B=3"])
     assert result.exit_code == 2 and "go with --snippets" in result.output
+
+
+WHOLE_SIM = Path(__file__).resolve().parent / "data" / "snippet-whole-sim.json"
+
+
+@pytest.mark.slow
+def test_snippets_agree_with_whole_file_runs_on_sim(tmp_path):
+    """Issue 20: on fixtures/, snippet mode alone gives the whole-file run's status for at
+    least 80% of the findings that run decided. The whole-file verdicts are recorded
+    (bench/snippet_agreement.py --record; keyed by file, code and line text); this runs the
+    snippets (minutes of CPU)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import snippet_agreement
+
+    record = json.loads(WHOLE_SIM.read_text())
+    root = Path(__file__).resolve().parent.parent
+    whole = {(v["path"], v["code"], v["text"]): {"line": 0, "confirmation": {
+        "status": v["status"]}} for v in record["verdicts"]}
+    out = tmp_path / "snippets.json"
+    os.chdir(root)
+    result = CliRunner().invoke(confirm, ["--snippets", "fixtures", "--device", "sim",
+                                          "--format", "json", "-o", str(out)])
+    assert result.exit_code in (0, 1), result.output
+    snippets = snippet_agreement.verdicts(json.loads(out.read_text()))
+    decided, agree, disagree = snippet_agreement.compare(whole, snippets)
+    assert decided >= 0.9 * len(record["verdicts"])  # the record still matches the fixtures
+    assert len(agree) / decided >= 0.80, [
+        (d["key"][:2], d["snippet"].get("summary")) for d in disagree]
+
+
+def test_a_slice_keeps_defaults_cuda_state_and_the_files_other_flagged_lines(tmp_path):
+    source = textwrap.dedent('''\
+        import os
+        import torch
+
+        model = torch.nn.Linear(4, 16).to("cuda")
+
+
+        def decode(steps=3):
+            tokens = [1.0, 2.0, 3.0, 4.0]
+            print("decoding")
+            for _ in range(steps):
+                x = torch.tensor(tokens[-4:]).to("cuda")
+                tokens.append(float(model(x).argmax()))
+            return tokens
+
+
+        def pick_gpu():
+            count = torch.cuda.device_count()
+            unrelated = 3
+            os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+        ''')
+    path = tmp_path / "snippet_case.py"
+    path.write_text(source)
+    repros = FileReproductions(str(path), source, Options())
+    upload, read_back = _line(source, "x = torch.tensor"), _line(source, "tokens.append")
+    repros.flagged = [(upload, upload, "DL016"), (read_back, read_back, "DL004")]
+    decode = repros.build(_finding(path, "DL016", upload))
+    assert decode.reason is None and decode.synthesized == []  # `steps` keeps its default
+    assert "decode()" in decode.script and 'print("decoding")' not in decode.script
+    lines = decode.script.splitlines()
+    assert [(lines[line - 1].strip(), code) for line, _, code in decode.watched] == [
+        ("tokens.append(float(model(x).argmax()))  # <- devicelint: also flagged", "DL004")]
+    env = repros.build(_finding(path, "DL013", _line(source, "CUDA_VISIBLE_DEVICES")))
+    assert "torch.cuda.device_count()" in env.script  # the driver state the line runs in
+    assert "unrelated" not in env.script

@@ -460,9 +460,10 @@ def _snippet_runs(paths, codes, device, timeout, jobs, sim_gpus, options, save_d
             driver = os.path.join(scratch, f"run-{number}.py")
             with open(driver, "w", encoding="utf-8") as handle:
                 handle.write(writer.driver([saved[i] for i in indexes], errors))
-            marks = [SimpleNamespace(code=repros[i].finding.code, path=saved[i],
-                                     line=repros[i].line, end_line=repros[i].end_line)
-                     for i in indexes]
+            marks = [SimpleNamespace(code=code, path=saved[i], line=line, end_line=end)
+                     for i in indexes for line, end, code in [
+                         (repros[i].line, repros[i].end_line, repros[i].finding.code),
+                         *repros[i].watched]]
             plans.append((plan_for(marks, [driver], device, sim_gpus), source, errors))
         gpu = device == "cuda" or (device == "auto" and _gpu_visible())
         refusals: list[str] = []

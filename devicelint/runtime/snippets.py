@@ -65,6 +65,7 @@ class Reproduction:
     synthesized: list[Synthesized] = field(default_factory=list)
     reason: Optional[str] = None  # why none could be built: "cannot synthesize X"
     entry: str = ""               # what the script calls: "by_index(scale)", "the module"
+    watched: list = field(default_factory=list)  # [(line, end_line, code)]: other flagged lines
 
 
 @dataclass
@@ -159,8 +160,8 @@ def _names_in(node: cst.CSTNode) -> set[str]:
             skip.add(id(sub.attr))
         elif isinstance(sub, cst.Arg) and sub.keyword is not None:
             skip.add(id(sub.keyword))
-        elif isinstance(sub, (cst.ImportAlias,)):
-            for inner in _walk(sub):
+        elif isinstance(sub, (cst.Import, cst.ImportFrom)):
+            for inner in _walk(sub):  # an import binds names; it reads none
                 skip.add(id(inner))
         elif isinstance(sub, cst.Name) and id(sub) not in skip:
             names.add(sub.value)
@@ -315,10 +316,11 @@ def _super_init(statement: cst.CSTNode) -> bool:
 class Slicer:
     """Backward slice of a block of statements towards one target statement."""
 
-    def __init__(self, target: cst.CSTNode, contains, substitute=None) -> None:
+    def __init__(self, target: cst.CSTNode, contains, substitute=None, keep=None) -> None:
         self.target = target
         self.contains = contains          # node -> whether the target is inside it
         self.substitute = substitute or (lambda statement, needed: None)
+        self.keep = keep or (lambda statement: False)  # kept for its effect on the device
 
     def block(self, statements, needed: set[str], in_loop: bool = False):
         """(kept statements, names needed before the block)."""
@@ -335,7 +337,8 @@ class Slicer:
                 continue
             relevant = (_deep(statement, binds) & needed) or (
                 _deep(statement, changes) & needed) or (
-                in_loop and _exits(statement)) or _super_init(statement)
+                in_loop and _exits(statement)) or _super_init(statement) or (
+                self.keep(statement))
             if not relevant:
                 continue
             replaced = self.substitute(statement, needed)
@@ -515,6 +518,7 @@ class FileReproductions:
         self.ctx.walk({}, {})
         self.sem = self.ctx.semantic
         self._statements: Optional[list] = None
+        self.flagged: list = []  # (line, end_line, code) of every finding of the file
         self._tainted: Optional[set] = None
         self._outside_defs: Optional[dict] = None
         self._stand_ins: dict = {}
@@ -606,8 +610,8 @@ class FileReproductions:
         owner = self.owner(function)
         found = []
         for call in self.ctx.iter_nodes(cst.Call):
-            if self._contains(function, call):
-                continue  # recursion
+            if self._contains(function, call) or self._in_lambda(call):
+                continue  # recursion; a lambda's call is not a statement that runs
             try:
                 if owner is not None and function.name.value in ("forward", "__init__"):
                     if function.name.value == "__init__":
@@ -625,9 +629,65 @@ class FileReproductions:
                 resolved = self.sem.syncs.callee(call)
                 if resolved is not None and resolved[0] is function:
                     found.append(call)
+                elif owner is not None and isinstance(call.func, cst.Attribute) \
+                        and call.func.attr.value == function.name.value:
+                    # `obj.method(...)` on a module of the method's class
+                    value = self.sem.value(call.func.value)
+                    if value.kind is Kind.MODULE and value.cls == owner.name.value:
+                        found.append(call)
             except Exception:  # noqa: BLE001 - an unanswered question is not a caller
                 continue
         return found
+
+    def param_value(self, function, param) -> Value:
+        """The semantic model's value of a parameter; a tensor whose place it leaves open is
+        on the CPU when every call site in the file passes one made by factories alone
+        (`torch.rand(2, 3)`: the model keeps factories' place open)."""
+        from devicelint.semantic.dataflow import fresh_fill
+
+        value = self.sem.value(param.name)
+        if value.kind is not Kind.TENSOR or value.place is not Place.UNKNOWN:
+            return value
+        passed = []
+        for call in self.ctx.iter_nodes(cst.Call):
+            try:
+                resolved = self.sem.syncs.callee(call)
+            except Exception:  # noqa: BLE001 - an unanswered question is not a call site
+                resolved = None
+            if resolved is not None and resolved[0] is function:
+                passed.extend(resolved[1].get(param.name.value, []))
+        if passed and all(fresh_fill(self.sem, node) is not None or self._host_literal(node)
+                          for node in passed):
+            return value.with_(place=Place.CPU)
+        return value
+
+    def _host_literal(self, node) -> bool:
+        """`torch.tensor([2, 3])`: a tensor of literal values, built where factories build
+        (the CPU unless a default device is set)."""
+        return isinstance(node, cst.Call) and self._qual(node.func) in (
+            "torch.tensor", "torch.as_tensor") and bool(node.args) and _literal(
+                node.args[0].value) and self.sem.built_place(node) is Place.CPU
+
+    def _in_lambda(self, node) -> bool:
+        current = self.ctx.parent(node)
+        while current is not None and not isinstance(
+                current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            if isinstance(current, cst.Lambda):
+                return True
+            current = self.ctx.parent(current)
+        return False
+
+    def initialises_cuda(self, statement) -> bool:
+        """A statement that starts the CUDA driver (`torch.cuda.is_available()`, ...): the
+        device state every later line runs in, kept in a slice as data is."""
+        if self.ctx.parent(statement) is None or isinstance(
+                statement, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        wanted = self.sem.api.cuda_initialising | {"torch.cuda.device_count"}
+        for sub in _walk(_header_or_self(statement) if _compound(statement) else statement):
+            if isinstance(sub, cst.Call) and self._qual(sub.func) in wanted:
+                return True
+        return False
 
     def statement_of(self, node):
         current = node
@@ -666,38 +726,46 @@ class FileReproductions:
         builder = _Builder(self)
         try:
             body, needed, entry = builder.start(flagged)
-            script, line = self._script(finding, flagged, body, needed, builder.synthesized)
+            script, line, watched = self._script(finding, flagged, body, needed,
+                                                 builder.synthesized)
         except CannotSynthesize as error:
             repro.reason = f"cannot synthesize {error}"
             return repro
         except (cst.ParserSyntaxError, RecursionError, ValueError) as error:
             repro.reason = f"cannot synthesize a reproduction ({type(error).__name__})"
             return repro
-        repro.script, repro.line = script, line
+        repro.script, repro.line, repro.watched = script, line, watched
         repro.end_line = line + max(0, finding.end_line - finding.line)
         repro.synthesized = builder.synthesized
         repro.entry = entry
         return repro
 
-    def _marked(self, statement):
-        comment = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
-                                         comment=cst.Comment(f"# <- {MARK}"))
-        if isinstance(statement, cst.SimpleStatementLine):
-            return statement.with_changes(trailing_whitespace=comment)
-        if isinstance(statement.body, cst.IndentedBlock):
-            return statement.with_changes(body=statement.body.with_changes(header=comment))
-        return statement
-
-    def _script(self, finding, flagged, body, needed, synthesized) -> tuple[str, int]:
-        # Where the mark lands relative to the finding's line, from the original text.
-        original = self.module.deep_replace(flagged, self._marked(flagged)).code
-        delta = _mark_line(original) - finding.line
+    def _script(self, finding, flagged, body, needed, synthesized) -> tuple[str, int, list]:
+        """(the script, its flagged line, [(line, end_line, code)] of the file's other
+        findings whose statements the slice holds: watched too, as in a whole-file run,
+        since a probe may judge one line by what another did)."""
+        others = []
+        for line, end_line, code in self.flagged:
+            if line == finding.line and code == finding.code:
+                continue
+            statement = self.statement_at(line)
+            if statement is not None and not isinstance(statement, (cst.FunctionDef,
+                                                                    cst.ClassDef)):
+                others.append((statement, line, end_line, code))
+        # Where each mark lands relative to its finding's line, from the original text.
+        statements = [flagged]
+        for other in others:
+            if all(other[0] is not s for s in statements):
+                statements.append(other[0])
+        original = self.module.visit(_Marker(statements)).code
+        deltas = {i: _mark_line(original, i) for i in range(len(statements))}
         module = cst.Module(body=body)
         # The flagged statement is in the slice as itself, or rebuilt (a flagged loop header).
         target = _find_same(module, flagged)
         if target is None:
             raise CannotSynthesize("the flagged line (the slice lost it)")
-        code = module.deep_replace(target, self._marked(target)).code
+        kept = [target] + statements[1:]
+        code = module.visit(_Marker(kept)).code
         prologue = [f'"""devicelint reproduction of {finding.path}:{finding.line} '
                     f'{finding.code} ({finding.name}).', "",
                     "Built by `devicelint confirm --snippets` from the statements of the file "
@@ -715,7 +783,22 @@ class FileReproductions:
         if "torch" in needed:
             prologue.append("import torch")
         text = "\n".join(prologue) + "\n\n" + code
-        return text, _mark_line(text) - delta
+        lines = {}
+        for i in range(len(kept)):
+            try:
+                lines[i] = _mark_line(text, i)
+            except CannotSynthesize:
+                if i == 0:
+                    raise
+        watched = []
+        for statement, line, end_line, code_ in others:
+            index = next(i for i, s in enumerate(statements) if s is statement)
+            if index in lines:
+                at = lines[index] - (deltas[index] - line)
+                watched.append((at, at + max(0, end_line - line), code_))
+        main = lines[0] - (deltas[0] - finding.line)
+        text = "\n".join(_final_mark(t) for t in text.split("\n"))
+        return text, main, watched
 
     # data the reproduction does not have
     def _qual(self, func) -> Optional[str]:
@@ -947,6 +1030,12 @@ class FileReproductions:
         return None
 
     def _tensor(self, name: str, value: Value) -> Synthesized:
+        if value.place is Place.UNKNOWN and isinstance(value.node, cst.BaseExpression):
+            from devicelint.semantic.dataflow import fresh_fill
+
+            # made by factories alone, with no device: a host tensor
+            if fresh_fill(self.sem, value.node) is not None:
+                value = value.with_(place=Place.CPU)
         if value.place is Place.UNKNOWN:
             raise CannotSynthesize(f"{name} (a tensor whose device the code does not show)")
         dims = self._dims(name, value, "a tensor")
@@ -1084,7 +1173,8 @@ class _Builder:
         whose flagged statement (or the call leading to it) is `target`."""
         function = self.ctx.function(target)
         if function is None:
-            slicer = Slicer(target, self.contains_for(target), self.substitute)
+            slicer = Slicer(target, self.contains_for(target), self.substitute,
+                            self.repros.initialises_cuda)
             body, needed = slicer.block(self.repros.module.body, set())
             return body, _bound(needed), "the module's statements"
         try:
@@ -1112,7 +1202,8 @@ class _Builder:
             raise CannotSynthesize(f"the arguments of {function.name.value} (a function "
                                    f"nested in another)")
         owner = repros.owner(function)
-        slicer = Slicer(target, self.contains_for(target), self.substitute)
+        slicer = Slicer(target, self.contains_for(target), self.substitute,
+                            self.repros.initialises_cuda)
         kept = list(self.synthesized)
         body, needed = slicer.block(_body(function.body), set())
         params = _params(function)
@@ -1126,8 +1217,10 @@ class _Builder:
                     arguments.append(f"{name}=None")  # required, but the slice never reads it
                 continue
             try:
-                made = repros.synthesize(name, repros.sem.value(param.name))
+                made = repros.synthesize(name, repros.param_value(function, param))
             except CannotSynthesize:
+                if param.default is not None:
+                    continue  # the function's own default, as the code writes it
                 self.synthesized = kept
                 raise
             self.synthesized.append(made)
@@ -1148,7 +1241,8 @@ class _Builder:
             entry = f"{owner.name.value}.{name}(...)"
         statement = cst.parse_statement(call + "\n").with_changes(
             leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
-        slicer = Slicer(statement, lambda node: node is statement, self.substitute)
+        slicer = Slicer(statement, lambda node: node is statement, self.substitute,
+                        repros.initialises_cuda)
         body, needed = slicer.block([*module_body, statement], set())
         return body, _bound(needed), entry
 
@@ -1205,11 +1299,42 @@ def _methods(owner: cst.ClassDef) -> dict[str, cst.FunctionDef]:
     return {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
 
 
-def _mark_line(text: str) -> int:
+def _mark_line(text: str, index: int = 0) -> int:
+    token = f"# <- {MARK} [{index}]"
     for number, line in enumerate(text.splitlines(), 1):
-        if MARK in line:
+        if line.endswith(token):
             return number
     raise CannotSynthesize("the flagged line (no mark in the reproduction)")
+
+
+def _final_mark(line: str) -> str:
+    """The numbered marks as a reader sees them: the finding's, and the file's other
+    flagged lines the slice holds."""
+    if line.endswith(f"# <- {MARK} [0]"):
+        return line[: -len(" [0]")]
+    if f"# <- {MARK} [" in line:
+        return line[: line.rindex(f"# <- {MARK} [")] + "# <- devicelint: also flagged"
+    return line
+
+
+class _Marker(cst.CSTTransformer):
+    """Marks the given statements (by identity) with numbered trailing comments."""
+
+    def __init__(self, statements) -> None:
+        super().__init__()
+        self.index = {id(s): i for i, s in enumerate(statements)}
+
+    def on_leave(self, original_node, updated_node):
+        index = self.index.get(id(original_node))
+        if index is None:
+            return updated_node
+        comment = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
+                                         comment=cst.Comment(f"# <- {MARK} [{index}]"))
+        if isinstance(updated_node, cst.SimpleStatementLine):
+            return updated_node.with_changes(trailing_whitespace=comment)
+        if isinstance(getattr(updated_node, "body", None), cst.IndentedBlock):
+            return updated_node.with_changes(body=updated_node.body.with_changes(header=comment))
+        return updated_node
 
 
 def _find_same(module: cst.Module, flagged):
@@ -1241,6 +1366,8 @@ def build_all(findings, options: Options) -> list[Reproduction]:
                 out.append(Reproduction(finding, reason=f"cannot synthesize a reproduction: "
                                                         f"the file cannot be read ({error})"))
                 continue
+            repros.flagged = [(f.line, f.end_line, f.code) for f in findings
+                              if f.path == finding.path]
             by_path[finding.path] = repros
         try:
             out.append(repros.build(finding))
