@@ -53,7 +53,8 @@ class Report:
 
 class FileContext:
     def __init__(self, path: str, source: str, module: cst.Module,
-                 disk_path: Optional[str] = None) -> None:
+                 disk_path: Optional[str] = None,
+                 starts: Optional[list[tuple[int, int]]] = None) -> None:
         self.path = path  # what findings name: relative to the project root in a run
         self.disk_path = path if disk_path is None else disk_path  # where the file is read
         self.source = source
@@ -62,7 +63,10 @@ class FileContext:
         self.reports: list[Report] = []
         self._info: dict[int, tuple[Optional[cst.CSTNode], int, cst.CSTNode]] = {}
         self._positions = None
-        self._starts: list[tuple[int, int]] = []  # where top-level statements begin (_positions)
+        # Where top-level statements (the header's lines, then the body's) begin, as far as
+        # known (_positions); a caller that knows them all may give them (the server's
+        # incremental parse), which spares the code generation that finds them.
+        self._starts: list[tuple[int, int]] = list(starts) if starts else []
         self._binders: list[tuple[cst.CSTNode, cst.CSTNode]] = []
         self._bindings: Optional[dict[int, dict[str, list[Binding]]]] = None
         self.class_defs: list[cst.ClassDef] = []

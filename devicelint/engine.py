@@ -9,7 +9,7 @@ text is, so that DL901 can tell which of them suppressed nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 import libcst as cst
 
@@ -54,11 +54,17 @@ def _syntax_error(path: str, error: Exception, source: str) -> Finding:
 
 
 def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
-                honour_noqa: bool = True, disk_path: Optional[str] = None) -> FileResult:
+                honour_noqa: bool = True, disk_path: Optional[str] = None,
+                parse: Optional[Callable[[str], cst.Module]] = None,
+                starts: Optional[Callable[[cst.Module], Optional[list]]] = None) -> FileResult:
     """Lint one file's text with the given (enabled) rule classes. `honour_noqa=False`
     leaves `# noqa` comments to the caller (the flake8 plugin: flake8 applies them).
     `disk_path`: where the file is, when `path` (what findings name) is not a path from the
-    working directory (a run names files relative to the project root)."""
+    working directory (a run names files relative to the project root). `parse`: what
+    turns the text into libcst's tree, raising as safe_parse.parse_module does (the
+    language server's incremental re-parse, devicelint.incremental); `starts`: the (line,
+    column) where each of the tree's top-level statements begins, when the caller knows
+    (FileContext). Neither is used for a module linted in pieces."""
     if skips_file(source):
         return FileResult(path, [])
     active = rules_for(source, rules)
@@ -83,10 +89,10 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
 def _lint_module(path: str, source: str, rules: Sequence[type[Rule]], active: list[type[Rule]],
                  honour_noqa: bool, disk_path: Optional[str]) -> FileResult:
     try:
-        module = safe_parse.parse_module(source)  # libcst's, guarded against stack overflow
+        module = (parse or safe_parse.parse_module)(source)  # libcst's, guarded against stack overflow
     except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
         return FileResult(path, [_syntax_error(path, error, source)])
-    ctx = FileContext(path, source, module, disk_path)
+    ctx = FileContext(path, source, module, disk_path, starts(module) if starts else None)
     visitors: dict[str, list] = {}
     leavers: dict[str, list] = {}
     for rule_cls in active:

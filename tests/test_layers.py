@@ -41,6 +41,7 @@ LAYERS = {
     "fixes": {"devicelint.fix", "devicelint.noqa"},
     "pipeline": {
         "devicelint.config", "devicelint.discovery", "devicelint.cache", "devicelint.runner",
+        "devicelint.incremental",
     },
     "report": {"devicelint.reporters", "devicelint.reporters.*", "devicelint.rule_docs"},
     "top": {

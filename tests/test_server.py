@@ -333,6 +333,28 @@ def test_an_internal_error_is_logged_and_publishes_nothing(monkeypatch, caplog) 
     assert "internal error" in caplog.text
 
 
+def test_an_edit_is_linted_with_the_documents_incremental_parse(tmp_path: Path) -> None:
+    """The server keeps one IncrementalParser per document: an edit of one function re-parses
+    that function only, and the diagnostics are those of a full lint of the new text."""
+    from devicelint.integrations import server
+
+    text = SOURCE + "\n\ndef helper(x):\n    return x.cuda()\n"
+    lsp = server.DeviceLintServer()
+    path = str(tmp_path / "train.py")
+
+    def lint(text: str, version: int, parser) -> list:
+        job = server.Job("file://" + path, version, path, str(tmp_path), "utf-16", text=text)
+        [published] = server.lint_text_job(job, lsp.configs, parser).published
+        return [(e.diagnostic.code, e.diagnostic.range, e.diagnostic.message) for e in published.entries]
+
+    parser = lsp._parser("file://" + path)
+    lint(text, 1, parser)
+    lsp._prepare("file://" + path)
+    edited = text.replace("return x.cuda()", "return x.cuda(non_blocking=True)")
+    assert lint(edited, 2, parser) == lint(edited, 2, None)
+    assert (parser.full, parser.reparsed) == (1, 1)
+
+
 @pytest.mark.parametrize("encoding, expected", [("utf-16", [0, 1, 2, 4, 5]), ("utf-8", [0, 1, 3, 7, 8]),
                                                 ("utf-32", [0, 1, 2, 3, 4])])
 def test_column_conversions(encoding: str, expected: list[int]) -> None:

@@ -245,15 +245,19 @@ def _diagnostic(finding: Finding, where: types.Range) -> types.Diagnostic:
     )
 
 
-def lint_text_job(job: Job, configs: ConfigCache) -> Outcome:
-    """Lint one text document's snapshot (runs on the worker thread)."""
+def lint_text_job(job: Job, configs: ConfigCache, parser=None) -> Outcome:
+    """Lint one text document's snapshot (runs on the worker thread). `parser`: the
+    document's devicelint.incremental.IncrementalParser, which re-parses only the top-level
+    statements an edit changed (the findings are those of a full lint)."""
     from devicelint.engine import lint_source
 
     config = configs.for_path(job.path, job.root)
     if job.path is not None and _excluded(job.path, config.settings):
         return Outcome([Published(job.key, job.version, job.text)], config.error)
     display = job.path or job.key
-    findings = [f for f in lint_source(display, job.text, config.rules).findings if config.keep(f)]
+    hooks = {"parse": parser.parse, "starts": parser.statement_starts} if parser is not None else {}
+    findings = [f for f in lint_source(display, job.text, config.rules, **hooks).findings
+                if config.keep(f)]
     lines = split_lines(job.text)
     entries = []
     for finding in findings:
@@ -369,6 +373,7 @@ class DeviceLintServer(LanguageServer):
         self.configs = ConfigCache()
         self.pending: dict[str, asyncio.Task] = {}
         self.published: dict[str, Published] = {}
+        self.parsers: dict[str, Any] = {}  # document URI -> its IncrementalParser
         self.notebook_cells: dict[str, set[str]] = {}  # notebook URI -> cells published to
         self.reported_config_errors: set[str] = set()
         self.shutdown_requested = False
@@ -406,6 +411,8 @@ class DeviceLintServer(LanguageServer):
                 return  # the text changed meanwhile: a newer lint is on its way
             self._report_config_error(outcome.config_error)
             self._publish(key, outcome, notebook)
+            if not notebook:
+                loop.run_in_executor(self.executor, self._prepare, key)
         finally:
             if self.pending.get(key) is task:
                 del self.pending[key]
@@ -415,10 +422,27 @@ class DeviceLintServer(LanguageServer):
         try:
             if job.cells is not None:
                 return lint_notebook_job(job, self.configs)
-            return lint_text_job(job, self.configs)
+            return lint_text_job(job, self.configs, self._parser(job.key))
         except Exception as error:  # noqa: BLE001 - the server must outlive any bad input
             logger.exception("devicelint: internal error while linting %s", job.key)
             return f"devicelint: internal error while linting {job.key}: {type(error).__name__}: {error}"
+
+    def _parser(self, key: str):
+        from devicelint.incremental import IncrementalParser
+
+        parser = self.parsers.get(key)
+        if parser is None:
+            parser = self.parsers[key] = IncrementalParser()
+        return parser
+
+    def _prepare(self, key: str) -> None:
+        """After a publish: let the document's parser describe its tree for the next edit."""
+        parser = self.parsers.get(key)
+        if parser is not None:
+            try:
+                parser.prepare()
+            except Exception:  # noqa: BLE001 - a failure here only costs the next edit time
+                logger.exception("devicelint: preparing the incremental parse of %s", key)
 
     def _root(self) -> str:
         try:
@@ -585,6 +609,7 @@ def create_server(debounce_ms: int = DEFAULT_DEBOUNCE_MS) -> DeviceLintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(ls: DeviceLintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.cancel(params.text_document.uri)
+        ls.parsers.pop(params.text_document.uri, None)
         ls.clear(params.text_document.uri)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
