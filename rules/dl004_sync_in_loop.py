@@ -12,6 +12,9 @@ from devicelint.semantic.values import join_all
 from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 _PASS_THROUGH = ("enumerate", "tqdm", "trange", "iter", "zip")
+# How far evidence follows bindings and operands (a beam search goes ~10 deep: scores ->
+# top_k_words -> next_word_inds -> an element of it).
+_MAX_DEPTH = 24
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,8 @@ class SyncInLoop(Rule):
     Flags a host synchronisation or device→host round-trip that runs on every step of a
     training or inference loop: `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `.to("cpu")`,
     `float(t)`/`int(t)`/`bool(t)`, `print(t)` or an f-string of a tensor, the truth value of
-    a tensor (`if t > 0:`, `while loss > eps:`, `assert t`), and `torch.cuda.synchronize()`,
+    a tensor (`if t > 0:`, `while loss > eps:`, `assert t`, a comprehension's `if w != end`,
+    once per element), and `torch.cuda.synchronize()`,
     where `t` is a value the code shows lives on the device (moved there, created there,
     computed from device values, or the output of a module that is on the device). What a
     call into code the file does not show returns for device tensors (a model passed in as
@@ -110,6 +114,7 @@ class SyncInLoop(Rule):
         # call node id -> (read node inside the helper, message): SARIF relatedLocations
         self.related: dict[int, list[tuple[cst.CSTNode, str]]] = {}
         self._judging: set[int] = set()   # bindings whose evidence is being judged (cycles)
+        self._cycles = 0                   # how often a judgement came back to one of them
 
     # -- collection: nodes that may read on the host ------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -125,6 +130,9 @@ class SyncInLoop(Rule):
         self.candidates.append(node)
 
     def visit_Assert(self, node: cst.Assert) -> None:
+        self.candidates.append(node)
+
+    def visit_CompIf(self, node: cst.CompIf) -> None:
         self.candidates.append(node)
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
@@ -232,7 +240,7 @@ class SyncInLoop(Rule):
         if value.place is Place.DEVICE and value.kind in (Kind.TENSOR, Kind.UNKNOWN):
             return Evidence(value.hint)
         if value.place is not Place.UNKNOWN or value.kind not in (Kind.TENSOR, Kind.UNKNOWN) \
-                or depth > 8:
+                or depth > _MAX_DEPTH:
             return None
         if isinstance(node, cst.Name):
             defs = sem.gpu_path_defs(sem.defs(node))
@@ -241,16 +249,26 @@ class SyncInLoop(Rule):
                 if id(d) in self._judging:
                     # Loop-carried (`tokens = f(model(tokens))`): this binding is what is being
                     # judged; the other bindings decide.
+                    self._cycles += 1
                     continue
                 self._judging.add(id(d))
+                cycles = self._cycles
                 try:
                     inner = self._def_evidence(d, depth + 1)
                 finally:
                     self._judging.discard(id(d))
                 if inner is None:
+                    if self._cycles > cycles:
+                        # Undecided only because it comes back to a binding being judged
+                        # (`scores = top_k.expand_as(scores) + scores`, `top_k = scores.topk(k)`):
+                        # what a step computes from a device value stays there; the bindings
+                        # from outside the cycle decide.
+                        continue
                     return None
                 found.append(inner)
             if not found:
+                if any(id(d) in self._judging for d in defs):
+                    self._cycles += 1
                 return None
             return Evidence(any(e.hint for e in found), any(e.opaque for e in found))
         if isinstance(node, cst.Call):
@@ -317,10 +335,20 @@ class SyncInLoop(Rule):
         """The binding `d` gives a device value. `total += loss` is on the device when what
         it adds is, or when what it adds to already was (`total = 0.` then `+=` a device
         loss in an inner loop, then `total *= weight`)."""
-        if d.value is None or depth > 8:
+        if d.value is None or depth > _MAX_DEPTH:
             return None
         if d.kind in ("assign", "annassign", "with", "walrus"):
             return self._evidence(d.value, depth)
+        if d.kind in ("for", "comp"):
+            # An element of what the loop walks: a row of a device tensor, an element of a
+            # list of device tensors, lives where they do.
+            value = self.ctx.semantic.def_value(d)
+            if value.kind not in (Kind.TENSOR, Kind.UNKNOWN):
+                return None
+            if value.place is Place.DEVICE:
+                return Evidence(value.hint)
+            source = _walked(d.value, d.path)
+            return self._evidence(source, depth + 1) if source is not None else None
         if d.kind == "augassign":
             found = self._evidence(d.value, depth)
             if found is not None:
@@ -419,6 +447,20 @@ class SyncInLoop(Rule):
                         f"{blocked:.3f} ms", **figures)
 
     runtime = RuntimeSpec(probe=probe, watch=(Watch.SYNCS, Watch.MOVES))
+
+
+def _walked(iterable: cst.BaseExpression, path: tuple) -> Optional[cst.BaseExpression]:
+    """The expression whose elements a loop target's part takes: `x` for `for row in x`,
+    and for the second name of `for i, row in enumerate(x)`, and for `a` in `for a, b in zip(x, y)`."""
+    while isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.args:
+        name = iterable.func.value
+        if name == "enumerate" and path[:1] == (1,):
+            iterable, path = iterable.args[0].value, path[1:]
+        elif name == "zip" and path and path[0] < len(iterable.args):
+            iterable, path = iterable.args[path[0]].value, path[1:]
+        else:
+            break
+    return iterable if not path else None
 
 
 def _last_name(func: cst.BaseExpression) -> Optional[str]:

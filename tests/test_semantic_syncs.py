@@ -366,3 +366,14 @@ def test_a_packed_sequence_keeps_its_data_on_the_input_device_and_its_sizes_on_t
     sizes = find(ctx, cst.Name, "sizes")
     assert (sem.value(data).kind, sem.value(data).place) == (Kind.TENSOR, Place.DEVICE)
     assert (sem.value(sizes).kind, sem.value(sizes).place) == (Kind.TENSOR, Place.CPU)
+
+
+def test_a_comprehension_condition_takes_the_truth_value_of_each_element():
+    ctx, sem = semantic("""
+        words = torch.ones(4, device=device)
+        alive = [i for i, w in enumerate(words) if w != 3 and not w.isnan()]
+    """)
+    condition = next(ctx.iter_nodes(cst.CompIf))
+    reads = sem.syncs.reads(condition)
+    assert [ctx.code(r.operand) for r in reads] == ["w != 3", "w.isnan()"]
+    assert all(sem.syncs.on_device(r.operand) for r in reads)

@@ -14,7 +14,8 @@ A host read is an operation that makes the host wait for the queued GPU work whe
 lives on the device: a method whose result lives on the host (`syncs` and `place = "cpu"` in
 torch_api.toml: `.item()`, `.tolist()`, `.numpy()`, `.cpu()`), `.to("cpu")` without
 `non_blocking=True`, `float/int/bool(t)`, `print(t)`, formatting `t` in an f-string, the truth
-value of `t` (`if t > 0:`, `while t:`, `x if t else y`, `assert t`), and the whole-device waits
+value of `t` (`if t > 0:`, `while t:`, `x if t else y`, `assert t`, a comprehension's
+`if t != end`, once per element), and the whole-device waits
 (`torch.cuda.synchronize()`).
 """
 
@@ -98,6 +99,9 @@ class SyncModel:
         if isinstance(node, (cst.If, cst.While, cst.IfExp, cst.Assert)):
             test = node.test
             return [HostRead(o, "`if`/`while` on a tensor's value", o) for o in operands(test)]
+        if isinstance(node, cst.CompIf):
+            # `[i for i, w in enumerate(words) if w != end]`: one truth value per element.
+            return [HostRead(o, "a comprehension's `if` on a tensor's value", o) for o in operands(node.test)]
         return []
 
     def _to_host(self, call: cst.Call) -> bool:
