@@ -83,11 +83,11 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
     # One module at a time (each piece of a big one on its own, so that memory follows the
     # piece), with the cyclic collector paused (devicelint/collector.py).
     with collector.paused():
-        return _lint_module(path, source, rules, active, honour_noqa, disk_path)
+        return _lint_module(path, source, rules, active, honour_noqa, disk_path, parse, starts)
 
 
 def _lint_module(path: str, source: str, rules: Sequence[type[Rule]], active: list[type[Rule]],
-                 honour_noqa: bool, disk_path: Optional[str]) -> FileResult:
+                 honour_noqa: bool, disk_path: Optional[str], parse=None, starts=None) -> FileResult:
     try:
         module = (parse or safe_parse.parse_module)(source)  # libcst's, guarded against stack overflow
     except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
