@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import libcst as cst
@@ -38,7 +39,13 @@ class RepeatedTransfer(Rule):
       module's `forward` (or an object's `__call__`), a `.to(x.device)` or
       `torch.tensor(..., device=...)` of `self.table` that only `__init__` binds and no
       method changes (`self.P[:, :x.shape[1]].to(x.device)`): the same copy on every step
-      (register it as a buffer, or keep a device copy).
+      (register it as a buffer, or keep a device copy);
+    - a call, on every iteration of a loop, of a function of this file or of another local
+      module (through the project index) that copies the same constants to the device on
+      each call, in its straight-line body: `y = utils.normalize_batch(y)` in a training
+      loop, where `normalize_batch` does `batch.new_tensor([0.485, 0.456, 0.406])` (the copy
+      goes to the device of an argument that is on the device here, or to the accelerator).
+      Reported at the call, naming the copy's line.
 
     It decides from values (where each value lives, where each binding is made), never from
     what variables are called; a device argument the code does not define (a parameter
@@ -118,6 +125,10 @@ class RepeatedTransfer(Rule):
         "`{call}` copies the same host data to the device on every call of `{function}` "
         "(line {line})"
     )
+    call_message = (
+        "`{call}(...)` copies the same host data to the device on every call (line "
+        "{line}{where})"
+    )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", "device=", ".cpu(", ".fill_(")
     fixable = True
@@ -130,6 +141,7 @@ class RepeatedTransfer(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "cpu"):
             pass
         elif not isinstance(func, (cst.Attribute, cst.Name)) or keyword_arg(node, "device") is None:
+            self.check_uploading_call(node)
             return  # neither a move nor a factory given a device
         loops = self.ctx.loops(node)
         if not loops:
@@ -189,6 +201,43 @@ class RepeatedTransfer(Rule):
         self.report(call, self.per_call_message.format(
             call=label, function=function.name.value, line=self._line(function)) + suffix)
 
+    def check_uploading_call(self, call: cst.Call) -> None:
+        """A call, on every iteration of a loop, of a function (of this file or another local
+        module) that copies the same constant host data to the device on each call
+        (`utils.normalize_batch(y)` whose body does `batch.new_tensor([0.485, ...])`), where
+        the copy goes to the device whatever the arguments or to the device of an argument
+        that is on the device here."""
+        loops = self.ctx.loops(call)
+        if not loops or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return
+        loop = loops[0]
+        sem = self.ctx.semantic
+        if isinstance(loop, (cst.For, cst.While)) and sem.loops.facts(loop).runs_once:
+            return
+        found = sem.syncs.callee(call)
+        if found is not None:
+            other, function = sem, found[0]
+            bound = {name: args[0] for name, args in found[1].items() if len(args) == 1}
+        else:
+            foreign = sem.syncs.foreign_function(call)
+            if foreign is None:
+                return
+            other, function = foreign
+            bound = dataflow.bind_arguments(function, call)
+        for upload in dataflow.per_call_uploads(other, function):
+            if not all(name in bound and self._on_device(bound[name]) for name in upload.follows):
+                continue
+            if not sem.on_gpu_path(call):
+                return
+            where = "" if other is sem else f" of {os.path.basename(other.ctx.path)}"
+            self.report(call, self.call_message.format(
+                call=self._short(call.func), line=other.ctx.position(upload.node)[0], where=where))
+            return
+
+    def _on_device(self, expr: cst.BaseExpression) -> bool:
+        value = self.ctx.semantic.value(expr)
+        return value.kind in (Kind.TENSOR, Kind.UNKNOWN) and value.place is Place.DEVICE
+
     def check_written_back(self, call: cst.Call) -> None:
         """`t.fill_(v)` on a device tensor sends the host value `v` to the device: a round
         trip when the loop read `v` back from the device (`v = out.argmax().item()`). Only
@@ -203,7 +252,10 @@ class RepeatedTransfer(Rule):
         filled = call.args[0].value
         if sem.value(filled).place is Place.DEVICE or not sem.on_gpu_path(call):
             return
-        read = self.device_read(call, filled, loops)
+        tensor = call.func.value  # type: ignore[union-attr]
+        bindings = tuple(d.value for d in sem.defs(tensor) if d.value is not None and d.node is not None
+                         and dataflow.within(sem, d.node, loops[-1])) if isinstance(tensor, cst.Name) else ()
+        read = self.device_read(call, filled, loops, filled=bindings)
         if read is not None:
             self.report(call, self.reupload_message.format(
                 call=".fill_()", line=self._line(read), read=self._short(read)))
@@ -402,7 +454,8 @@ class RepeatedTransfer(Rule):
             return False
         return self._host_data(self.ctx.semantic.value(found[0]))
 
-    def device_read(self, upload: cst.Call, moved: cst.BaseExpression, loops: list) -> Optional[cst.CSTNode]:
+    def device_read(self, upload: cst.Call, moved: cst.BaseExpression, loops: list,
+                    filled: tuple = ()) -> Optional[cst.CSTNode]:
         """A read of device data back to the host, inside the loop, that the data `moved`
         is computed from (through bindings made in the loop and what the loop appends to
         lists it reads), else None. The data read is on the device by its value, or because
@@ -418,7 +471,7 @@ class RepeatedTransfer(Rule):
             if d is not None or not isinstance(node, cst.Call):
                 continue
             operand = self._host_read_operand(node)
-            if operand is not None and self._device_data(operand, upload, region):
+            if operand is not None and self._device_data(operand, (upload, *filled), region):
                 return node
         return None
 
@@ -437,16 +490,18 @@ class RepeatedTransfer(Rule):
             return call.args[0].value
         return None
 
-    def _device_data(self, operand: cst.BaseExpression, upload: cst.Call, region: cst.CSTNode) -> bool:
+    def _device_data(self, operand: cst.BaseExpression, uploads: tuple, region: cst.CSTNode) -> bool:
         """`operand` is device data: a tensor on the device, or a value of unknown place that
-        `region` computes from what `upload` copies to the device."""
+        `region` computes from what the upload copies to the device (`uploads`: the upload,
+        and for `t.fill_(v)` the bindings of `t` it fills)."""
         sem = self.ctx.semantic
         source = sem.value(operand)
         if source.kind is Kind.TENSOR and source.place is Place.DEVICE:
             return True
         if source.place is Place.CPU or source.kind not in (Kind.TENSOR, Kind.UNKNOWN):
             return False
-        return any(node is upload for node, _ in dataflow.data_nodes(sem, operand, region, depth=8))
+        return any(any(node is upload for upload in uploads)
+                   for node, _ in dataflow.data_nodes(sem, operand, region, depth=8))
 
     # -- messages --------------------------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:

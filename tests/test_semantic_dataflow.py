@@ -134,3 +134,31 @@ def test_same_every_call_reads_attributes_bound_once_and_sizes_only():
     # bound in __init__ only (a slice bounded by a size); changed by another method; indexed
     # by an argument's data; an argument's data
     assert same == [True, True, False, False, False]
+
+
+def test_per_call_uploads_are_copies_of_constants_on_every_call():
+    source = """
+    import torch
+    MEAN = [0.5, 0.5]
+    def normalize(batch):
+        mean = batch.new_tensor([0.485, 0.456])
+        std = torch.tensor(MEAN).to(batch.device)
+        return (batch - mean) / std
+    def to_cuda(x):
+        return x + torch.tensor([1.0, 2.0], device="cuda")
+    def given(batch, weights):
+        return batch * batch.new_tensor(weights)
+    def sometimes(batch, flag):
+        if flag:
+            batch = batch + batch.new_tensor([1.0, 2.0])
+        return batch
+    """
+    ctx, sem = model_of(source)
+    functions = {f.name.value: f for f in ctx.iter_nodes(cst.FunctionDef)}
+    found = {name: [(ctx.code(u.node), sorted(u.follows)) for u in dataflow.per_call_uploads(sem, f)]
+             for name, f in functions.items()}
+    assert found["normalize"] == [("batch.new_tensor([0.485, 0.456])", ["batch"]),
+                                  ("torch.tensor(MEAN).to(batch.device)", ["batch"])]
+    assert found["to_cuda"] == [('torch.tensor([1.0, 2.0], device="cuda")', [])]
+    assert found["given"] == []  # the caller's data
+    assert found["sometimes"] == []  # under a condition

@@ -758,3 +758,124 @@ def _fill_function(sem, node: cst.Call, qual: str, parts, ops, through, depth) -
         ops.append(qual)
         return True
     return False
+
+
+# -- what one call of a function copies to the device ----------------------------------------
+@dataclass(frozen=True)
+class CallUpload:
+    """A host→device copy a function makes, once, on every call: of data that is the same
+    on every call (literals, module-level constants), to the device of the parameters
+    `follows` (`p.new_tensor([...])`, `.to(p.device)`), or to the accelerator whatever the
+    arguments (`follows` empty)."""
+
+    node: cst.Call
+    follows: frozenset
+
+
+def per_call_uploads(sem, function: cst.FunctionDef) -> tuple[CallUpload, ...]:
+    """The copies of constant host data that `function` makes on every call, in its own
+    straight-line body (not under a condition, loop, `try` or `with`, nor in nested
+    functions): `mean = batch.new_tensor([0.485, 0.456, 0.406])`,
+    `torch.tensor([1.0, 2.0]).to(x.device)`, `torch.tensor(TABLE, device="cuda")`. A caller
+    that runs the function on every iteration of a loop makes the same copy every time."""
+    memo = sem.__dict__.setdefault("_per_call_uploads", {})
+    key = id(function)
+    if key not in memo:
+        memo[key] = tuple(_per_call_uploads(sem, function))
+    return memo[key]
+
+
+def _per_call_uploads(sem, function: cst.FunctionDef) -> Iterator[CallUpload]:
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                     *function.params.kwonly_params)}
+    body = function.body
+    if not isinstance(body, cst.IndentedBlock):
+        return
+    for line in body.body:
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue  # compound statements: may not run, or run many times, per call
+        stack: list[cst.CSTNode] = list(line.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (cst.Lambda,) + COMPREHENSIONS):
+                continue
+            if isinstance(node, cst.Call):
+                found = _constant_upload(sem, node, function, params)
+                if found is not None:
+                    yield found
+                    continue
+            stack.extend(sem.children(node))
+
+
+def _constant_upload(sem, call: cst.Call, function, params) -> Optional[CallUpload]:
+    func = call.func
+    data: Optional[cst.BaseExpression] = None
+    follows: set[str] = set()
+    if isinstance(func, cst.Attribute) and func.attr.value == "new_tensor":
+        # `p.new_tensor(data)`: `data` copied to `p`'s device
+        if not isinstance(func.value, cst.Name) or func.value.value not in params:
+            return None
+        data = call_arg(call, 0, "data")
+        follows.add(func.value.value)
+    elif isinstance(func, cst.Attribute) and func.attr.value == "to":
+        target = keyword_arg(call, "device") or call_arg(call, 0, "\0")
+        if target is None:
+            return None
+        followed = _device_of_param(target, params)
+        if followed is not None:
+            follows.add(followed)
+        elif sem.device_place(target)[0] is not Place.DEVICE:
+            return None
+        data = func.value
+    else:
+        made = data_to_device(sem, call)
+        device = keyword_arg(call, "device")
+        followed = _device_of_param(device, params) if device is not None else None
+        if made is None and followed is None:
+            return None
+        if made is None and sem.qualname(func) not in sem.api.data_to_device:
+            return None
+        data = made.data if made is not None else call_arg(call, 0, "data")
+        if followed is not None:
+            follows.add(followed)
+    if data is None or not _constant_host_data(sem, data, function):
+        return None
+    return CallUpload(call, frozenset(follows))
+
+
+def _device_of_param(node: cst.BaseExpression, params) -> Optional[str]:
+    """`p` for `p.device`, a parameter's device."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "device" \
+            and isinstance(node.value, cst.Name) and node.value.value in params:
+        return node.value.value
+    return None
+
+
+def _constant_host_data(sem, data: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+    """Host data that is the same on every call: literal lists of numbers, module-level
+    constants, deterministic factories of them (not a fresh fill: DL007's)."""
+    if not invariant(sem, data, function):
+        return False
+    value = sem.value(data)
+    if value.place is Place.DEVICE:
+        return False
+    if value.kind is Kind.TENSOR:
+        return value.place is Place.CPU and fresh_fill(sem, data, depth=0) is None
+    return value.kind in (Kind.SEQUENCE, Kind.ARRAY, Kind.NUMBER)
+
+
+def bind_arguments(function: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression]:
+    """{parameter name: argument} for a call of a top-level `function` (of another file, say);
+    `*args`/`**kwargs` are not followed."""
+    params = [*function.params.posonly_params, *function.params.params]
+    names = {p.name.value for p in (*params, *function.params.kwonly_params)}
+    bound: dict[str, cst.BaseExpression] = {}
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            break
+        if arg.keyword is not None:
+            if arg.keyword.value in names:
+                bound[arg.keyword.value] = arg.value
+        elif index < len(params):
+            bound[params[index].name.value] = arg.value
+    return bound
