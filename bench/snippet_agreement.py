@@ -83,8 +83,10 @@ def main(argv=None) -> int:
     parser.add_argument("--whole", help="a saved `confirm PATHS --format json` report")
     parser.add_argument("--snippets", help="a saved `confirm --snippets PATHS --format json`")
     parser.add_argument("--record", help="write the whole-file verdicts here")
+    parser.add_argument("--keep", help="a folder to keep both runs' JSON reports in")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.keep or scratch
         if args.whole:
             with open(args.whole, encoding="utf-8") as handle:
                 whole_report = json.load(handle)

@@ -258,3 +258,31 @@ def test_a_slice_keeps_defaults_cuda_state_and_the_files_other_flagged_lines(tmp
     env = repros.build(_finding(path, "DL013", _line(source, "CUDA_VISIBLE_DEVICES")))
     assert "torch.cuda.device_count()" in env.script  # the driver state the line runs in
     assert "unrelated" not in env.script
+
+
+def test_gradients_read_keep_the_backward_that_writes_them(tmp_path):
+    source = textwrap.dedent('''\
+        import torch
+
+        model = torch.nn.Linear(8, 2).to("cuda")
+        for step in range(3):
+            loss = model(torch.randn(4, 8, device="cuda")).sum()
+            print("step", step)
+            loss.backward()
+            norm = float(model.weight.grad.norm())
+        ''')
+    repro = _build(tmp_path, source, "DL004", _line(source, "norm = float"))
+    assert "loss.backward()" in repro.script and 'print("step"' not in repro.script
+
+
+def test_a_constructor_that_ran_cleanly_does_not_refute_a_finding():
+    from devicelint.runtime.repro import confirmation
+    from devicelint.runtime.snippets import Reproduction
+
+    repro = Reproduction(_finding("m.py", "DL002", 3), script="x = 1\n", line=1,
+                         entry="Tower.__init__(...)")
+    seen = confirmation(repro, {"status": "refuted", "summary": "the line ran"}, None, "sim", None)
+    assert seen["status"] == "inconclusive" and "only builds the object" in seen["summary"]
+    plain = Reproduction(_finding("m.py", "DL002", 3), script="x = 1\n", line=1, entry="f(...)")
+    assert confirmation(plain, {"status": "refuted", "summary": "ran"}, None, "sim",
+                        None)["status"] == "refuted"

@@ -108,6 +108,13 @@ def confirmation(repro: Reproduction, verdict: Optional[dict], error: Optional[d
                                  f"{error['type']}: {error['message']}{where}")
         else:
             result["summary"] = "the reproduction did not reach the flagged line"
+    if result.get("status") == "refuted" and repro.entry.endswith(".__init__(...)"):
+        # Building an object shows only what its constructor does; what a constructor line
+        # sets up (a submodule in a plain list, a buffer) may go wrong only where the program
+        # later moves and calls it, which this reproduction does not run.
+        result["status"] = "inconclusive"
+        result["summary"] = (f"the reproduction only builds the object ({result.get('summary')}); "
+                             f"the pitfall may show where the program uses it")
     if repro.synthesized:
         made = "; ".join(f"{s.name} = {s.what}" for s in repro.synthesized)
         result["summary"] = f"{result.get('summary', '')} (snippet; synthesized: {made})"

@@ -300,6 +300,15 @@ def _exits(statement: cst.CSTNode) -> bool:
     return False
 
 
+def _backward(statement: cst.CSTNode) -> bool:
+    """`loss.backward()` (or `scaler.scale(loss).backward()`): it writes every `.grad`."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    return any(isinstance(s, cst.Expr) and isinstance(s.value, cst.Call)
+               and isinstance(s.value.func, cst.Attribute)
+               and s.value.func.attr.value == "backward" for s in statement.body)
+
+
 def _super_init(statement: cst.CSTNode) -> bool:
     if not isinstance(statement, cst.SimpleStatementLine):
         return False
@@ -321,12 +330,18 @@ class Slicer:
         self.contains = contains          # node -> whether the target is inside it
         self.substitute = substitute or (lambda statement, needed: None)
         self.keep = keep or (lambda statement: False)  # kept for its effect on the device
+        # The line reads gradients: the `.backward()` calls before it produce them.
+        self.grads = any(isinstance(n, cst.Attribute) and n.attr.value == "grad"
+                         for n in _walk(target))
 
     def block(self, statements, needed: set[str], in_loop: bool = False):
         """(kept statements, names needed before the block)."""
         kept = []
         needed = set(needed)
+        after = any(s is self.target or self.contains(s) for s in statements)
         for statement in reversed(list(statements)):
+            if statement is self.target or self.contains(statement):
+                after = False
             if statement is self.target:
                 new, needed = self.statement_itself(statement, needed)
                 kept[:0] = new
@@ -338,7 +353,8 @@ class Slicer:
             relevant = (_deep(statement, binds) & needed) or (
                 _deep(statement, changes) & needed) or (
                 in_loop and _exits(statement)) or _super_init(statement) or (
-                self.keep(statement))
+                self.keep(statement) and (in_loop or not after)) or (
+                self.grads and _backward(statement))
             if not relevant:
                 continue
             replaced = self.substitute(statement, needed)
