@@ -23,8 +23,12 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.context import FileContext, bound_names
+from devicelint.context import FileContext
 from devicelint.names import dotted_name
+from devicelint.runtime.slicer import (
+    Slicer, binds, block_of, blocks_of, import_names, is_compound, names_in, pass_statement,
+    reads, walk,
+)
 from devicelint.semantic.values import Kind, Place, Value
 
 DEFAULT_SIZE = 4      # a dimension the code does not show: > 1, so merged dims show their layout
@@ -104,421 +108,6 @@ def parse_sizes(entries) -> dict[str, object]:
     return sizes
 
 
-# -- names a statement reads, binds and changes -----------------------------------------------
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
-
-
-def _target_names(node: cst.CSTNode) -> set[str]:
-    """Names bound anywhere inside `node` (assignment, loop, with and comprehension targets,
-    walrus, parameters, defs, imports)."""
-    names: set[str] = set()
-    for sub in _walk(node):
-        if isinstance(sub, cst.Assign):
-            for target in sub.targets:
-                names.update(bound_names(target.target))
-        elif isinstance(sub, (cst.AnnAssign, cst.AugAssign)):
-            names.update(bound_names(sub.target))
-        elif isinstance(sub, (cst.For, cst.CompFor)):
-            names.update(bound_names(sub.target))
-        elif isinstance(sub, cst.WithItem) and sub.asname is not None:
-            names.update(bound_names(sub.asname.name))
-        elif isinstance(sub, cst.NamedExpr):
-            names.update(bound_names(sub.target))
-        elif isinstance(sub, cst.Param):
-            names.add(sub.name.value)
-        elif isinstance(sub, (cst.FunctionDef, cst.ClassDef)):
-            names.add(sub.name.value)
-        elif isinstance(sub, (cst.Import, cst.ImportFrom)):
-            names.update(_import_names(sub))
-    return names
-
-
-def _import_names(node) -> set[str]:
-    if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
-        return set()
-    names = set()
-    for alias in node.names:
-        if alias.asname is not None:
-            names.update(bound_names(alias.asname.name))
-        else:
-            names.add((dotted_name(alias.name) or "").split(".")[0])
-    return names
-
-
-def _names_in(node: cst.CSTNode) -> set[str]:
-    """Every plain name read in `node`: not attribute names nor keyword argument names."""
-    skip: set[int] = set()
-    names: set[str] = set()
-    for sub in _walk(node):
-        if isinstance(sub, cst.Attribute):
-            skip.add(id(sub.attr))
-        elif isinstance(sub, cst.Arg) and sub.keyword is not None:
-            skip.add(id(sub.keyword))
-        elif isinstance(sub, (cst.Import, cst.ImportFrom)):
-            for inner in _walk(sub):  # an import binds names; it reads none
-                skip.add(id(inner))
-        elif isinstance(sub, cst.Name) and id(sub) not in skip:
-            names.add(sub.value)
-    # Names that comprehensions and lambdas bind for themselves are not read from outside.
-    local = set()
-    for sub in _walk(node):
-        if isinstance(sub, cst.CompFor):
-            local.update(bound_names(sub.target))
-        elif isinstance(sub, cst.Lambda):
-            local.update(p.name.value for p in _params_of(sub.params))
-    return names - local
-
-
-def _params_of(params: cst.Parameters) -> list:
-    found = [*params.posonly_params, *params.params, *params.kwonly_params]
-    for extra in (params.star_arg, params.star_kwarg):
-        if isinstance(extra, cst.Param):
-            found.append(extra)
-    return found
-
-
-def reads(statement: cst.CSTNode) -> set[str]:
-    """The names a statement needs from before it. A `def`/`class` needs its free names
-    (read when it is called: over-approximated as every name it does not bind itself)."""
-    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-        return _names_in(statement) - _target_names(statement) | {
-            name for d in statement.decorators for name in _names_in(d)}
-    if isinstance(statement, (cst.Import, cst.ImportFrom)):
-        return set()
-    names = _names_in(statement)
-    # A plain name that is only assigned is not read (`x = f(y)` reads y, not x).
-    pure_targets: set[str] = set()
-    for small in _small_statements(statement):
-        if isinstance(small, cst.Assign):
-            for target in small.targets:
-                pure_targets.update(bound_names(target.target))
-        elif isinstance(small, cst.AnnAssign):
-            pure_targets.update(bound_names(small.target))
-    if isinstance(statement, cst.For):
-        pure_targets.update(bound_names(statement.target))
-    still_read = set()
-    for small in _small_statements(statement):
-        if isinstance(small, cst.Assign):
-            still_read |= _names_in(small.value)
-            for target in small.targets:
-                if not isinstance(target.target, (cst.Name, cst.Tuple, cst.List)):
-                    still_read |= _names_in(target.target)
-        elif isinstance(small, cst.AnnAssign) and small.value is not None:
-            still_read |= _names_in(small.value)
-    if isinstance(statement, cst.For):
-        still_read |= _names_in(statement.iter)
-    return (names - pure_targets) | (names & still_read) if pure_targets else names
-
-
-def _small_statements(statement):
-    if isinstance(statement, cst.SimpleStatementLine):
-        return list(statement.body)
-    return [statement]
-
-
-def binds(statement: cst.CSTNode) -> set[str]:
-    """Names this statement (re)binds in its own scope."""
-    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-        return {statement.name.value}
-    if isinstance(statement, (cst.Import, cst.ImportFrom)):
-        return _import_names(statement)
-    names: set[str] = set()
-    for small in _small_statements(statement):
-        if isinstance(small, (cst.Import, cst.ImportFrom)):
-            names |= _import_names(small)
-        elif isinstance(small, cst.Assign):
-            for target in small.targets:
-                names.update(bound_names(target.target))
-        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-            names.update(bound_names(small.target))
-    if isinstance(statement, cst.For):
-        names.update(bound_names(statement.target))
-    if isinstance(statement, cst.With):
-        for item in statement.items:
-            if item.asname is not None:
-                names.update(bound_names(item.asname.name))
-    return names
-
-
-def _root(node: cst.CSTNode) -> Optional[str]:
-    """`model` of `model.fc.weight`, `xs` of `xs[0]`, `obj` of `obj.f(...)`."""
-    while True:
-        if isinstance(node, cst.Name):
-            return node.value
-        if isinstance(node, cst.Attribute):
-            node = node.value
-        elif isinstance(node, cst.Subscript):
-            node = node.value
-        elif isinstance(node, cst.Call):
-            node = node.func
-        else:
-            return None
-
-
-def changes(statement: cst.CSTNode) -> set[str]:
-    """Names whose object this statement changes in place: `model.to(d)`, `xs.append(v)`,
-    `x[i] = v`, `self.w = v`, `x += 1` on a subscript."""
-    names: set[str] = set()
-    for small in _small_statements(statement):
-        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
-                and isinstance(small.value.func, cst.Attribute):
-            root = _root(small.value.func.value)
-            if root:
-                names.add(root)
-        elif isinstance(small, cst.Assign):
-            for target in small.targets:
-                if isinstance(target.target, (cst.Attribute, cst.Subscript)):
-                    root = _root(target.target)
-                    if root:
-                        names.add(root)
-        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) \
-                and isinstance(small.target, (cst.Attribute, cst.Subscript)):
-            root = _root(small.target)
-            if root:
-                names.add(root)
-    return names
-
-
-def _exits(statement: cst.CSTNode) -> bool:
-    """A `break` or `return` that ends the loop this statement sits in (not one of a nested
-    loop or function)."""
-    stack = [statement]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Break, cst.Return)):
-            return True
-        if node is not statement and isinstance(
-                node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(node.children)
-    return False
-
-
-def _backward(statement: cst.CSTNode) -> bool:
-    """`loss.backward()` (or `scaler.scale(loss).backward()`): it writes every `.grad`."""
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return False
-    return any(isinstance(s, cst.Expr) and isinstance(s.value, cst.Call)
-               and isinstance(s.value.func, cst.Attribute)
-               and s.value.func.attr.value == "backward" for s in statement.body)
-
-
-def _super_init(statement: cst.CSTNode) -> bool:
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return False
-    for small in statement.body:
-        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-            func = small.value.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
-                return True
-    return False
-
-
-# -- the slicer -------------------------------------------------------------------------------
-
-class Slicer:
-    """Backward slice of a block of statements towards one target statement."""
-
-    def __init__(self, target: cst.CSTNode, contains, substitute=None, keep=None) -> None:
-        self.target = target
-        self.contains = contains          # node -> whether the target is inside it
-        self.substitute = substitute or (lambda statement, needed: None)
-        self.keep = keep or (lambda statement: False)  # kept for its effect on the device
-        # The line reads gradients: the `.backward()` calls before it produce them.
-        self.grads = any(isinstance(n, cst.Attribute) and n.attr.value == "grad"
-                         for n in _walk(target))
-
-    def block(self, statements, needed: set[str], in_loop: bool = False):
-        """(kept statements, names needed before the block)."""
-        kept = []
-        needed = set(needed)
-        after = any(s is self.target or self.contains(s) for s in statements)
-        for statement in reversed(list(statements)):
-            if statement is self.target or self.contains(statement):
-                after = False
-            if statement is self.target:
-                new, needed = self.statement_itself(statement, needed)
-                kept[:0] = new
-                continue
-            if self.contains(statement):
-                new, needed = self.around(statement, needed)
-                kept[:0] = new
-                continue
-            relevant = (_deep(statement, binds) & needed) or (
-                _deep(statement, changes) & needed) or (
-                in_loop and _exits(statement)) or _super_init(statement) or (
-                self.keep(statement) and (in_loop or not after)) or (
-                self.grads and _backward(statement))
-            if not relevant:
-                continue
-            replaced = self.substitute(statement, needed)
-            if replaced is not None:
-                new_statements, used = replaced
-                needed = (needed - binds(statement)) | used
-                kept[:0] = new_statements if isinstance(new_statements, list) else [new_statements]
-                continue
-            new, needed = self.relevant(statement, needed, in_loop)
-            kept[:0] = new
-        return kept, needed
-
-    def statement_itself(self, statement, needed):
-        if isinstance(statement, (cst.For, cst.While)):
-            # a flagged loop header: the loop and what its test depends on
-            return self.loop(statement, needed, whole_body=True)
-        if isinstance(statement, cst.BaseCompoundStatement) and not isinstance(
-                statement, (cst.FunctionDef, cst.ClassDef)):
-            return [statement], needed | _exposed([statement])
-        return [statement], (needed - binds(statement)) | reads(statement)
-
-    def relevant(self, statement, needed, in_loop):
-        if isinstance(statement, (cst.For, cst.While)):
-            return self.loop(statement, needed)
-        if isinstance(statement, cst.If):
-            body, need_body = self.block(_body(statement.body), needed, in_loop)
-            orelse = statement.orelse
-            new_orelse, need_else = None, set(needed)
-            if isinstance(orelse, cst.If):
-                parts, need_else = self.relevant(orelse, needed, in_loop)
-                new_orelse = parts[0] if parts else None
-            elif isinstance(orelse, cst.Else):
-                else_body, need_else = self.block(_body(orelse.body), needed, in_loop)
-                if else_body:
-                    new_orelse = orelse.with_changes(body=_suite(orelse.body, else_body))
-            if not body and new_orelse is None:
-                return [], needed
-            new = statement.with_changes(body=_suite(statement.body, body or [_pass()]),
-                                         orelse=new_orelse)
-            return [new], need_body | need_else | _names_in(statement.test)
-        if isinstance(statement, cst.With):
-            body, need = self.block(_body(statement.body), needed, in_loop)
-            if not body:
-                return [], needed
-            items = set().union(*(_names_in(item.item) for item in statement.items))
-            return [statement.with_changes(body=_suite(statement.body, body))], \
-                (need - binds(statement)) | items
-        if isinstance(statement, cst.Try):
-            body, need = self.block(_body(statement.body), needed, in_loop)
-            return body, need
-        # simple statements, defs, classes: whole
-        return [statement], (needed - binds(statement)) | reads(statement)
-
-    def loop(self, statement, needed, whole_body=False):
-        """A loop kept for what its body computes: sliced to a fixed point (what one
-        iteration needs may be computed by the one before)."""
-        header = _names_in(statement.iter) if isinstance(statement, cst.For) else \
-            _names_in(statement.test)
-        carried = set(needed) | header
-        body: list = []
-        for _ in range(10):
-            body, need_body = self.block(_body(statement.body), carried, in_loop=True)
-            if need_body <= carried:
-                break
-            carried |= need_body
-        if not body and not whole_body and not self.contains(statement):
-            return [], needed
-        new = statement.with_changes(body=_suite(statement.body, body or [_pass()]),
-                                     orelse=None)
-        loop_binds = binds(statement) if isinstance(statement, cst.For) else set()
-        return [new], needed | (carried - loop_binds) | header
-
-    def around(self, statement, needed):
-        """A compound statement that holds the target."""
-        if isinstance(statement, (cst.For, cst.While)):
-            return self.loop(statement, needed)
-        if isinstance(statement, cst.If):
-            # the arm that holds the target, taken unconditionally
-            arm = statement
-            while True:
-                if self.contains(arm.body):
-                    return self.block(_body(arm.body), needed)
-                orelse = arm.orelse
-                if isinstance(orelse, cst.If):
-                    arm = orelse
-                    continue
-                return self.block(_body(orelse.body), needed)
-        if isinstance(statement, cst.Try):
-            for part in [statement.body, *(h.body for h in statement.handlers),
-                         *([statement.orelse.body] if statement.orelse else []),
-                         *([statement.finalbody.body] if statement.finalbody else [])]:
-                if self.contains(part):
-                    return self.block(_body(part), needed)
-        if isinstance(statement, cst.With):
-            body, need = self.block(_body(statement.body), needed)
-            items = set().union(*(_names_in(item.item) for item in statement.items))
-            return [statement.with_changes(body=_suite(statement.body, body or [_pass()]))], \
-                (need - binds(statement)) | items
-        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-            return [statement], (needed - binds(statement)) | reads(statement)
-        body = getattr(statement, "body", None)
-        if body is not None:
-            return self.block(_body(body), needed)
-        return [statement], needed | reads(statement)
-
-
-def _compound(statement) -> bool:
-    return isinstance(statement, cst.BaseCompoundStatement) and not isinstance(
-        statement, (cst.FunctionDef, cst.ClassDef))
-
-
-def _header(statement) -> set[str]:
-    """Names a compound statement's header reads (test, iterable, context managers)."""
-    if isinstance(statement, (cst.If, cst.While)):
-        return _names_in(statement.test)
-    if isinstance(statement, cst.For):
-        return _names_in(statement.iter)
-    if isinstance(statement, cst.With):
-        return set().union(*(_names_in(item.item) for item in statement.items))
-    return set()
-
-
-def _deep(statement, facts) -> set[str]:
-    """`facts` (binds or changes) of a statement and, for a compound one, of every statement
-    in its blocks (not in nested functions or classes)."""
-    found = set(facts(statement))
-    if _compound(statement):
-        for part in _parts(statement):
-            for inner in _body(part):
-                found |= _deep(inner, facts)
-    return found
-
-
-def _exposed(statements) -> set[str]:
-    """Names the statements read before binding them, all statements kept."""
-    needed: set[str] = set()
-    for statement in reversed(list(statements)):
-        if _compound(statement):
-            inner = set()
-            for part in _parts(statement):
-                inner |= _exposed(_body(part))
-            needed |= inner | _header(statement)
-            if isinstance(statement, cst.For):
-                needed -= set(bound_names(statement.target)) - _names_in(statement.iter)
-        else:
-            needed = (needed - binds(statement)) | reads(statement)
-    return needed
-
-
-def _body(suite) -> list:
-    return list(suite.body) if isinstance(suite, cst.IndentedBlock) else [
-        cst.SimpleStatementLine(body=list(suite.body))]
-
-
-def _suite(original, statements):
-    if isinstance(original, cst.IndentedBlock):
-        return original.with_changes(body=statements)
-    return cst.IndentedBlock(body=statements)
-
-
-def _pass():
-    return cst.SimpleStatementLine(body=[cst.Pass()])
-
-
 # -- building one file's reproductions ------------------------------------------------------
 
 class FileReproductions:
@@ -552,8 +141,8 @@ class FileReproductions:
                     continue
                 found.append(node)
                 inner = []
-                for part in _parts(node):
-                    inner.extend(_body(part) if isinstance(part, cst.SimpleStatementSuite)
+                for part in blocks_of(node):
+                    inner.extend(block_of(part) if isinstance(part, cst.SimpleStatementSuite)
                                  else part.body)
                 stack.extend(reversed(inner))
             self._statements = found
@@ -608,7 +197,7 @@ class FileReproductions:
         for call in self.ctx.iter_nodes(cst.Call):
             if dotted_name(call.func) != owner.name.value:
                 continue
-            if all(_literal(a.value) or (_names_in(a.value) and _names_in(a.value) <= set(
+            if all(_literal(a.value) or (names_in(a.value) and names_in(a.value) <= set(
                     module_names)) for a in call.args):
                 return self.ctx.code(call)
         init = _methods(owner).get("__init__")
@@ -700,7 +289,7 @@ class FileReproductions:
                 statement, (cst.FunctionDef, cst.ClassDef)):
             return False
         wanted = self.sem.api.cuda_initialising | {"torch.cuda.device_count"}
-        for sub in _walk(_header_or_self(statement) if _compound(statement) else statement):
+        for sub in walk(_header_or_self(statement) if is_compound(statement) else statement):
             if isinstance(sub, cst.Call) and self._qual(sub.func) in wanted:
                 return True
         return False
@@ -716,7 +305,7 @@ class FileReproductions:
         """An import of the user's own modules runs their top-level code: only when asked."""
         if isinstance(statement, cst.ImportFrom) and statement.relative:
             raise CannotSynthesize(
-                f"{', '.join(sorted(_import_names(statement)))} (a relative import: run the "
+                f"{', '.join(sorted(import_names(statement)))} (a relative import: run the "
                 f"whole program with `devicelint confirm -- python ...` instead)")
         modules = [dotted_name(statement.module)] if isinstance(statement, cst.ImportFrom) else \
             [dotted_name(alias.name) for alias in statement.names]
@@ -727,7 +316,7 @@ class FileReproductions:
                         for base in (folder, os.getcwd()) for suffix in (".py", ""))
             if local and top and not self.options.import_user_code:
                 raise CannotSynthesize(
-                    f"{', '.join(sorted(_import_names(statement)))} (imported from the user's "
+                    f"{', '.join(sorted(import_names(statement)))} (imported from the user's "
                     f"module {module}: pass --import-user-code to import it in the sandbox)")
 
 
@@ -827,7 +416,7 @@ class FileReproductions:
     def reads_outside(self, node) -> Optional[str]:
         """The code of the first call under `node` that reads data from outside (a file, a
         dataset on disk), directly or through a function or class of the file."""
-        for sub in _walk(node):
+        for sub in walk(node):
             if isinstance(sub, cst.Call):
                 qual = self._qual(sub.func)
                 if qual is not None and (qual in OUTSIDE_CALLS or qual.startswith(OUTSIDE_PREFIXES)
@@ -938,7 +527,7 @@ class FileReproductions:
         local = self.ctx.bindings(scope)
         found = []
         for name in reads(_header_or_self(statement)) if not isinstance(statement, cst.For) \
-                else _names_in(statement.iter):
+                else names_in(statement.iter):
             for binding in local.get(name) or self.ctx.bindings(self.module).get(name) or []:
                 bound = self.statement_of(binding.node)
                 if bound is not None and bound is not statement and not isinstance(
@@ -950,7 +539,7 @@ class FileReproductions:
         if self.reads_outside(node):
             return True
         local = self.ctx.bindings(scope)
-        for name in _names_in(node):
+        for name in names_in(node):
             if (id(scope), name) in self._tainted:
                 return True
             if name not in local and (id(self.module), name) in self._tainted:
@@ -1112,24 +701,6 @@ def _shape(dims) -> str:
     return "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
 
 
-def _parts(node) -> list:
-    parts = []
-    body = getattr(node, "body", None)
-    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-        parts.append(body)
-    orelse = getattr(node, "orelse", None)
-    if isinstance(orelse, cst.If):
-        parts.extend(_parts(orelse))
-    elif orelse is not None and hasattr(orelse, "body"):
-        parts.append(orelse.body)
-    for handler in getattr(node, "handlers", ()) or ():
-        parts.append(handler.body)
-    final = getattr(node, "finalbody", None)
-    if final is not None:
-        parts.append(final.body)
-    return parts
-
-
 class _Builder:
     """One reproduction of one finding: `FileReproductions.build`."""
 
@@ -1155,7 +726,7 @@ class _Builder:
         if isinstance(statement, cst.SimpleStatementLine) and all(
                 isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body):
             for small in statement.body:
-                if _import_names(small) & needed:
+                if import_names(small) & needed:
                     repros.check_import(small)
             return None
         if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
@@ -1172,7 +743,7 @@ class _Builder:
                     self.synthesized.append(synthesized)
             lines = [f"{name} = {m.code}  # synthesized: {m.what}, for: {_one_line(code)}"
                      for name, m, code in made]
-            used = set().union(*(_names_in(cst.parse_expression(m.code)) for _, m, _ in made))
+            used = set().union(*(names_in(cst.parse_expression(m.code)) for _, m, _ in made))
             new = list(cst.parse_module("\n".join(lines) + "\n").body)
             return (new if len(new) > 1 else new[0]), used
         if not repros.computed(statement):
@@ -1221,7 +792,7 @@ class _Builder:
         slicer = Slicer(target, self.contains_for(target), self.substitute,
                             self.repros.initialises_cuda)
         kept = list(self.synthesized)
-        body, needed = slicer.block(_body(function.body), set())
+        body, needed = slicer.block(block_of(function.body), set())
         params = _params(function)
         if owner is not None and params:
             params = params[1:]  # self
@@ -1242,7 +813,7 @@ class _Builder:
             self.synthesized.append(made)
             arguments.append(f"{name}={made.code}" if param.star == "" else made.code)
         new_function = function.with_changes(body=function.body.with_changes(
-            body=body or [_pass()]))
+            body=body or [pass_statement()]))
         module_body = _replaced(repros.module.body, function, new_function, owner)
         name = function.name.value
         if owner is None:
@@ -1357,7 +928,7 @@ def _find_same(module: cst.Module, flagged):
     """`flagged` itself in the sliced module, or the statement rebuilt from it (same type,
     same header) when the slicer rebuilt it."""
     fallback = None
-    for node in _walk(module):
+    for node in walk(module):
         if node is flagged:
             return node
         if fallback is None and type(node) is type(flagged) and isinstance(
