@@ -166,6 +166,13 @@ def test_a_training_script_without_its_dataset_is_confirmed_from_snippets(tmp_pa
     for script in saved.iterdir():  # no reproduction reads the missing files
         code = [line.split("#")[0] for line in script.read_text().splitlines()]
         assert not any("np.load(" in line or "load_split(" in line for line in code), script
+    # a saved reproduction is a plain script: python alone shows the pitfall
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(saved / f"train_sensor_model_L{view}_DL003.py")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 1 and "view size is not compatible" in done.stderr, done.stderr
 
 
 def test_sizes_from_the_config_table_and_the_command_line(tmp_path, monkeypatch):
