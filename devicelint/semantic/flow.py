@@ -20,7 +20,7 @@ import libcst as cst
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 # Methods that change a module in place (and return it), so that a statement of them rebinds
 # the receiver for what follows.
-_IN_PLACE_MODULE_METHODS = ("to", "cuda", "cpu", "half", "float", "double", "bfloat16", "eval",
+IN_PLACE_MODULE_METHODS = ("to", "cuda", "cpu", "half", "float", "double", "bfloat16", "eval",
                             "train", "requires_grad_")
 FUNCTIONS = (cst.FunctionDef, cst.Lambda)
 # Expressions _expr does more with than reading the names inside.
@@ -99,23 +99,11 @@ class ScopeFlow:
 
     # -- setup -------------------------------------------------------------------------
     def _declarations(self, scope: cst.CSTNode) -> None:
-        if not self.model.declares_names:
-            return  # no `global`/`nonlocal` anywhere in the file
-        body = getattr(scope, "body", None)
-        if isinstance(body, (list, tuple)):
-            stack = list(body)
-        else:
-            stack = [body] if isinstance(body, cst.CSTNode) else []
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (cst.Global, cst.Nonlocal)):
-                names = {n.name.value for n in node.names}
-                (self.globals if isinstance(node, cst.Global) else self.nonlocals).update(names)
-                continue
-            if type(node) in _NESTED_SCOPES:
-                continue
-            for child in self.model.children(node):
-                stack.append(child)
+        # The file's `global`/`nonlocal` statements, found once by the model (a walk of
+        # every scope's body for them cost more than the flow itself on model code).
+        for node in self.model.declarations(scope):
+            names = {n.name.value for n in node.names}
+            (self.globals if isinstance(node, cst.Global) else self.nonlocals).update(names)
 
     def _define(self, state: State, d: Def) -> None:
         # A loop body is walked twice: the same binding must be the same Def both times.
@@ -390,9 +378,9 @@ class ScopeFlow:
             return
         receiver = value.func.value
         while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
-                and receiver.func.attr.value in _IN_PLACE_MODULE_METHODS:
+                and receiver.func.attr.value in IN_PLACE_MODULE_METHODS:
             receiver = receiver.func.value  # `model.eval().to(device)`, `model.to(device).half()`
-        if isinstance(receiver, cst.Name) and value.func.attr.value in _IN_PLACE_MODULE_METHODS:
+        if isinstance(receiver, cst.Name) and value.func.attr.value in IN_PLACE_MODULE_METHODS:
             prior = state.get(receiver.value, frozenset())
             if prior:
                 self._define(state, Def(receiver.value, "effect", value, value, (), self.scope, prior))

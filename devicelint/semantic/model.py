@@ -26,7 +26,7 @@ import libcst as cst
 from devicelint.names import call_arg, dotted_name, int_value, keyword_arg, positional_args  # noqa: F401 - also model's API
 from devicelint.semantic.api import OpSpec, torch_api
 from devicelint.tree import children
-from devicelint.semantic.flow import COMPREHENSIONS, FUNCTIONS, Def, ScopeFlow
+from devicelint.semantic.flow import COMPREHENSIONS, FUNCTIONS, IN_PLACE_MODULE_METHODS, Def, ScopeFlow, target_parts
 from devicelint.semantic.values import (
     BOOL, CONTIGUOUS, LAYOUT_EXPANDED, LAYOUT_NARROWED, LAYOUT_PERMUTED, NONE, NUMBER, STRING,
     UNKNOWN, UNKNOWN_LAYOUT, Kind, Layout, Origin, Place, Value, join, join_all, tensor,
@@ -109,6 +109,10 @@ class SemanticModel:
         self._batches = None
         # ScopeFlow looks for `global`/`nonlocal` statements only where the text has them.
         self.declares_names = "global" in ctx.source or "nonlocal" in ctx.source
+        self._declarations: Optional[dict[int, list]] = None
+        self._scopes: dict[int, cst.CSTNode] = {}  # id(node) -> scope_of(node)
+        self._module_aliases: Optional[frozenset] = None
+        self._non_imports: Optional[frozenset] = None
         self.children = children  # a node's child nodes in source order (devicelint.tree)
         self._project = False  # not looked up yet
         self._project_classes: dict[str, bool] = {}
@@ -123,6 +127,12 @@ class SemanticModel:
         """The innermost scope (module, function, lambda, class body, comprehension) whose
         code evaluates `node`. A function's defaults and decorators belong to the enclosing
         scope, as does a comprehension's first iterable."""
+        found = self._scopes.get(id(node))
+        if found is None:
+            found = self._scopes[id(node)] = self._scope_of(node)
+        return found
+
+    def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
         parent_of = self.parent
         child = node
         parent = parent_of(node)
@@ -178,6 +188,18 @@ class SemanticModel:
                 found = ScopeFlow(self, scope)
                 self._flows[id(scope)] = found
         return found
+
+    def declarations(self, scope: cst.CSTNode) -> list:
+        """The `global`/`nonlocal` statements whose scope is `scope`."""
+        if not self.declares_names:
+            return []
+        if self._declarations is None:
+            table: dict[int, list] = {}
+            for kind in (cst.Global, cst.Nonlocal):
+                for node in self.ctx.iter_nodes(kind):
+                    table.setdefault(id(self.scope_of(node)), []).append(node)
+            self._declarations = table
+        return self._declarations.get(id(scope), [])
 
     def record_attribute_binding(self, scope: cst.CSTNode, target: cst.Attribute, template: Def) -> None:
         """`self.x = ...` in a method: remembered per class and attribute name."""
@@ -259,13 +281,64 @@ class SemanticModel:
         through module-level aliases the project index knows (`zeros = torch.zeros`,
         `d2l = sys.modules[__name__]` then `d2l.zeros`)."""
         head = node
-        while isinstance(head, cst.Attribute):
+        while type(head) is cst.Attribute:
             head = head.value
-        if isinstance(head, cst.Name):
+        if type(head) is cst.Name and head.value in self._non_import_names():
             defs = self.defs(head)
             if defs and any(d.kind != "import" for d in defs):
                 return self._alias_qualname(node, defs)
         return self.ctx.qualname(node)
+
+    def _non_import_names(self) -> frozenset:
+        """Every name something other than an import binds somewhere in the file (a superset:
+        targets, parameters, defs, classes, `except ... as`, match captures, the receiver of
+        a statement `x.to(...)` that refines it). A name outside it is bound only by imports
+        or not at all, so `qualname` needs no flow for it."""
+        if self._non_imports is None:
+            names: set[str] = set()
+
+            def add(target) -> None:
+                for part, _path in target_parts(target):
+                    if type(part) is cst.Name:
+                        names.add(part.value)
+
+            for node, _scope in self.ctx._binders:
+                kind = type(node)
+                if kind is cst.Assign:
+                    for target in node.targets:
+                        add(target.target)
+                elif kind is cst.AnnAssign or kind is cst.AugAssign or kind is cst.NamedExpr:
+                    add(node.target)
+                elif kind is cst.For or kind is cst.CompFor:
+                    add(node.target)
+                elif kind is cst.WithItem:
+                    if node.asname is not None:
+                        add(node.asname.name)
+                elif kind is cst.Param or kind is cst.FunctionDef or kind is cst.ClassDef:
+                    names.add(node.name.value)
+            for node, leaving in self.ctx._events:
+                kind = type(node)
+                if leaving:
+                    continue
+                if kind is cst.ExceptHandler or kind is cst.ExceptStarHandler:
+                    if node.name is not None:
+                        add(node.name.name)
+                elif kind is cst.MatchAs or kind is cst.MatchStar:
+                    if node.name is not None:
+                        names.add(node.name.value)
+                elif kind is cst.MatchMapping:
+                    if node.rest is not None:
+                        names.add(node.rest.value)
+                elif kind is cst.Call and type(node.func) is cst.Attribute \
+                        and node.func.attr.value in IN_PLACE_MODULE_METHODS:
+                    receiver = node.func.value  # as ScopeFlow._effect unwraps it
+                    while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute \
+                            and receiver.func.attr.value in IN_PLACE_MODULE_METHODS:
+                        receiver = receiver.func.value
+                    if type(receiver) is cst.Name:
+                        names.add(receiver.value)
+            self._non_imports = frozenset(names)
+        return self._non_imports
 
     def resolved_qualname(self, node: cst.CSTNode, depth: int = 0) -> Optional[str]:
         """The qualified name an expression stands for, through imports (as `qualname`) and
@@ -489,12 +562,29 @@ class SemanticModel:
     def module_member_defs(self, node: cst.CSTNode) -> Optional[list[Def]]:
         """`m.f` where every binding of `m` is this very module (`m = sys.modules[__name__]`,
         as d2l does): the module-level bindings of `f`; None otherwise."""
-        if not isinstance(node, cst.Attribute) or not isinstance(node.value, cst.Name):
+        if type(node) is not cst.Attribute or type(node.value) is not cst.Name \
+                or node.value.value not in self._this_module_names():
             return None
         defs = self.defs(node.value)
         if not defs or not all(self._is_this_module(d) for d in defs):
             return None
         return self._free_defs(node.attr.value, self.ctx.module)
+
+    def _this_module_names(self) -> frozenset:
+        """Names some assignment binds to a subscript by `__name__` (`m = sys.modules[__name__]`):
+        the only names `module_member_defs` can answer for, found without any flow."""
+        if self._module_aliases is None:
+            found = set()
+            if "__name__" in self.ctx.source:
+                for node, _scope in self.ctx._binders:
+                    if type(node) is cst.Assign and type(node.value) is cst.Subscript \
+                            and any(type(e.slice) is cst.Index and type(e.slice.value) is cst.Name
+                                    and e.slice.value.value == "__name__" for e in node.value.slice):
+                        for target in node.targets:
+                            found.update(part.value for part, _path in target_parts(target.target)
+                                         if type(part) is cst.Name)
+            self._module_aliases = frozenset(found)
+        return self._module_aliases
 
     def _is_this_module(self, d: Def) -> bool:
         value = d.value
@@ -559,29 +649,32 @@ class SemanticModel:
         return result
 
     def _value(self, node: cst.CSTNode) -> Value:
-        if isinstance(node, cst.Integer):
-            return NUMBER.with_(literal=int_value(node))
-        if isinstance(node, (cst.Float, cst.Imaginary)):
-            return NUMBER
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-            return STRING.with_(literal=string_value(node))
-        if isinstance(node, cst.FormattedString):
-            return STRING
-        if isinstance(node, cst.Name):
+        # Exact type tests (the parser makes only these concrete classes): isinstance()
+        # against libcst's ABC-based classes costs a Python-level check per miss.
+        kind = type(node)
+        if kind is cst.Name:
             if node.value in ("True", "False"):
                 return BOOL.with_(literal=node.value == "True")
             if node.value == "None":
                 return NONE
             return self._name_value(node)
-        if isinstance(node, cst.Attribute):
+        if kind is cst.Attribute:
             return self._attribute_value(node)
-        if isinstance(node, cst.Subscript):
-            return self.index(self.value(node.value), node)
-        if isinstance(node, cst.Call):
+        if kind is cst.Call:
             return self._call_value(node)
-        if isinstance(node, cst.BinaryOperation):
+        if kind is cst.Integer:
+            return NUMBER.with_(literal=int_value(node))
+        if kind is cst.Float or kind is cst.Imaginary:
+            return NUMBER
+        if kind is cst.SimpleString or kind is cst.ConcatenatedString:
+            return STRING.with_(literal=string_value(node))
+        if kind is cst.FormattedString:
+            return STRING
+        if kind is cst.Subscript:
+            return self.index(self.value(node.value), node)
+        if kind is cst.BinaryOperation:
             return self._binary(node)
-        if isinstance(node, cst.UnaryOperation):
+        if kind is cst.UnaryOperation:
             if isinstance(node.operator, cst.Not):
                 return BOOL
             inner = self.value(node.expression)
@@ -591,7 +684,7 @@ class SemanticModel:
             if inner.kind is Kind.TENSOR:
                 return inner.with_(layout=CONTIGUOUS, node=node, origin=Origin.NONE)
             return inner if inner.kind in (Kind.NUMBER, Kind.ARRAY) else UNKNOWN
-        if isinstance(node, cst.Comparison):
+        if kind is cst.Comparison:
             if any(isinstance(c.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)) for c in node.comparisons):
                 return BOOL
             sides = [self.value(node.left)] + [self.value(c.comparator) for c in node.comparisons]
@@ -604,9 +697,9 @@ class SemanticModel:
             if all(s.kind in (Kind.NUMBER, Kind.BOOL, Kind.STRING) for s in sides):
                 return BOOL
             return UNKNOWN
-        if isinstance(node, cst.BooleanOperation):
+        if kind is cst.BooleanOperation:
             return join(self.value(node.left), self.value(node.right))
-        if isinstance(node, cst.IfExp):
+        if kind is cst.IfExp:
             body_ok = self.branch_possible(node, node.body)
             else_ok = self.branch_possible(node, node.orelse)
             if body_ok and not else_ok:
@@ -614,27 +707,25 @@ class SemanticModel:
             if else_ok and not body_ok:
                 return self.value(node.orelse)
             return join(self.value(node.body), self.value(node.orelse))
-        if isinstance(node, (cst.Tuple, cst.List)):
+        if kind is cst.Tuple or kind is cst.List:
             return self._sequence(node)
-        if isinstance(node, cst.Set):
+        if kind is cst.Set:
             return Value(Kind.SEQUENCE, element=join_all(self.value(e.value) for e in node.elements))
-        if isinstance(node, cst.Dict):
+        if kind is cst.Dict:
             values = [self.value(e.value) for e in node.elements if isinstance(e, cst.DictElement)]
             return Value(Kind.MAPPING, element=join_all(values) if values else UNKNOWN, node=node)
-        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+        if kind is cst.ListComp or kind is cst.GeneratorExp or kind is cst.SetComp:
             element = self.value(node.elt)
             walked = self.value(node.for_in.iter)
             host = self._host_rows(walked) or self._host_sample(element)
             return Value(Kind.SEQUENCE, element=element, node=node,
                          place=Place.CPU if host else Place.UNKNOWN)
-        if isinstance(node, cst.DictComp):
+        if kind is cst.DictComp:
             return Value(Kind.MAPPING, element=self.value(node.value), node=node)
-        if isinstance(node, cst.NamedExpr):
+        if kind is cst.NamedExpr:
             return self.value(node.value)
-        if isinstance(node, cst.Lambda):
+        if kind is cst.Lambda:
             return Value(Kind.CALLABLE, node=node)
-        if isinstance(node, cst.Await):
-            return UNKNOWN
         return UNKNOWN
 
     def _sequence(self, node) -> Value:
