@@ -6,12 +6,20 @@ helpers; with a few real findings), then sends N edits one at a time (`didChange
 like a keystroke in the training loop) and times each from the moment the edit is written to
 the server's stdin to the moment the `publishDiagnostics` for that version is read back.
 
-That latency includes the server's debounce (the quiet period it waits for after a change
-before linting, 150 ms by default): the report states it separately, and what remains is the
-lint plus the protocol round trip. The server is pinned to two cores (`taskset -c 0,1`) when
-taskset exists.
+Two kinds of change are timed:
 
-    python bench/lsp_latency.py                 # 30 edits, default debounce
+* **Single edits** (`--edits`): the client waits `--pause-ms` (300 ms by default, longer than
+  the debounce) before each edit, as a person who changes one thing and looks. A server
+  that debounces every change (devicelint before the incremental work) adds its debounce
+  to each of these; the current one lints a change after a quiet period at once.
+* **Typing bursts** (`--bursts`): `--keys` keystrokes `--key-interval-ms` apart (typing a
+  number into the training loop, one version per key), timed from the last keystroke to the
+  diagnostics of the last version: what the debounce costs while typing.
+
+The server is pinned to two cores (`taskset -c 0,1`) when taskset exists; its CPU time per
+single edit and per burst is read from /proc.
+
+    python bench/lsp_latency.py                 # 30 edits and 5 bursts, default debounce
     python bench/lsp_latency.py --edits 50 --debounce-ms 100 --lines 1000 --json
     python bench/lsp_latency.py --write-script /tmp/train.py   # just write the script
 """
@@ -269,10 +277,20 @@ def training_script(lines: int = 1000) -> str:
     return "".join(parts)
 
 
+CLIP = "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"
+
+
 def _edit(text: str, i: int) -> str:
     """The i-th keystroke-like edit: a changed constant inside the training loop."""
-    return text.replace("torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)",
-                        f"torch.nn.utils.clip_grad_norm_(model.parameters(), {1 + i % 7}.{i % 10})")
+    return text.replace(CLIP, f"torch.nn.utils.clip_grad_norm_(model.parameters(), {1 + i % 7}.{i % 10})")
+
+
+def _typed(text: str, burst: int, keys: int) -> list[str]:
+    """The versions of one typing burst: a new clipping value typed one character at a time
+    (`0`, `0.`, `0.1`, ...: each a valid number)."""
+    value = f"0.{burst + 1}" + "123456789" * 4
+    return [text.replace(CLIP, f"torch.nn.utils.clip_grad_norm_(model.parameters(), {value[:n]})")
+            for n in range(1, keys + 1)]
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -298,7 +316,8 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def run(edits: int, debounce_ms: int, lines: int, pin: bool) -> dict:
+def run(edits: int, debounce_ms: int, lines: int, pin: bool, pause_ms: int = 300,
+        bursts: int = 5, keys: int = 8, key_interval_ms: int = 120) -> dict:
     text = training_script(lines)
     command = [sys.executable, "-m", "devicelint", "server", "--debounce-ms", str(debounce_ms)]
     pinned = pin and shutil.which("taskset") is not None
@@ -313,38 +332,60 @@ def run(edits: int, debounce_ms: int, lines: int, pin: bool) -> dict:
                 "uri": uri, "languageId": "python", "version": 1, "text": text}})
             received, first = client.diagnostics_timed(uri, 1, timeout=120)
             open_ms = (received - sent) * 1000
+            version = 1
+
+            def change(new_text: str) -> float:
+                nonlocal version
+                version += 1
+                return client.notify("textDocument/didChange", {
+                    "textDocument": {"uri": uri, "version": version},
+                    "contentChanges": [{"text": new_text}]})
+
             latencies = []
             cpu_before = _cpu_seconds(client.process.pid)
             load_before = _load()
             for i in range(edits):
-                version = i + 2
-                sent = client.notify("textDocument/didChange", {
-                    "textDocument": {"uri": uri, "version": version},
-                    "contentChanges": [{"text": _edit(text, i)}]})
+                time.sleep(pause_ms / 1000)
+                sent = change(_edit(text, i + 1))  # edit 0 would give the script back
                 received, _ = client.diagnostics_timed(uri, version, timeout=120)
                 latencies.append((received - sent) * 1000)
             cpu_per_edit = (_cpu_seconds(client.process.pid) - cpu_before) / max(edits, 1) * 1000
+            after_typing = []
+            cpu_before = _cpu_seconds(client.process.pid)
+            for burst in range(bursts):
+                time.sleep(pause_ms / 1000)
+                for n, typed in enumerate(_typed(text, burst, keys)):
+                    if n:
+                        time.sleep(key_interval_ms / 1000)
+                    sent = change(typed)
+                received, _ = client.diagnostics_timed(uri, version, timeout=120)
+                after_typing.append((received - sent) * 1000)
+            cpu_per_burst = (_cpu_seconds(client.process.pid) - cpu_before) / max(bursts, 1) * 1000
             exit_code = client.stop()
         finally:
             client.kill()
+
+    def summary(values: list[float]) -> dict:
+        if not values:
+            return {}
+        return {"median": round(statistics.median(values), 1), "p90": round(_percentile(values, 90), 1),
+                "min": round(min(values), 1), "max": round(max(values), 1)}
+
     return {
         "lines": len(text.splitlines()),
         "findings": sorted(d["code"] for d in first),
         "edits": edits,
+        "pause_before_each_ms": pause_ms,
         "pinned_to_cores": "0,1" if pinned else None,
         "debounce_ms": debounce_ms,
         "open_to_diagnostics_ms": round(open_ms, 1),
-        "change_to_diagnostics_ms": {
-            "median": round(statistics.median(latencies), 1),
-            "p90": round(_percentile(latencies, 90), 1),
-            "min": round(min(latencies), 1),
-            "max": round(max(latencies), 1),
-        },
-        "without_debounce_ms": {
-            "median": round(statistics.median(latencies) - debounce_ms, 1),
-            "p90": round(_percentile(latencies, 90) - debounce_ms, 1),
-        },
+        "change_to_diagnostics_ms": summary(latencies),
         "server_cpu_ms_per_edit": round(cpu_per_edit, 1),
+        "bursts": bursts,
+        "keys_per_burst": keys,
+        "key_interval_ms": key_interval_ms,
+        "last_key_to_diagnostics_ms": summary(after_typing),
+        "server_cpu_ms_per_burst": round(cpu_per_burst, 1),
         "load_average_1min": f"{load_before} -> {_load()}",
         "server_exit_code": exit_code,
     }
@@ -353,6 +394,10 @@ def run(edits: int, debounce_ms: int, lines: int, pin: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--edits", type=int, default=30)
+    parser.add_argument("--pause-ms", type=int, default=300, help="Wait before each single edit and burst.")
+    parser.add_argument("--bursts", type=int, default=5)
+    parser.add_argument("--keys", type=int, default=8, help="Keystrokes per burst.")
+    parser.add_argument("--key-interval-ms", type=int, default=120)
     parser.add_argument("--debounce-ms", type=int, default=150)
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--no-pin", action="store_true", help="Do not pin the server with taskset.")
@@ -362,20 +407,26 @@ def main() -> None:
     if args.write_script:
         Path(args.write_script).write_text(training_script(args.lines), encoding="utf-8")
         return
-    result = run(args.edits, args.debounce_ms, args.lines, not args.no_pin)
+    result = run(args.edits, args.debounce_ms, args.lines, not args.no_pin, args.pause_ms,
+                 args.bursts, args.keys, args.key_interval_ms)
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    latency, net = result["change_to_diagnostics_ms"], result["without_debounce_ms"]
+    latency, typing = result["change_to_diagnostics_ms"], result["last_key_to_diagnostics_ms"]
     print(f"{result['lines']} lines, findings {', '.join(result['findings']) or 'none'}; "
-          f"{result['edits']} edits; pinned to cores {result['pinned_to_cores'] or '(not pinned)'}")
-    print(f"open -> diagnostics: {result['open_to_diagnostics_ms']:.0f} ms (first lint, no debounce)")
-    print(f"change -> diagnostics: median {latency['median']:.0f} ms, p90 {latency['p90']:.0f} ms "
-          f"(min {latency['min']:.0f}, max {latency['max']:.0f}), including the "
-          f"{result['debounce_ms']} ms debounce")
-    print(f"without the debounce: median {net['median']:.0f} ms, p90 {net['p90']:.0f} ms")
-    print(f"server CPU time per edit: {result['server_cpu_ms_per_edit']:.0f} ms; "
-          f"machine load average (1 min) {result['load_average_1min']}")
+          f"pinned to cores {result['pinned_to_cores'] or '(not pinned)'}; server debounce "
+          f"{result['debounce_ms']} ms")
+    print(f"open -> diagnostics: {result['open_to_diagnostics_ms']:.0f} ms (first lint)")
+    print(f"single edit -> diagnostics ({result['edits']} edits, {result['pause_before_each_ms']} ms pause "
+          f"before each): median {latency['median']:.0f} ms, p90 {latency['p90']:.0f} ms "
+          f"(min {latency['min']:.0f}, max {latency['max']:.0f}); server CPU per edit "
+          f"{result['server_cpu_ms_per_edit']:.0f} ms")
+    if typing:
+        print(f"typing ({result['bursts']} bursts of {result['keys_per_burst']} keys "
+              f"{result['key_interval_ms']} ms apart), last key -> diagnostics: median "
+              f"{typing['median']:.0f} ms, p90 {typing['p90']:.0f} ms; server CPU per burst "
+              f"{result['server_cpu_ms_per_burst']:.0f} ms")
+    print(f"machine load average (1 min) {result['load_average_1min']}")
 
 
 if __name__ == "__main__":

@@ -355,6 +355,20 @@ def test_an_edit_is_linted_with_the_documents_incremental_parse(tmp_path: Path) 
     assert (parser.full, parser.reparsed) == (1, 1)
 
 
+def test_a_change_after_a_quiet_period_is_linted_at_once_a_burst_is_debounced() -> None:
+    from devicelint.integrations import server
+
+    lsp = server.DeviceLintServer(debounce_ms=150)
+    uri = "file:///x/train.py"
+    assert lsp.change_delay(uri, 10.0) == 0.0  # the first change after opening
+    assert lsp.change_delay(uri, 10.05) == 0.15  # typing: 50 ms after the last change
+    assert lsp.change_delay(uri, 10.15) == 0.15
+    assert lsp.change_delay(uri, 11.0) == 0.0  # after a pause
+    lsp.pending[uri] = object()  # a lint of it pending or running: wait
+    assert lsp.change_delay(uri, 12.0) == 0.15
+    assert server.DeviceLintServer(debounce_ms=0).change_delay(uri, 1.0) == 0.0
+
+
 @pytest.mark.parametrize("encoding, expected", [("utf-16", [0, 1, 2, 4, 5]), ("utf-8", [0, 1, 3, 7, 8]),
                                                 ("utf-32", [0, 1, 2, 3, 4])])
 def test_column_conversions(encoding: str, expected: list[int]) -> None:

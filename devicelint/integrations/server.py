@@ -6,8 +6,11 @@ What it does, and where the work is done:
   (`engine.lint_source`, which honours `# noqa` and `# devicelint: ignore[...]`) with the rules
   enabled by `[tool.devicelint]` (`config.load_settings`, `config.enabled_codes`), and the
   findings are filtered as the CLI filters them (`runner.FindingFilter`). A file the configuration excludes gets no diagnostics. Lints run
-  on open and save at once, and on change after a debounce (150 ms by default): a newer change
-  cancels a pending lint, and the result of a lint whose text is no longer current is dropped.
+  on open and save at once, and on change at once after a quiet period, else after a debounce
+  (150 ms by default; `DeviceLintServer.change_delay`): a newer change cancels a pending
+  lint, and the result of a lint whose text is no longer current is dropped. Each document
+  keeps its last tree: an edit re-parses only the top-level statements it changed
+  (devicelint.incremental).
   Lints run one at a time on a worker thread, so requests are answered meanwhile.
 * **Positions.** devicelint counts lines from 1 and columns in code points; LSP counts both from
   0, columns in the position encoding agreed at `initialize` (UTF-16 unless the client offers
@@ -372,6 +375,7 @@ class DeviceLintServer(LanguageServer):
         self.debounce = max(debounce_ms, 0) / 1000
         self.configs = ConfigCache()
         self.pending: dict[str, asyncio.Task] = {}
+        self.last_change: dict[str, float] = {}  # document or notebook URI -> event loop time
         self.published: dict[str, Published] = {}
         self.parsers: dict[str, Any] = {}  # document URI -> its IncrementalParser
         self.notebook_cells: dict[str, set[str]] = {}  # notebook URI -> cells published to
@@ -388,6 +392,19 @@ class DeviceLintServer(LanguageServer):
             old.cancel()
         loop = asyncio.get_running_loop()
         self.pending[key] = loop.create_task(self._lint_later(key, delay, notebook))
+
+    def change_delay(self, key: str, now: float) -> float:
+        """How long a change waits before it is linted. A change after a quiet period (no
+        change of the document for the debounce time, no lint of it pending or running) is
+        linted at once: a single edit, a paste or an applied fix waits only for its lint. A
+        change inside a burst of typing waits for the debounce time (a newer change starts
+        the wait again), so a burst costs one lint at its start and one after its end, not
+        one per keystroke (a lint that runs cannot be stopped: it would hold back the next)."""
+        previous = self.last_change.get(key)
+        self.last_change[key] = now
+        if key in self.pending or (previous is not None and now - previous < self.debounce):
+            return self.debounce
+        return 0.0
 
     def cancel(self, key: str) -> None:
         task = self.pending.pop(key, None)
@@ -600,7 +617,8 @@ def create_server(debounce_ms: int = DEFAULT_DEBOUNCE_MS) -> DeviceLintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     async def did_change(ls: DeviceLintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, ls.debounce)
+        key = params.text_document.uri
+        ls.schedule(key, ls.change_delay(key, asyncio.get_running_loop().time()))
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: DeviceLintServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -610,6 +628,7 @@ def create_server(debounce_ms: int = DEFAULT_DEBOUNCE_MS) -> DeviceLintServer:
     async def did_close(ls: DeviceLintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.cancel(params.text_document.uri)
         ls.parsers.pop(params.text_document.uri, None)
+        ls.last_change.pop(params.text_document.uri, None)
         ls.clear(params.text_document.uri)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
@@ -618,7 +637,8 @@ def create_server(debounce_ms: int = DEFAULT_DEBOUNCE_MS) -> DeviceLintServer:
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     async def notebook_change(ls: DeviceLintServer, params: types.DidChangeNotebookDocumentParams) -> None:
-        ls.schedule(params.notebook_document.uri, ls.debounce, notebook=True)
+        key = params.notebook_document.uri
+        ls.schedule(key, ls.change_delay(key, asyncio.get_running_loop().time()), notebook=True)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
     async def notebook_save(ls: DeviceLintServer, params: types.DidSaveNotebookDocumentParams) -> None:
