@@ -377,3 +377,64 @@ def test_a_comprehension_condition_takes_the_truth_value_of_each_element():
     reads = sem.syncs.reads(condition)
     assert [ctx.code(r.operand) for r in reads] == ["w != 3", "w.isnan()"]
     assert all(sem.syncs.on_device(r.operand) for r in reads)
+
+
+def test_what_follows_an_early_return_on_a_gpu_runs_only_without_one():
+    ctx, sem = semantic("""
+        def pick():
+            if torch.cuda.is_available():
+                return torch.device("cuda")
+            return torch.device("cpu")
+
+        def keep():
+            if torch.cuda.is_available():
+                print("gpu")
+            return torch.device("cpu")
+    """)
+    pick, keep = [f for f in ctx.iter_nodes(cst.FunctionDef)]
+    returns = list(ctx.iter_nodes(cst.Return))
+    assert [sem.on_gpu_path(r) for r in returns] == [True, False, True]
+    assert (sem.returned_value(pick).kind, sem.returned_value(pick).place) == (Kind.DEVICE, Place.DEVICE)
+    assert sem.returned_value(keep).place is Place.CPU
+
+
+def test_a_while_loop_that_moves_the_next_batch_to_the_device_walks_batches():
+    ctx, sem = semantic("""
+        def walk(batches, n, weight):
+            i = 0
+            while i < n:
+                x = next(batches)
+                x = x.to(device)
+                i += 1
+            while i < n:
+                x = next(batches)
+                w = weight.to(device)
+                i += 1
+    """)
+    assert [sem.loops.role(loop) for loop in ctx.iter_nodes(cst.While)] == ["step", "other"]
+
+
+def test_a_device_from_a_function_of_another_local_module(tmp_path):
+    from devicelint.runner import Overrides, lint_paths
+
+    (tmp_path / "util.py").write_text(textwrap.dedent("""
+        import torch as th
+
+        def dev():
+            if th.cuda.is_available():
+                return th.device("cuda:0")
+            return th.device("cpu")
+    """))
+    (tmp_path / "main.py").write_text(textwrap.dedent("""
+        import util
+
+        def run(data, n):
+            i = 0
+            while i < n:
+                batch = next(data)
+                batch = batch.to(util.dev())
+                print(batch.norm().item())
+                i += 1
+    """))
+    run = lint_paths([str(tmp_path)], Overrides(select=["DL004"]), use_cache=False, jobs=1)
+    assert [(f.path.rsplit("/", 1)[-1], f.line) for f in run.findings] == [("main.py", 9)]

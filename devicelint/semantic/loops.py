@@ -158,8 +158,6 @@ class LoopModel:
         parameter such a name is passed to (`calc_loss_batch(x, y, model, device)` doing
         `x.to(device)`). A loop that sends each element to the device walks batches, whatever
         the iterable is (a parameter, an iterator the file does not show)."""
-        if not isinstance(loop, cst.For):
-            return False
         model = self.model
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
@@ -178,12 +176,21 @@ class LoopModel:
         moved = model.summary(function).moves
         return any(self._reads_target(arg, loop) for name in moved for arg in bound.get(name, ()))
 
-    def _reads_target(self, node: cst.CSTNode, loop: cst.For) -> bool:
-        """`node` is, or indexes into, a name bound by the loop's target."""
+    def _reads_target(self, node: cst.CSTNode, loop) -> bool:
+        """`node` is, or indexes into, an element the loop walks: a name bound by its
+        target, or by `next(iterator)` in its body (`while ...: batch = next(data)`)."""
         while isinstance(node, (cst.Subscript, cst.Attribute)):
             node = node.value
-        return isinstance(node, cst.Name) and any(
-            d.kind == "for" and d.node is loop for d in self.model.defs(node))
+        if not isinstance(node, cst.Name):
+            return False
+        for d in self.model.defs(node):
+            if d.kind == "for" and d.node is loop:
+                return True
+            if d.kind == "assign" and isinstance(d.value, cst.Call) and isinstance(d.value.func, cst.Name) \
+                    and d.value.func.value == "next" and not self.model.defs(d.value.func) \
+                    and self._inside(d.node, loop):
+                return True
+        return False
 
     def _runs_model(self, call: cst.Call, loop) -> bool:
         """`call` runs a model on this iteration's data: a module called on it, or code the

@@ -103,6 +103,7 @@ class SemanticModel:
         self._bound_names: Optional[dict[str, set[str]]] = None
         self._param_values: dict[int, Value] = {}
         self._returns: dict[int, Value] = {}
+        self._gpu_exits: dict[int, int] = {}   # block -> index of an `if gpu: return` in it, or -1
         self._summaries: dict = {}
         self._loops = None
         self._syncs = None
@@ -443,21 +444,23 @@ class SemanticModel:
 
     def _project_loader(self, call: cst.Call) -> Optional[Value]:
         """What a call of a function of another local module returns when that function
-        builds a DataLoader (its pin_memory included), from that file's own model; None for
-        any other call (the other file is read only when its function calls a loader)."""
+        builds a DataLoader (its pin_memory included) or a device (`dist_util.dev()`:
+        `torch.device("cuda")` where a GPU is), from that file's own model; None for any
+        other call (the other file is read only when its function calls one of those)."""
         view = self.project
         dotted = dotted_name(call.func) if view is not None else None
         symbol = view.resolve(dotted) if dotted is not None else None
         if symbol is None or symbol.kind != "function" or symbol.module is view.module:
             return None
-        if not any(self.api.is_loader(q) for q in view.index.view_of(symbol.module).calls_in(symbol.name)):
+        if not any(self.api.is_loader(q) or q == "torch.device"
+                   for q in view.index.view_of(symbol.module).calls_in(symbol.name)):
             return None
         found = view.function(dotted)
         if found is None:
             return None
         other, function = found
         value = other.returned_value(function)
-        return value.with_(node=None) if value.kind is Kind.LOADER else None
+        return value.with_(node=None) if value.kind in (Kind.LOADER, Kind.DEVICE) else None
 
     def project_module_class(self, node: cst.CSTNode) -> bool:
         """`node` (a name as the file writes it) is a class of a local module that derives
@@ -1445,7 +1448,10 @@ class SemanticModel:
         if flow.yields:
             result = UNKNOWN
         else:
-            values = [self.value(r.value) if r.value is not None else NONE for r in flow.returns]
+            # What it returns where a GPU is there: `if torch.cuda.is_available(): return
+            # torch.device("cuda")` then `return torch.device("cpu")` gives the GPU.
+            returns = [r for r in flow.returns if self.on_gpu_path(r)] or flow.returns
+            values = [self.value(r.value) if r.value is not None else NONE for r in returns]
             result = join_all(values) if values else NONE
         self._returns[key] = result
         return result
@@ -1996,9 +2002,30 @@ class SemanticModel:
             elif isinstance(parent, cst.If) and child is parent.orelse and isinstance(child, cst.If):
                 if self.gpu_truth(parent.test) is True:
                     return False
+            elif isinstance(parent, cst.IndentedBlock) and self._after_gpu_exit(parent, child):
+                return False
             child = parent
             parent = self.parent(parent)
         return True
+
+    def _after_gpu_exit(self, block: cst.IndentedBlock, statement: cst.CSTNode) -> bool:
+        """`statement` follows, in `block`, an `if torch.cuda.is_available(): return ...`
+        (a body that always leaves, no else): it runs only without a GPU."""
+        exits = self._gpu_exits.get(id(block))
+        if exits is None:
+            exits = -1
+            for index, current in enumerate(block.body):
+                if isinstance(current, cst.If) and current.orelse is None \
+                        and _always_leaves(current.body) and self.gpu_truth(current.test) is True:
+                    exits = index
+                    break
+            self._gpu_exits[id(block)] = exits
+        if exits < 0:
+            return False
+        for index, current in enumerate(block.body):
+            if current is statement:
+                return index > exits
+        return False
 
     # -- loops -------------------------------------------------------------------------
     @property
@@ -2026,3 +2053,14 @@ class SemanticModel:
 
             self._batches = BatchFlow(self)
         return self._batches
+
+
+def _always_leaves(body: cst.BaseSuite) -> bool:
+    """The block ends with `return` or `raise` at its own level."""
+    statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else []
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
+    return isinstance(last, (cst.Return, cst.Raise))
