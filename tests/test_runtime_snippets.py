@@ -293,3 +293,21 @@ def test_a_constructor_that_ran_cleanly_does_not_refute_a_finding():
     plain = Reproduction(_finding("m.py", "DL002", 3), script="x = 1\n", line=1, entry="f(...)")
     assert confirmation(plain, {"status": "refuted", "summary": "ran"}, None, "sim",
                         None)["status"] == "refuted"
+
+
+def test_a_timestamp_keeps_the_work_it_measures(tmp_path):
+    source = textwrap.dedent('''\
+        import time
+        import torch
+
+
+        def bench(steps=3):
+            a = torch.randn(256, 256, device="cuda")
+            start = time.perf_counter()
+            for _ in range(steps):
+                b = a @ a
+            end = time.perf_counter()
+            return end - start
+        ''')
+    repro = _build(tmp_path, source, "DL012", _line(source, "end = time.perf_counter()"))
+    assert "b = a @ a" in repro.script and "start = time.perf_counter()" in repro.script

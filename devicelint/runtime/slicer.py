@@ -242,11 +242,14 @@ def _super_init(statement: cst.CSTNode) -> bool:
 class Slicer:
     """Backward slice of a block of statements towards one target statement."""
 
-    def __init__(self, target: cst.CSTNode, contains, substitute=None, keep=None) -> None:
+    def __init__(self, target: cst.CSTNode, contains, substitute=None, keep=None,
+                 timing: bool = False) -> None:
         self.target = target
         self.contains = contains          # node -> whether the target is inside it
         self.substitute = substitute or (lambda statement, needed: None)
         self.keep = keep or (lambda statement: False)  # kept for its effect on the device
+        # The line takes a timestamp: what it measures is all the work queued before it.
+        self.timing = timing
         # The line reads gradients: the `.backward()` calls before it produce them.
         self.grads = any(isinstance(n, cst.Attribute) and n.attr.value == "grad"
                          for n in walk(target))
@@ -270,7 +273,7 @@ class Slicer:
             relevant = (_deep(statement, binds) & needed) or (
                 _deep(statement, changes) & needed) or (
                 in_loop and _exits(statement)) or _super_init(statement) or (
-                self.keep(statement) and (in_loop or not after)) or (
+                (self.keep(statement) or self.timing) and (in_loop or not after)) or (
                 self.grads and _backward(statement))
             if not relevant:
                 continue

@@ -294,6 +294,12 @@ class FileReproductions:
                 return True
         return False
 
+    def stamps(self, statement) -> bool:
+        """Whether a statement reads a clock (`time.perf_counter()`, ...): what it measures
+        is the work queued before it, so a slice keeps every statement before it."""
+        return any(isinstance(sub, cst.Call) and self._qual(sub.func) in self.sem.api.stamps
+                   for sub in walk(statement))
+
     def statement_of(self, node):
         current = node
         while current is not None and not isinstance(
@@ -761,7 +767,7 @@ class _Builder:
         function = self.ctx.function(target)
         if function is None:
             slicer = Slicer(target, self.contains_for(target), self.substitute,
-                            self.repros.initialises_cuda)
+                            self.repros.initialises_cuda, self.repros.stamps(target))
             body, needed = slicer.block(self.repros.module.body, set())
             return body, _bound(needed), "the module's statements"
         try:
@@ -790,7 +796,7 @@ class _Builder:
                                    f"nested in another)")
         owner = repros.owner(function)
         slicer = Slicer(target, self.contains_for(target), self.substitute,
-                            self.repros.initialises_cuda)
+                        self.repros.initialises_cuda, self.repros.stamps(target))
         kept = list(self.synthesized)
         body, needed = slicer.block(block_of(function.body), set())
         params = _params(function)
