@@ -67,7 +67,10 @@ class IncrementalParser:
         if last is not None:
             if text == last.text:
                 return last.module
-            spliced = _splice(last, text)
+            try:
+                spliced = _splice(last, text)
+            except Exception:  # noqa: BLE001 - a failed shortcut: the whole text is parsed
+                spliced = None
             if spliced is not None:
                 self._last = spliced
                 self.reparsed += 1

@@ -197,3 +197,17 @@ def test_statement_starts_are_where_code_generation_puts_them():
     for (found, column), statement in zip(starts, (*module.header, *module.body)):
         assert (found, column) == (line, 0)
         line += module.code_for_node(statement).count("\n")
+
+
+def test_a_failure_of_the_splice_falls_back_to_a_full_parse(monkeypatch):
+    import devicelint.incremental as incremental
+
+    def broken(last, text):
+        raise IndexError("a bug in the shortcut")
+
+    parser = IncrementalParser()
+    parser.parse(SCRIPT)
+    monkeypatch.setattr(incremental, "_splice", broken)
+    text = _edit(SCRIPT, 1)
+    assert parser.parse(text).code == text
+    assert (parser.full, parser.reparsed) == (2, 0)
