@@ -438,3 +438,22 @@ def test_a_device_from_a_function_of_another_local_module(tmp_path):
     """))
     run = lint_paths([str(tmp_path)], Overrides(select=["DL004"]), use_cache=False, jobs=1)
     assert [(f.path.rsplit("/", 1)[-1], f.line) for f in run.findings] == [("main.py", 9)]
+
+
+def test_a_function_spawned_per_process_takes_the_process_index_first():
+    ctx, sem = semantic("""
+        import torch.multiprocessing as mp
+
+        def main(rank, world_size, epochs):
+            x = torch.ones(2).to(rank)
+
+        def other(rank):
+            y = torch.ones(2).to(rank)
+
+        mp.spawn(main, args=(2, 3), nprocs=2)
+    """)
+    rank, world, epochs, _ = [p for p in ctx.iter_nodes(cst.Param)]
+    assert [sem.param_value(p).kind for p in (rank, world, epochs)] == [Kind.NUMBER] * 3
+    moves = [c for c in ctx.iter_nodes(cst.Call) if ctx.code(c) == "torch.ones(2).to(rank)"]
+    # `.to(rank)` with the spawned index moves to that GPU; `other` is started by nothing here.
+    assert [sem.value(c).place for c in moves] == [Place.DEVICE, Place.UNKNOWN]

@@ -1022,6 +1022,9 @@ class SemanticModel:
             calls += [c for c in self.calls_by_name().get(owner.name.value, ())
                       if isinstance(c.func, cst.Name)
                       and [d.node for d in self.defs(c.func)] == [owner]]
+        spawned = self._spawned_value(function, positional.index(param) if param in positional else None)
+        if spawned is not None:
+            return spawned if not calls else None
         if not calls:
             return None
         index = positional.index(param) if param in positional else None
@@ -1043,6 +1046,27 @@ class SemanticModel:
             else:
                 values.append(self.value(arg))
         return join_all(values)
+
+    def _spawned_value(self, function: cst.FunctionDef, index: Optional[int]) -> Optional[Value]:
+        """What `torch.multiprocessing.spawn(function, args=(a, b))` passes for the positional
+        parameter at `index`: the process index (a number: `rank`, the GPU it drives), then
+        the `args`; None when no such call in the file starts `function`."""
+        values = []
+        for call in self.calls_by_name().get("spawn", ()):
+            if self.qualname(call.func) not in ("torch.multiprocessing.spawn",
+                                                "torch.multiprocessing.spawn.spawn") \
+                    or not call.args or self.resolve_function(call.args[0].value) is not function:
+                continue
+            if index == 0:
+                values.append(NUMBER)
+                continue
+            extra = keyword_arg(call, "args")
+            if extra is None:
+                extra = call_arg(call, 1, "args")
+            if index is None or not isinstance(extra, cst.Tuple) or index - 1 >= len(extra.elements):
+                return UNKNOWN
+            values.append(self.value(extra.elements[index - 1].value))
+        return join_all(values) if values else None
 
     # attributes
     def _attribute_value(self, node: cst.Attribute) -> Value:
