@@ -457,3 +457,15 @@ def test_a_function_spawned_per_process_takes_the_process_index_first():
     moves = [c for c in ctx.iter_nodes(cst.Call) if ctx.code(c) == "torch.ones(2).to(rank)"]
     # `.to(rank)` with the spawned index moves to that GPU; `other` is started by nothing here.
     assert [sem.value(c).place for c in moves] == [Place.DEVICE, Place.UNKNOWN]
+
+
+def test_a_loss_whose_class_weight_is_on_the_device_computes_there():
+    # One meaning of "holds state" (devicelint.semantic.modules.holds_state): a weight already on
+    # the device is not a CPU buffer the loss would keep, so the loss follows its inputs.
+    ctx, sem = semantic("""
+        criterion = nn.CrossEntropyLoss(weight=torch.ones(3, device=device))
+        out = torch.randn(4, 3, device=device)
+        y = torch.zeros(4, dtype=torch.long, device=device)
+        loss = criterion(out, y)
+    """)
+    assert sem.value(find(ctx, cst.Call, "criterion(out, y)")).place is Place.DEVICE

@@ -26,6 +26,7 @@ import libcst as cst
 from devicelint.names import call_arg, dotted_name, int_value, keyword_arg, positional_args  # noqa: F401 - also model's API
 from devicelint.semantic.api import OpSpec, torch_api
 from devicelint.tree import children
+from devicelint.semantic.modules import holds_state
 from devicelint.semantic.flow import COMPREHENSIONS, FUNCTIONS, IN_PLACE_MODULE_METHODS, Def, ScopeFlow, target_parts
 from devicelint.semantic.values import (
     BOOL, CONTIGUOUS, LAYOUT_EXPANDED, LAYOUT_NARROWED, LAYOUT_PERMUTED, NONE, NUMBER, STRING,
@@ -1450,11 +1451,9 @@ class SemanticModel:
             if v.kind is Kind.TENSOR and v.place is not Place.UNKNOWN:
                 input_place = v.place
                 break
-        stateless = module.cls in self.api.stateless_modules if module.cls else False
-        if module.cls in self.api.weighted_losses and isinstance(module.node, cst.Call) \
-                and self.qualname(module.node.func) == module.cls and not any(
-                    a.keyword is None or a.keyword.value in ("weight", "pos_weight") for a in module.node.args):
-            stateless = True  # `nn.CrossEntropyLoss()` without a class weight holds no tensor
+        # A module that holds no tensor (an activation, `nn.CrossEntropyLoss()` without a class
+        # weight on the CPU) computes where its inputs are: devicelint.semantic.modules says which.
+        stateless = holds_state(self, module) is False
         place = input_place if stateless or module.place is Place.UNKNOWN else module.place
         shape = None
         layout = CONTIGUOUS  # a module's output is a fresh tensor
