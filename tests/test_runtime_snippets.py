@@ -203,14 +203,12 @@ WHOLE_SIM = Path(__file__).resolve().parent / "data" / "snippet-whole-sim.json"
 
 
 @pytest.mark.slow
-def test_snippets_agree_with_whole_file_runs_on_sim(tmp_path):
+def test_snippets_agree_with_whole_file_runs_on_sim(tmp_path, monkeypatch):
     """Issue 20: on fixtures/, snippet mode alone gives the whole-file run's status for at
     least 80% of the findings that run decided. The whole-file verdicts are recorded
     (bench/snippet_agreement.py --record; keyed by file, code and line text); this runs the
     snippets (minutes of CPU)."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "bench"))
     import snippet_agreement
 
     record = json.loads(WHOLE_SIM.read_text())
@@ -218,7 +216,7 @@ def test_snippets_agree_with_whole_file_runs_on_sim(tmp_path):
     whole = {(v["path"], v["code"], v["text"]): {"line": 0, "confirmation": {
         "status": v["status"]}} for v in record["verdicts"]}
     out = tmp_path / "snippets.json"
-    os.chdir(root)
+    monkeypatch.chdir(root)
     result = CliRunner().invoke(confirm, ["--snippets", "fixtures", "--device", "sim",
                                           "--format", "json", "-o", str(out)])
     assert result.exit_code in (0, 1), result.output
@@ -311,3 +309,24 @@ def test_a_timestamp_keeps_the_work_it_measures(tmp_path):
         ''')
     repro = _build(tmp_path, source, "DL012", _line(source, "end = time.perf_counter()"))
     assert "b = a @ a" in repro.script and "start = time.perf_counter()" in repro.script
+
+
+def test_the_example_reproductions_are_what_snippet_mode_builds(monkeypatch):
+    """tests/data/snippets/examples/: three saved reproductions of the practitioner script
+    (docs/runtime.md names them); they stay what the builder writes."""
+    from devicelint.rule import all_rules
+    from devicelint.runner import lint_file
+    from devicelint.runtime.repro import script_name
+    from devicelint.runtime.snippets import build_all
+
+    root = Path(__file__).resolve().parent.parent
+    relative = "tests/data/snippets/train_sensor_model.py"
+    monkeypatch.chdir(root)
+    findings = lint_file(relative, relative, list(all_rules()), 10**7)
+    built = {script_name(r): r.script for r in build_all(findings, Options())}
+    examples = sorted((DATA / "examples").iterdir())
+    assert [p.name for p in examples] == [
+        "train_sensor_model_L60_DL001.py", "train_sensor_model_L63_DL002.py",
+        "train_sensor_model_L67_DL003.py"]
+    for example in examples:
+        assert built[example.name] == example.read_text(), example.name
