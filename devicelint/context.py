@@ -14,7 +14,7 @@ import libcst as cst
 
 from devicelint.names import ImportTable, dotted_name
 from devicelint.source import split_lines
-from devicelint.tree import FIELDS, NODE_TYPE, child_fields, children, is_node  # noqa: F401 - children: for rules
+from devicelint.tree import FIELDS, NODE_TYPE, child_fields, children, field_reader, is_node  # noqa: F401 - children: for rules
 
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -26,6 +26,20 @@ _BINDER_NAMES = frozenset({
     "Assign", "AnnAssign", "AugAssign", "For", "CompFor", "WithItem", "NamedExpr", "Param",
     "FunctionDef", "ClassDef", "Import", "ImportFrom",
 })
+# What the traversal needs of a node class, worked out once per class (_shape): its name,
+# a function that reads its child fields (last first), and its role as bits.
+_SCOPE, _BINDS, _IMPORT, _IMPORT_FROM, _CLASS = 1, 2, 4, 8, 16
+_SHAPES: dict[type, tuple[str, Callable[[cst.CSTNode], tuple], int]] = {}
+_LEAVING = object()  # a stack entry that leaves its node
+
+
+def _shape(cls: type) -> tuple[str, Callable[[cst.CSTNode], tuple], int]:
+    name = cls.__name__
+    role = (_SCOPE if name in _SCOPE_NAMES else 0) | (_BINDS if name in _BINDER_NAMES else 0)
+    role |= {"Import": _IMPORT, "ImportFrom": _IMPORT_FROM, "ClassDef": _CLASS}.get(name, 0)
+    shape = _SHAPES[cls] = (name, field_reader(tuple(reversed(child_fields(cls)))), role)
+    return shape
+
 
 @dataclass
 class Binding:
@@ -71,7 +85,8 @@ class FileContext:
         self._bindings: Optional[dict[int, dict[str, list[Binding]]]] = None
         self.class_defs: list[cst.ClassDef] = []
         self._lines: Optional[list[str]] = None
-        self._events: list[tuple[cst.CSTNode, bool]] = []
+        self._nodes: list[cst.CSTNode] = []  # every node, in source order (the traversal's)
+        self._by_type: Optional[dict[type, list[cst.CSTNode]]] = None  # iter_nodes
         self._semantic = None
 
     def release(self) -> None:
@@ -94,59 +109,65 @@ class FileContext:
         is complete before the first handler runs, so a rule may ask about names bound later
         in the file. Both passes are plain loops over an explicit stack / a list: deep
         expressions must not hit Python's recursion limit."""
-        events = self._index(leavers)
-        self._events = events
-        for node, leaving in events:
-            name = type(node).__name__
-            for handler in (leavers if leaving else visitors).get(name, ()):
+        for handlers, node in self._index(visitors, leavers):
+            for handler in handlers:
                 handler(node)
 
-    def _index(self, leavers: dict[str, list[Callable]]) -> list[tuple[cst.CSTNode, bool]]:
+    def _index(self, visitors: Mapping[str, list[Callable]],
+               leavers: Mapping[str, list[Callable]]) -> list[tuple[list[Callable], cst.CSTNode]]:
+        """Index every node (pre-order) and list the handler calls of the walk: (handlers,
+        node) for each visit or leave that some rule handles, in source order."""
         info = self._info
+        nodes = self._nodes
         binders = self._binders
-        imports = self.imports
-        events: list[tuple[cst.CSTNode, bool]] = []
+        calls: list[tuple[list[Callable], cst.CSTNode]] = []
+        shapes = _SHAPES
         node_type = NODE_TYPE
         counter = 0
-        stack: list[tuple] = [(self.module, None, self.module, False)]
+        stack: list[tuple] = [(self.module, None, self.module)]
+        push = stack.append
+        pop = stack.pop
         while stack:
-            node, parent, scope, leaving = stack.pop()
-            if leaving:
-                events.append((node, True))
+            node, parent, scope = pop()
+            if scope is _LEAVING:
+                calls.append((parent, node))  # parent: the node type's leave handlers
                 continue
             cls = type(node)
-            name = cls.__name__
+            shape = shapes.get(cls) or _shape(cls)
+            name, fields, role = shape
             info[id(node)] = (parent, counter, scope)
             counter += 1
-            events.append((node, False))
-            if name in _BINDER_NAMES:
-                binders.append((node, scope))
-                if name == "Import":
-                    imports.add_import(node)
-                elif name == "ImportFrom":
-                    imports.add_import_from(node)
-                elif name == "ClassDef":
-                    self.class_defs.append(node)
+            nodes.append(node)
+            if name in visitors:
+                calls.append((visitors[name], node))
             if name in leavers:
-                stack.append((node, parent, scope, True))
-            inner = node if name in _SCOPE_NAMES else scope
-            # children(node), inlined: this loop runs once per node of every parsed file.
-            kids = []
-            for field in FIELDS.get(cls) or child_fields(cls):
-                value = getattr(node, field)
+                push((node, leavers[name], _LEAVING))
+            if role:
+                if role & _BINDS:
+                    binders.append((node, scope))
+                    if role & _IMPORT:
+                        self.imports.add_import(node)
+                    elif role & _IMPORT_FROM:
+                        self.imports.add_import_from(node)
+                    elif role & _CLASS:
+                        self.class_defs.append(node)
+                inner = node if role & _SCOPE else scope
+            else:
+                inner = scope
+            # The children, last first (a stack): children(node), inlined, as this loop
+            # runs once per node of every parsed file.
+            for value in fields(node):
                 kind = type(value)
                 if kind is tuple or kind is list:
-                    for item in value:
+                    for item in reversed(value):
                         known = node_type.get(type(item))
                         if known or (known is None and is_node(item)):
-                            kids.append(item)
+                            push((item, node, inner))
                 else:
                     known = node_type.get(kind)
                     if known or (known is None and is_node(value)):
-                        kids.append(value)
-            for child in reversed(kids):
-                stack.append((child, node, inner, False))
-        return events
+                        push((value, node, inner))
+        return calls
 
     @property
     def semantic(self):
@@ -157,11 +178,23 @@ class FileContext:
             self._semantic = SemanticModel(self)
         return self._semantic
 
+    @property
+    def nodes(self) -> list[cst.CSTNode]:
+        """Every node of the tree (no whitespace or token nodes), in source order."""
+        return self._nodes
+
     def iter_nodes(self, node_type: type) -> Iterator[cst.CSTNode]:
         """Every node of a type, in source order (from the traversal's index)."""
-        for node, leaving in self._events:
-            if not leaving and type(node) is node_type:
-                yield node
+        if self._by_type is None:
+            by_type: dict[type, list[cst.CSTNode]] = {}
+            for node in self._nodes:
+                found = by_type.get(type(node))
+                if found is None:
+                    by_type[type(node)] = [node]
+                else:
+                    found.append(node)
+            self._by_type = by_type
+        return iter(self._by_type.get(node_type, ()))
 
     # -- tree queries ----------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:

@@ -29,7 +29,7 @@ from devicelint.diagnostics import (
     SYNTAX_ERROR, UNREADABLE, UNUSED_SUPPRESSION, diagnostic, python_syntax_error, unreadable,
 )
 from devicelint.document import parse_document
-from devicelint import project_index
+from devicelint import collector, project_index
 from devicelint.finding import Finding
 from devicelint.rule import rule_catalog, signature
 from devicelint.source import SkippedFile, in_package_directory, read_regular
@@ -253,7 +253,8 @@ def _project_index(settings: Settings, readable: list,
     places = [os.path.dirname(os.path.realpath(c.path)) for c, _data in readable]
     if not all(p == root or p.startswith(root + os.sep) for p in places):
         root = os.path.commonpath(places)
-    return project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None)
+    with collector.paused():  # `ast` trees hold no cycles: freed as each file is read
+        return project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None)
 
 
 def _dependencies(index, seen_as: str) -> bytes:

@@ -5,6 +5,8 @@ token nodes libcst keeps (no rule looks at them). Shared by the traversal
 from __future__ import annotations
 
 import dataclasses
+from operator import attrgetter
+from typing import Callable
 
 import libcst as cst
 
@@ -41,15 +43,39 @@ def child_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
+def field_reader(fields: tuple[str, ...]) -> Callable[[cst.CSTNode], tuple]:
+    """A function giving the values of a node's `fields`, as a tuple (operator.attrgetter:
+    one C call instead of a getattr() per field)."""
+    if len(fields) > 1:
+        return attrgetter(*fields)
+    if fields:
+        one = attrgetter(fields[0])
+        return lambda node: (one(node),)
+    return lambda node: ()
+
+
+# Per node class: field_reader(child_fields(cls)).
+READERS: dict[type, Callable[[cst.CSTNode], tuple]] = {}
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """A node's child nodes in source order, without whitespace and token nodes (the
     engine's traversal; much cheaper than libcst's `node.children`)."""
+    cls = type(node)
+    reader = READERS.get(cls)
+    if reader is None:
+        reader = READERS[cls] = field_reader(child_fields(cls))
     found: list[cst.CSTNode] = []
-    for field in child_fields(type(node)):
-        value = getattr(node, field)
+    node_type = NODE_TYPE
+    for value in reader(node):
         kind = type(value)
         if kind is tuple or kind is list:
-            found.extend(v for v in value if is_node(v))
-        elif is_node(value):
-            found.append(value)
+            for item in value:
+                known = node_type.get(type(item))
+                if known or (known is None and is_node(item)):
+                    found.append(item)
+        else:
+            known = node_type.get(kind)
+            if known or (known is None and is_node(value)):
+                found.append(value)
     return found

@@ -315,3 +315,26 @@ def test_no_cyclic_collection_while_a_file_is_linted() -> None:
         gc.callbacks.remove(count)
     assert len(found) == 3000 and len(during) <= 1
     assert seen_by_rules == [False, False, False]
+
+
+def test_walk_calls_handlers_in_source_order_and_iter_nodes_lists_by_type() -> None:
+    ctx = context("""\
+        def f(a):
+            return g(a, h(1))
+        y = k()
+    """)
+    seen = []
+    visitors = {"Call": [lambda n: seen.append(("visit", ctx.code(n.func)))],
+                "FunctionDef": [lambda n: seen.append(("visit", n.name.value))]}
+    leavers = {"Call": [lambda n: seen.append(("leave", ctx.code(n.func)))],
+               "FunctionDef": [lambda n: seen.append(("leave", n.name.value))]}
+    fresh = FileContext("t.py", ctx.source, ctx.module)
+    fresh.walk(visitors, leavers)
+    assert seen == [("visit", "f"), ("visit", "g"), ("visit", "h"), ("leave", "h"), ("leave", "g"),
+                    ("leave", "f"), ("visit", "k"), ("leave", "k")]
+    assert [ctx.code(n.func) for n in fresh.iter_nodes(cst.Call)] == ["g", "h", "k"]
+    assert [n.value for n in fresh.iter_nodes(cst.Integer)] == ["1"]
+    assert list(fresh.iter_nodes(cst.While)) == []
+    calls = find(fresh, cst.Call)
+    assert [fresh.order(c) for c in calls] == sorted(fresh.order(c) for c in calls)
+    assert fresh.scope(calls[0]) is fresh.module.body[0] and fresh.scope(calls[2]) is fresh.module

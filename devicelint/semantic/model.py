@@ -318,10 +318,8 @@ class SemanticModel:
                         add(node.asname.name)
                 elif kind is cst.Param or kind is cst.FunctionDef or kind is cst.ClassDef:
                     names.add(node.name.value)
-            for node, leaving in self.ctx._events:
+            for node in self.ctx.nodes:
                 kind = type(node)
-                if leaving:
-                    continue
                 if kind is cst.ExceptHandler or kind is cst.ExceptStarHandler:
                     if node.name is not None:
                         add(node.name.name)
