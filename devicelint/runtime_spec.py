@@ -44,6 +44,42 @@ class Watch(enum.Enum):
     DATA_PARALLEL = "data_parallel"  # nn.DataParallel built at the line, and its first batch
 
 
+class Family(enum.Enum):
+    """A family of device events the finder (devicelint/runtime/finder.py) judges on every
+    line of the user's code, flagged or not."""
+
+    CRASH = "crash"  # device-mismatch errors
+    HOST_READ = "host-read"  # host syncs per step; device->host copies in loops
+    UPLOAD = "upload"  # host->device copies: rows one by one, the same data again
+    NON_BLOCKING = "non-blocking"  # non_blocking=True copies from pageable memory
+    EMPTY_CACHE = "empty-cache"  # empty_cache() per step
+
+
+class Find(enum.Enum):
+    """What the finder reports on a line the static pass did not flag, each of one family. A
+    rule's spec names those its code stands for (`RuntimeSpec.finds`); the finder picks the
+    case from what it saw and asks that rule's probe."""
+
+    CPU_MODULE = (Family.CRASH, "the CPU operand is a parameter or buffer of a module")
+    CPU_OPERAND = (Family.CRASH, "any other CPU operand")
+    HOST_READS = (Family.HOST_READ, "host syncs (.item(), print...) every step")
+    READ_BACKS = (Family.HOST_READ, "device->host copies every step")
+    ROWS = (Family.UPLOAD, "pieces of one collection copied one by one")
+    REPEATS = (Family.UPLOAD, "the same host data copied again")
+    PAGEABLE = (Family.NON_BLOCKING, "a non_blocking copy from pageable memory")
+    EMPTY_CACHE = (Family.EMPTY_CACHE, "empty_cache() every step")
+
+    @property
+    def family(self) -> Family:
+        return self.value[0]
+
+
+# A confirmation's `status`, in report order: the pitfall happened (`found`: on a line the
+# static pass did not flag), it did not, the run cannot tell, the line never ran.
+STATUSES = ("confirmed", "found", "refuted", "inconclusive", "not-reached")
+HAPPENED = ("confirmed", "found")
+
+
 @dataclass(frozen=True)
 class RuntimeSpec:
     """A rule's runtime part.
@@ -56,12 +92,21 @@ class RuntimeSpec:
         pitfall the runtime alone recognises wherever it happens.
     sim_cannot_judge: why the simulated device answers "inconclusive" for this rule (needs two
         GPUs, asynchronous execution...); empty when the simulated device decides.
+    finds: what the finder reports under this rule's code (its probe judges the record).
+    covers: the families a static finding of this rule stands for at its line, besides those
+        of `finds`: the finder reports none of them there (nor at the call site of a helper).
     """
 
     probe: Callable[["ProbeRun", "LineRecord"], dict]
     watch: tuple[Watch, ...] = ()
     whole_file: bool = False
     sim_cannot_judge: str = ""
+    finds: tuple[Find, ...] = ()
+    covers: tuple[Family, ...] = ()
+
+    def covered(self) -> set[Family]:
+        """The families a static finding of this rule covers at its line."""
+        return {find.family for find in self.finds} | set(self.covers)
 
 
 # -- what the runtime recorded at one flagged line ------------------------------------------

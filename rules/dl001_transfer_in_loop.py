@@ -12,7 +12,7 @@ from devicelint.semantic import Kind, Origin, Place, Value
 from devicelint.semantic import dataflow
 from devicelint.semantic.flow import Def, target_parts
 from devicelint.semantic.model import call_arg, keyword_arg
-from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
+from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Watch
 
 # Iteration wrappers whose elements are their first argument's (`tqdm(rows)`).
 _PASS_THROUGH = {"iter", "list", "tuple", "sorted", "reversed", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm",
@@ -459,7 +459,8 @@ class TransferInLoop(Rule):
             f"copy {pageable:.3f} ms pageable, {pinned:.3f} ms pinned ({gain:.0f}x)",
             **figures)
 
-    runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES), whole_file=True)
+    runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES), whole_file=True,
+                          finds=(Find.ROWS,))
 
 
 def _same_expr(a: cst.CSTNode, b: cst.CSTNode) -> bool:

@@ -5,7 +5,7 @@ from typing import Optional
 import libcst as cst
 
 from devicelint.rule import Rule
-from devicelint.runtime_spec import RuntimeSpec, device_mismatch
+from devicelint.runtime_spec import Find, RuntimeSpec, device_mismatch
 from devicelint.semantic import Kind, Place, Value
 from devicelint.semantic.modules import attribute_assignments, handed_off, holds_state, self_class
 
@@ -79,7 +79,7 @@ class ModelNotMoved(Rule):
     tokens = ("cuda", "device", "Module")
 
     # devicelint confirm: the mismatch error PyTorch raises at the line
-    runtime = RuntimeSpec(probe=device_mismatch, whole_file=True)
+    runtime = RuntimeSpec(probe=device_mismatch, whole_file=True, finds=(Find.CPU_MODULE,))
 
     def leave_Call(self, node: cst.Call) -> None:
         if not node.args:

@@ -9,7 +9,7 @@ from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic.modules import holds_state
 from devicelint.semantic.values import join_all
-from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
+from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Watch
 
 _PASS_THROUGH = ("enumerate", "tqdm", "trange", "iter", "zip")
 # How far evidence follows bindings and operands (a beam search goes ~10 deep: scores ->
@@ -446,7 +446,7 @@ class SyncInLoop(Rule):
         return run.base("confirmed", f"{count:,} host syncs ({what}), host blocked "
                         f"{blocked:.3f} ms", **figures)
 
-    runtime = RuntimeSpec(probe=probe, watch=(Watch.SYNCS, Watch.MOVES))
+    runtime = RuntimeSpec(probe=probe, watch=(Watch.SYNCS, Watch.MOVES), finds=(Find.HOST_READS,))
 
 
 def _walked(iterable: cst.BaseExpression, path: tuple) -> Optional[cst.BaseExpression]:

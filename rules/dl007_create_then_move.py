@@ -6,7 +6,7 @@ import libcst as cst
 
 from devicelint.builders import plain_reference, reindent, with_keyword_args
 from devicelint.rule import Rule
-from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
+from devicelint.runtime_spec import Family, LineRecord, ProbeRun, RuntimeSpec, Watch
 from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow
 from devicelint.semantic.model import call_arg, int_value, keyword_arg, positional_args
@@ -325,4 +325,4 @@ class CreateThenMove(Rule):
                         count=count, bytes=nbytes, measured_ms=round(measured, 4),
                         counterfactual_ms=round(fill, 4))
 
-    runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES))
+    runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES), covers=(Family.UPLOAD,))

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devicelint.rule import Rule
-from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
+from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Watch
 from devicelint.semantic import dataflow
 from devicelint.semantic.model import keyword_arg
 
@@ -122,4 +122,4 @@ class NonBlockingUnpinned(Rule):
                         "pageable memory, so they were not asynchronous", count=bad,
                         bytes=copies.bytes)
 
-    runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES,), whole_file=True)
+    runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES,), whole_file=True, finds=(Find.PAGEABLE,))

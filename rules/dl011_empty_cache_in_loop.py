@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devicelint.rule import Rule
-from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
+from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Watch
 
 EMPTY_CACHE = {"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"}
 
@@ -93,4 +93,4 @@ class EmptyCacheInLoop(Rule):
                         "the allocator then had to cudaMalloc its blocks again",
                         count=calls.count, measured_ms=round(measured, 4), counterfactual_ms=0.0)
 
-    runtime = RuntimeSpec(probe=probe, watch=(Watch.EMPTY_CACHE,))
+    runtime = RuntimeSpec(probe=probe, watch=(Watch.EMPTY_CACHE,), finds=(Find.EMPTY_CACHE,))

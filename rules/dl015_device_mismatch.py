@@ -5,7 +5,7 @@ from typing import Optional
 import libcst as cst
 
 from devicelint.rule import Rule
-from devicelint.runtime_spec import RuntimeSpec, device_mismatch
+from devicelint.runtime_spec import Find, RuntimeSpec, device_mismatch
 from devicelint.semantic import Kind, Place, Value
 
 # torch functions whose tensor arguments must share a device (checked on an H200: each raises
@@ -108,7 +108,7 @@ class DeviceMismatch(Rule):
     tokens = ("cuda", "device")
 
     # devicelint confirm: the mismatch error PyTorch raises at the line
-    runtime = RuntimeSpec(probe=device_mismatch, whole_file=True)
+    runtime = RuntimeSpec(probe=device_mismatch, whole_file=True, finds=(Find.CPU_OPERAND,))
 
     def leave_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         op = "@" if isinstance(node.operator, cst.MatrixMultiply) else ""

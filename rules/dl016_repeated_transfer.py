@@ -10,7 +10,7 @@ from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow
 from devicelint.semantic.model import call_arg, keyword_arg
-from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
+from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Watch
 
 # Host reads of device data: each copies device memory to the host (and waits for the GPU).
 _HOST_READ_METHODS = ("item", "tolist", "cpu", "numpy")
@@ -554,4 +554,5 @@ class RepeatedTransfer(Rule):
         return run.base("refuted", "the line ran but did not copy the same data again, nor "
                         "back and forth on every iteration", count=count)
 
-    runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES, Watch.SYNCS))
+    runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES, Watch.SYNCS),
+                          finds=(Find.READ_BACKS, Find.REPEATS))

@@ -18,6 +18,7 @@ import os
 from typing import Iterable, Optional
 
 from devicelint.finding import Finding
+from devicelint.runtime_spec import STATUSES
 
 STATUS_COLOURS = {
     "confirmed": ("#b3261e", "#fdecea"),
@@ -26,7 +27,6 @@ STATUS_COLOURS = {
     "inconclusive": ("#7a5b00", "#fff6d6"),
     "not-reached": ("#4a4a4a", "#eeeeee"),
 }
-STATUS_ORDER = ("confirmed", "found", "inconclusive", "refuted", "not-reached")
 # Figures shown in a finding's table, in this order, with their labels.
 FIGURES = (
     ("level", "rank (crash, cost, unmeasured, negligible)"),
@@ -71,7 +71,7 @@ def counterfactual_cost(finding: Finding) -> Optional[float]:
 def _sort_key(finding: Finding) -> tuple:
     cost = measured_cost(finding)
     status = (finding.confirmation or {}).get("status", "")
-    rank = STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
+    rank = STATUSES.index(status) if status in STATUSES else len(STATUSES)
     return (cost is None, -(cost or 0.0), rank, finding.sort_key())
 
 
@@ -101,7 +101,7 @@ def _summary(findings: list[Finding], runs: list[dict]) -> str:
         status = (finding.confirmation or {}).get("status", "unconfirmed")
         counts[status] = counts.get(status, 0) + 1
     badges = " ".join(f"{_badge(status)} {count}" for status, count in sorted(
-        counts.items(), key=lambda item: STATUS_ORDER.index(item[0]) if item[0] in STATUS_ORDER else 9))
+        counts.items(), key=lambda item: STATUSES.index(item[0]) if item[0] in STATUSES else 9))
     spent = sum(measured_cost(f) or 0.0 for f in findings)
     saved = sum(max((measured_cost(f) or 0.0) - counterfactual_cost(f), 0.0)
                 for f in findings if counterfactual_cost(f) is not None and measured_cost(f) is not None)

@@ -17,6 +17,8 @@ import sys
 import time
 import traceback
 
+from devicelint.runtime_spec import HAPPENED
+
 
 class Stopped(BaseException):
     """Raised in the user's code when the parent asks the child to stop."""
@@ -239,7 +241,7 @@ def run(plan_path: str, result_path: str) -> int:
 def _add_cost(probe_run, confirmation: dict, rec) -> None:
     """`cost_ms` for ranking (runtime/rank.py): the probe's own figure when it gave one,
     else the time of the line's device events."""
-    if confirmation.get("status") not in ("confirmed", "found") or rec is None:
+    if confirmation.get("status") not in HAPPENED or rec is None:
         return
     if isinstance(confirmation.get("measured_ms"), (int, float)):
         return

@@ -20,6 +20,7 @@ from devicelint.runtime.plan import (
 )
 from devicelint.runtime.rank import rank
 from devicelint.runtime.report import _rel, format_json, format_text, ran_on
+from devicelint.runtime_spec import HAPPENED
 
 EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
@@ -592,8 +593,7 @@ def _exit_code(findings, runs, fixture_mode: bool) -> int:
         dirty = any(lines for run in runs for codes in run["premise"].values()
                     for lines in codes.values())
         return EXIT_FOUND if refuted or dirty else EXIT_CLEAN
-    happened = any((f.confirmation or {}).get("status") in ("confirmed", "found")
-                   for f in findings)
+    happened = any((f.confirmation or {}).get("status") in HAPPENED for f in findings)
     return EXIT_FOUND if happened else EXIT_CLEAN
 
 

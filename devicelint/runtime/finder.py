@@ -8,7 +8,7 @@ rules' own probes (a rule's `RuntimeSpec.probe`), and what they confirm on a lin
 pass did not flag for that pitfall is reported with status `found` and the rule's code.
 
 Torch is imported only inside the functions the child runs: the parent imports this module
-for `FINDER_RULES`.
+for `finder_rules`.
 """
 
 from __future__ import annotations
@@ -20,32 +20,17 @@ import sysconfig
 import weakref
 from typing import Optional
 
-from devicelint.runtime_spec import is_device_mismatch
+from devicelint.runtime_spec import Family, Find, is_device_mismatch
 
-# Pitfall families the finder reports: (family, rules that may name it, rules whose static
-# finding already covers it). One finding per family and line; a family is skipped at a line
-# (or at a helper line whose call site is) the static pass flagged with a covering rule.
-# Rules are named by their public names: the runtime names no rule by its code
-# (tests/test_runtime_spec.py). Their codes come from the registry (`codes_by_name`).
-FAMILIES = (
-    # device-mismatch errors: a module left on the CPU, or any other operand
-    ("crash", ("model-not-moved", "device-mismatch"), ("model-not-moved", "device-mismatch")),
-    # host syncs per step; device->host copies in loops
-    ("host-read", ("sync-in-loop", "repeated-transfer"), ("sync-in-loop", "repeated-transfer")),
-    # the same host data copied again each iteration; rows copied one by one
-    ("upload", ("repeated-transfer", "transfer-in-loop"),
-     ("transfer-in-loop", "create-then-move", "repeated-transfer")),
-    ("non-blocking", ("non-blocking-unpinned",), ("non-blocking-unpinned",)),
-    ("empty-cache", ("empty-cache-in-loop",), ("empty-cache-in-loop",)),
-)
-FINDER_RULES = tuple(sorted({name for _, names, _ in FAMILIES for name in names}))
+# The finder names no rule: each rule's RuntimeSpec says which cases it stands for (`finds`:
+# Find.ROWS, Find.HOST_READS...) and which families its static finding covers at a line
+# (`covered()`). One finding per family and line; a family is skipped at a line (or at a
+# helper line whose call site is) the static pass flagged with a rule that covers it.
 
 
-def codes_by_name() -> dict[str, str]:
-    """rule name -> code, from the registry."""
-    from devicelint.rule import all_rules
-
-    return {rule.name: code for code, rule in all_rules().items()}
+def finder_rules(rules) -> list:
+    """The rules (classes, from `rules`: an iterable) whose code the finder may report."""
+    return [rule for rule in rules if rule.runtime is not None and rule.runtime.finds]
 
 
 # "Every step": a host read, an empty_cache or a repeated upload counts when it happened at
@@ -61,7 +46,7 @@ DELIBERATE_READS = {"synchronize"}
 # fields of one loader batch copied one by one are a handful, and a loader's batches do not
 # outlive the next one; rows of a collection are many.
 PER_ROW_MIN = 8
-_CHAIN = 4  # user frames kept per event: the line, its callers
+CHAIN = 4  # user frames kept per event: the line, its callers
 _CHAINS_KEPT = 16
 
 
@@ -108,7 +93,7 @@ class Finder:
         """((path, line) of the innermost user frame, (its user callers...)), or None."""
         chain = []
         depth = 0
-        while frame is not None and depth < 96 and len(chain) < _CHAIN:
+        while frame is not None and depth < 96 and len(chain) < CHAIN:
             path = self.user_path(frame.f_code.co_filename)
             if path is not None and (not chain or chain[-1] != (path, frame.f_lineno)):
                 # (a comprehension's frame and its function's share the line: one entry)
@@ -282,41 +267,59 @@ def judge(run, finder: Finder, tracker, plan, rules: dict) -> list[dict]:
     """Found findings: each family's first rule whose probe confirms the pitfall at a line
     the static pass did not flag for it (nor the call site of the helper it ran in).
     `rules`: code -> rule class."""
-    code_of = {rule.name: code for code, rule in rules.items() if rule is not None}
-    families = [(family, [code_of[n] for n in names if n in code_of],
-                 {code_of[n] for n in covering if n in code_of})
-                for family, names, covering in FAMILIES]
+    code_of: dict = {}  # Find -> the code of the rule that stands for it
+    covers: dict = {}  # code -> the families its static finding covers
+    for code, rule in sorted(rules.items()):
+        spec = rule.runtime if rule is not None else None
+        if spec is None:
+            continue
+        covers[code] = spec.covered()
+        for find in spec.finds:
+            code_of.setdefault(find, code)
+
+    def code_for(find: Find):
+        """The rule that reports `find`: the one standing for it, else (its rule is not
+        selected) another rule of its family."""
+        if find in code_of:
+            return code_of[find]
+        return next((code_of[other] for other in Find
+                     if other.family is find.family and other in code_of), None)
+
+    def covered_at(site) -> set:
+        return {family for code in flagged_codes(plan, site) for family in covers.get(code, ())}
+
     # Errors the tracker gave to a flagged line of a crash rule (the call of a module whose
     # forward raised, the `self.blocks = [...]` that kept it from moving) are judged there.
-    crash_rules = families[0][2]
-    judged_errors = {error.message for (path, line), rec in tracker.records.items()
-                     if flagged_codes(plan, (path, line)) & crash_rules for error in rec.errors}
+    judged_errors = {error.message for site, rec in tracker.records.items()
+                     if Family.CRASH in covered_at(site) for error in rec.errors}
     found = []
     for site, rec in sorted(finder.records.items()):
         path, line = site
         chains = finder.chains.get(site, {})
-        covered = flagged_codes(plan, site)
+        covered = covered_at(site)
         for callers in chains:
             for caller in callers:
-                covered |= flagged_codes(plan, caller)
+                covered |= covered_at(caller)
         run.path, run.site_line = path, line
-        for family, codes, covering in families:
-            if covered & covering:
+        for family in Family:  # (in its order: a crash first)
+            if family in covered:
                 continue
-            if family == "crash" and {e.message for e in rec.errors} <= judged_errors:
+            if family is Family.CRASH and {e.message for e in rec.errors} <= judged_errors:
                 continue
-            for code in _candidates(family, codes, rec, finder, site):
-                rule = rules.get(code)
-                if rule is None or rule.runtime is None:
+            asked = set()
+            for find in _candidates(family, rec, finder, site):
+                code = code_for(find)
+                if code is None or code in asked:
                     continue
+                asked.add(code)
                 try:
-                    confirmation = rule.runtime.probe(run, rec)
+                    confirmation = rules[code].runtime.probe(run, rec)
                 except Exception:  # noqa: BLE001 - one probe must not lose the rest
                     continue
                 if confirmation.get("status") != "confirmed":
                     continue
                 confirmation = dict(confirmation, status="found")
-                if family == "crash":
+                if family is Family.CRASH:
                     origin = finder.origins.get(site) or {}
                     said = _describe_origin(origin)
                     if said:
@@ -329,36 +332,34 @@ def judge(run, finder: Finder, tracker, plan, rules: dict) -> list[dict]:
     return found
 
 
-def _candidates(family: str, codes: list[str], rec, finder: Finder, site) -> list[str]:
-    """The codes of `family` (in FAMILIES' order) to ask at this record, best first."""
-    if not codes:
-        return []
-    first, last = codes[0], codes[-1]
-    if family == "crash":
+def _candidates(family: Family, rec, finder: Finder, site) -> list[Find]:
+    """The cases of `family` to ask at this record, best first."""
+    if family is Family.CRASH:
         if not any(is_device_mismatch(e.message) for e in rec.errors):
             return []
         origin = finder.origins.get(site) or {}
-        return [first] if origin.get("kind") == "module" else [last]
-    if family == "host-read":
+        return [Find.CPU_MODULE] if origin.get("kind") == "module" else [Find.CPU_OPERAND]
+    if family is Family.HOST_READ:
         d2h = rec.copies.get("d2h")
         reads = sum(n for kind, n in rec.syncs.kinds.items() if kind not in DELIBERATE_READS)
         if not _every_step(max(reads, d2h.count if d2h is not None else 0), finder):
             return []
         copies_only = set(rec.syncs.kinds) <= {"cpu", "to"}
-        return [last, first] if copies_only else [first, last]
-    if family == "upload":
+        pair = [Find.HOST_READS, Find.READ_BACKS]
+        return pair[::-1] if copies_only else pair
+    if family is Family.UPLOAD:
         h2d = rec.copies.get("h2d")
         if h2d is None or h2d.count < 2:
             return []
         run = finder.runs.get(site)
         if run is not None and run[1] >= PER_ROW_MIN:
-            return [last]  # rows copied one by one (some of them again, maybe)
-        return [first] if _every_step(h2d.count - h2d.distinct + 1, finder) else []
-    if family == "non-blocking":
+            return [Find.ROWS]  # rows copied one by one (some of them again, maybe)
+        return [Find.REPEATS] if _every_step(h2d.count - h2d.distinct + 1, finder) else []
+    if family is Family.NON_BLOCKING:
         h2d = rec.copies.get("h2d")
-        return codes if h2d is not None and h2d.pageable_non_blocking else []
-    if family == "empty-cache":
-        return codes if _every_step(rec.empty_cache.count, finder) else []
+        return [Find.PAGEABLE] if h2d is not None and h2d.pageable_non_blocking else []
+    if family is Family.EMPTY_CACHE:
+        return [Find.EMPTY_CACHE] if _every_step(rec.empty_cache.count, finder) else []
     return []
 
 

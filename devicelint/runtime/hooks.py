@@ -84,11 +84,17 @@ def _scalars(data, limit: int):
     return count
 
 
+_UNKEYED = object()
+
+
 def _add_copy(rec: LineRecord, src, dst, nbytes, seconds, pinned, non_blocking,
-              source=None) -> None:
+              source=None, key=_UNKEYED) -> None:
+    """Count one copy at the line. `key`: `_source_key(source)` when the caller already
+    computed it (one copy recorded in two stores keys its source once)."""
     kind = "h2d" if src == "cpu" else ("d2h" if dst == "cpu" else "d2d")
     copies = rec.copies.setdefault(kind, CopyStats())
-    key = _source_key(source)
+    if key is _UNKEYED:
+        key = _source_key(source)
     if key is None or key not in copies.sources:
         copies.distinct += 1
         if key is not None and len(copies.sources) < 64:
@@ -144,9 +150,10 @@ def install_moves(tracker) -> None:
                 return out
             dst = tracker.device_of(out)
             if src != dst:
+                key = _source_key(self)
+                nbytes = _nbytes(out)
                 for rec in recs:
-                    _add_copy(rec, src, dst, _nbytes(out), seconds, pinned, non_blocking,
-                              source=self)
+                    _add_copy(rec, src, dst, nbytes, seconds, pinned, non_blocking, key=key)
                     if dst == "cpu":
                         _add_sync(rec, method, seconds)
                 if src == "cpu":
@@ -180,7 +187,9 @@ def install_factories(tracker) -> None:
 
     def make(original):
         def wrapper(*args, **kwargs):
-            if kwargs.get("device") is None:
+            device = kwargs.get("device")
+            if device is None or _names_cpu(device):
+                # (torch's own optimizers build `torch.tensor(1.0, device="cpu")` every step)
                 return original(*args, **kwargs)
             sites = tracker.sites(sys._getframe(1))
             if not sites:
@@ -190,10 +199,10 @@ def install_factories(tracker) -> None:
                 return original(*args, **kwargs)
             out, seconds = timed_call(tracker, original, *args, **kwargs)
             if tracker.is_cuda(out):
+                dst, nbytes, key = tracker.device_of(out), _nbytes(out), _source_key(data)
                 for rec in tracker.touch(sites):
                     rec.moves.count += 1
-                    _add_copy(rec, "cpu", tracker.device_of(out), _nbytes(out), seconds,
-                              False, False, source=data)
+                    _add_copy(rec, "cpu", dst, nbytes, seconds, False, False, key=key)
                 _note_source(tracker, sites, data)
             return out
 
@@ -201,6 +210,13 @@ def install_factories(tracker) -> None:
 
     for name in ("tensor", "as_tensor"):
         _wrap(torch, name, make)
+
+
+def _names_cpu(device) -> bool:
+    """`device=` names the host: no copy to a device can follow."""
+    if isinstance(device, str):
+        return device == "cpu" or device.startswith("cpu:")
+    return isinstance(device, torch.device) and device.type == "cpu"
 
 
 def install_syncs(tracker) -> None:

@@ -54,12 +54,11 @@ class Plan:
 
     def find_under(self, roots: list[str]) -> None:
         """Turn the finder on for the code under `roots` (files or folders)."""
-        from devicelint.runtime.finder import FINDER_RULES
+        from devicelint.runtime.finder import finder_rules
 
         self.user_roots = sorted({real(root) for root in roots})
-        for rule in all_rules().values():
-            if rule.name in FINDER_RULES:
-                self.add_rule(rule)
+        for rule in finder_rules(all_rules().values()):
+            self.add_rule(rule)
 
     def codes(self) -> set[str]:
         found = {code for lines in self.lines.values() for codes in lines.values() for code in codes}

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+from devicelint.runtime_spec import HAPPENED
+
 NEGLIGIBLE_MS = 1.0
 NEGLIGIBLE_SHARE = 0.01
-HAPPENED = ("confirmed", "found")
 LEVELS = ("crash", "cost", "unmeasured", "negligible")
 
 

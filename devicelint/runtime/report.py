@@ -10,8 +10,7 @@ import json
 import os
 
 from devicelint.reporters.text import evidence
-
-STATUS_ORDER = ("confirmed", "found", "refuted", "inconclusive", "not-reached")
+from devicelint.runtime_spec import STATUSES
 
 
 def ran_on(runs: list[dict]) -> tuple:
@@ -50,7 +49,7 @@ def format_text(findings, runs: list[dict], fixture_mode: bool, escape=str) -> s
                    f"{evidence(conf, with_device=False)}{rank}")
     if findings:
         out.append("")
-    counts = {status: 0 for status in STATUS_ORDER}
+    counts = {status: 0 for status in STATUSES}
     for finding in findings:
         status = (finding.confirmation or {}).get("status", "inconclusive")
         counts[status] = counts.get(status, 0) + 1

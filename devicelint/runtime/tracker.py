@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from devicelint.runtime.finder import CHAIN as _CHAIN
 from devicelint.runtime.plan import ALL_LINES
 from devicelint.runtime_spec import LineRecord, RaisedError
 
@@ -58,6 +59,7 @@ class Tracker:
         self.sim = sim
         self.records: dict[tuple[str, int], LineRecord] = {}
         self._paths: dict[str, Optional[str]] = {}
+        self._both: dict[str, tuple] = {}  # file name -> (watched file, finder's user file)
         self._local = threading.local()
         self._seen_errors: dict[int, BaseException] = {}
         # Called with (tracker, record) when a watched line first runs (Watch.CUDA_STATE).
@@ -166,15 +168,14 @@ class Tracker:
         innermost user line. Empty when neither: the wrapper then only calls through."""
         if getattr(self._local, "busy", False):
             return []
+        finder = self.finder
+        site, spot = self._walk(frame, finder)
         out = []
-        site = self._flagged_site(frame)
         if site is not None:
             out.append((self.records, site))
-        if self.finder is not None:
-            spot = self.finder.spot(frame)
-            if spot is not None:
-                self.finder.note(spot)
-                out.append((self.finder.records, spot[0]))
+        if spot is not None:
+            finder.note(spot)
+            out.append((finder.records, spot[0]))
         return out
 
     def touch(self, sites) -> list[LineRecord]:
@@ -182,19 +183,63 @@ class Tracker:
         return [self._record_in(store, key) for store, key in sites]
 
     def _flagged_site(self, frame) -> Optional[tuple[str, int]]:
-        found = self.user_frame(frame)
-        if found is None:
-            return None
-        path, line = found
-        wanted = self.lines[path]
-        if wanted is ALL_LINES:
-            return found
-        head = wanted.get(line)
-        if head is None:
-            # A helper of the same file called from a flagged line (DL004 reports a sync in
-            # `accuracy()` at its call in the step loop): the flagged caller's site.
-            return self.flagged_caller(frame)
-        return path, head
+        return self._walk(frame, None)[0]
+
+    def _frame_paths(self, filename: str) -> tuple:
+        """(the watched file, the finder's user file) that `filename` is, each or None."""
+        try:
+            return self._both[filename]
+        except KeyError:
+            finder = self.finder
+            paths = (self._user_path(filename),
+                     finder.user_path(filename) if finder is not None else None)
+            self._both[filename] = paths
+            return paths
+
+    def _walk(self, frame, finder) -> tuple:
+        """One walk out from `frame`, shared by the two stores (a wrapped call pays one):
+
+        - the flagged site: the innermost frame in a watched file (within 64 frames); its
+          line's head if that line is flagged, else (a helper of the same file called from
+          a flagged line: DL004 reports a sync in `accuracy()` at its call in the step loop)
+          the innermost frame sitting on a flagged line (whole-file watches skipped);
+        - with the finder: its spot, ((path, line) of the innermost user frame, (up to three
+          user callers...)), or None when no user frame is within 64 frames.
+        """
+        lines = self.lines
+        flagged = None
+        looking = True  # the flagged site is still sought
+        first = True  # the next watched frame is the innermost one
+        seeking = finder is not None  # the finder's chain is still open
+        chain: list = []
+        depth = 0
+        while frame is not None and depth < 96 and (looking or seeking):
+            watched, user = self._frame_paths(frame.f_code.co_filename)
+            if looking:
+                if depth >= 64:
+                    looking = False
+                elif watched is not None:
+                    wanted = lines[watched]
+                    if wanted is ALL_LINES:
+                        if first:
+                            flagged, looking = (watched, frame.f_lineno), False
+                    else:
+                        head = wanted.get(frame.f_lineno)
+                        if head is not None:
+                            flagged, looking = (watched, head), False
+                    first = False
+            if seeking:
+                if user is not None:
+                    where = (user, frame.f_lineno)
+                    # (a comprehension's frame and its function's share the line: one entry)
+                    if not chain or chain[-1] != where:
+                        chain.append(where)
+                        seeking = len(chain) < _CHAIN
+                elif not chain and depth >= 64:
+                    seeking = False
+            frame = frame.f_back
+            depth += 1
+        return flagged, ((chain[0], tuple(chain[1:])) if chain else None)
 
     def record(self, site) -> LineRecord:
         return self._record_in(self.records, site)

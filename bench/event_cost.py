@@ -1,0 +1,111 @@
+"""Host cost of one instrumented call under `devicelint confirm`, per kind of call.
+
+bench/overhead.py times whole training steps, whose run-to-run noise (±15% of a ~1 ms step
+on a GPU, more on a loaded CPU) hides a few microseconds per call. This times the wrapped
+calls themselves, many thousands of times, in fresh processes:
+
+- plain: no instrumentation;
+- tracker: the wrappers of every copy and sync, one flagged line (the `.item()` below);
+- finder: the same plus the finder (every call of this file recorded), as `confirm` runs.
+
+Calls: `.to` of a tensor already on the device (a no-op move), `.item()` on the flagged line,
+`.item()` in a helper called from an unflagged line, `torch.tensor(1.0, device="cpu")` (what
+torch's optimizers build every step), and `.view`. Each figure is CPU time per call
+(`time.process_time`), the best of ROUNDS (default 3) processes per mode, interleaved.
+
+Usage: python bench/event_cost.py            (DEVICE=sim without a GPU: the simulated device)
+       LINE_EVENTS=0: leave out the line/raise monitoring (see bench/overhead.py).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+CALLS = int(os.environ.get("CALLS", "20000"))
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+DEVICE = os.environ.get("DEVICE", "cuda")
+MODES = ("plain", "tracker", "finder")
+
+
+def helper_read(t):
+    return t.item()
+
+
+def measure(torch) -> dict:
+    device = torch.device("cuda")
+    t = torch.ones((), device=device)
+    base = torch.ones(4, device=device)
+    calls = {
+        "to (no-op)": lambda: t.to(device),
+        "item, flagged": lambda: t.item(),  # the flagged line
+        "item in a helper": lambda: helper_read(t),
+        "tensor(cpu)": lambda: torch.tensor(1.0, device="cpu"),
+        "view": lambda: base.view(2, 2),
+    }
+    out = {}
+    for name, call in calls.items():
+        for _ in range(200):
+            call()
+        start = time.process_time()
+        for _ in range(CALLS):
+            call()
+        out[name] = (time.process_time() - start) / CALLS * 1e6
+    return out
+
+
+def child(mode: str) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    path = os.path.realpath(__file__)
+    device_of = lambda tensor: str(tensor.device)  # noqa: E731
+    sim = None
+    if DEVICE == "sim":
+        from devicelint.runtime.sim import Simulation
+
+        simulation = Simulation()
+        simulation.install()
+        device_of, sim = simulation.device_of, simulation.sim
+    if mode != "plain":
+        from devicelint.runtime import hooks
+        from devicelint.runtime.finder import Finder
+        from devicelint.runtime.tracker import Tracker
+        from devicelint.runtime_spec import Watch
+
+        source = open(path).read().splitlines()
+        line = next(i for i, text in enumerate(source, 1) if text.endswith("# the flagged line"))
+        finder = Finder([path]) if mode == "finder" else None
+        if finder is not None:
+            finder.install_module_sites()
+        tracker = Tracker({path: {line: line}}, device_of, sim, finder=finder)
+        if os.environ.get("LINE_EVENTS") == "0":
+            tracker.start = lambda: None
+        hooks.install(tracker, {Watch.MOVES, Watch.FACTORIES, Watch.SYNCS, Watch.VIEWS,
+                                Watch.EMPTY_CACHE})
+    print(json.dumps(measure(torch)))
+
+
+def main() -> None:
+    results: dict = {}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    for _ in range(ROUNDS):
+        for mode in MODES:
+            out = subprocess.run([sys.executable, __file__, mode], capture_output=True,
+                                 text=True, env=env)
+            if out.returncode:
+                sys.exit(out.stderr[-2000:])
+            for name, us in json.loads(out.stdout.strip().splitlines()[-1]).items():
+                results.setdefault(mode, {}).setdefault(name, []).append(us)
+    names = list(results["plain"])
+    print(f"{'us per call (best of ' + str(ROUNDS) + ')':28s}" + "".join(f"{m:>10s}" for m in MODES))
+    for name in names:
+        print(f"{name:28s}" + "".join(f"{min(results[m][name]):10.2f}" for m in MODES))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        child(sys.argv[1])
+    else:
+        main()
