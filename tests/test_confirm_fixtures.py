@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,9 @@ GPU_ONLY = {  # (file, code, the line's text): why
 # Below this share of the GPU's decided findings found again by the simulated device (same
 # file, code and line text), the record is stale: re-record it with bench/gpu_verdicts.sh.
 MATCHED_AT_LEAST = 0.9
+# Findings the simulated device decides that the record lacks (fixtures or lines added since)
+# are listed in a warning; above this share of them the record is stale: the test fails.
+UNRECORDED_AT_MOST = 0.25
 
 
 def _keyed(findings, text_of) -> dict:
@@ -193,15 +197,16 @@ def test_sim_agrees_with_the_gpu(confirmed) -> None:
           f"{len(agree)} agree, {len(disagree)} disagree, {len(gpu_only)} GPU-only, "
           f"{len(missing)} not in this run; {len(unrecorded)} of the simulated device's "
           f"{len(sim_decided)} decided findings are not in the record")
-    for where in unrecorded:
-        print(f"  not recorded on a GPU: {where}")
+    if unrecorded:
+        warnings.warn(f"{len(unrecorded)} findings have no GPU verdict in {GPU_VERDICTS.name} "
+                      f"(re-record it with bench/gpu_verdicts.sh): " + ", ".join(unrecorded))
     assert not disagree, "\n".join(disagree)
     compared = len(decided) - len(gpu_only)
     assert len(agree) >= MATCHED_AT_LEAST * compared, (
         f"{len(missing)} of {compared} GPU verdicts match no finding of the simulated run: "
         f"fixtures changed; re-record tests/data/gpu-verdicts.json with bench/gpu_verdicts.sh "
         f"on a GPU: {sorted(missing)[:10]}")
-    assert len(unrecorded) <= (1 - MATCHED_AT_LEAST) * len(sim_decided), (
+    assert len(unrecorded) <= UNRECORDED_AT_MOST * len(sim_decided), (
         f"{len(unrecorded)} of the simulated device's {len(sim_decided)} decided findings "
         f"have no GPU verdict: fixtures changed; re-record tests/data/gpu-verdicts.json with "
         f"bench/gpu_verdicts.sh on a GPU: {unrecorded[:10]}")

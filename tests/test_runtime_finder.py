@@ -177,3 +177,43 @@ def test_gpu_device_errors_are_recognised() -> None:
         assert is_device_mismatch(text) and any(m in text for m in ERROR_MARKERS), text
     assert not is_device_mismatch("Input type (torch.cuda.HalfTensor) and weight type "
                                   "(torch.cuda.FloatTensor) should be the same")
+
+
+class _Code:
+    def __init__(self, filename: str) -> None:
+        self.co_filename = filename
+
+
+class _Frame:
+    """What Tracker._walk reads of a frame."""
+
+    def __init__(self, filename: str, line: int, back=None) -> None:
+        self.f_code, self.f_lineno, self.f_back = _Code(filename), line, back
+
+
+def test_one_walk_serves_the_tracker_and_the_finder(tmp_path) -> None:
+    """A wrapped call walks the stack once: the flagged caller of a helper (tracker) and the
+    user frames (finder); no frame from the child's own (`Tracker.bottom`) outwards is read."""
+    pytest.importorskip("torch")
+    from devicelint.runtime.finder import Finder
+    from devicelint.runtime.tracker import Tracker
+
+    script, lib = tmp_path / "train.py", tmp_path / "site-packages" / "lib.py"
+    lib.parent.mkdir()
+    for path in (script, lib):
+        path.write_text("\n" * 60)
+    user = str(script.resolve())
+    # <module>:40 -> main():30 (flagged) -> helper():12 -> a library frame
+    runner = _Frame(str(lib), 1)
+    module = _Frame(user, 40, _Frame(user, 50, runner))  # line 50: where the run starts
+    main = _Frame(user, 30, module)
+    helper = _Frame(user, 12, main)
+    call = _Frame(str(lib), 5, helper)
+    tracker = Tracker({user: {30: 30}}, str, finder=Finder([str(tmp_path)]))
+    site, spot = tracker._walk(call, tracker.finder)
+    assert site == (user, 30)
+    assert spot == ((user, 12), ((user, 30), (user, 40), (user, 50)))
+    tracker.bottom = module.f_back  # as if the frame at line 50 ran the child's run()
+    assert tracker._walk(call, tracker.finder)[1] == ((user, 12), ((user, 30), (user, 40)))
+    tracker.lines = {user: {12: 12}}
+    assert tracker._walk(call, None) == ((user, 12), None)

@@ -181,6 +181,7 @@ def run(plan_path: str, result_path: str) -> int:
     started = time.perf_counter()  # the user's run alone (not torch's import): ranking's share
     if kind == "path":
         sys.path.insert(0, os.path.dirname(os.path.abspath(what)))
+    tracker.bottom = sys._getframe()  # runpy's frames and ours are no user code
     try:
         if kind == "path":
             runpy.run_path(what, run_name="__main__")

@@ -60,6 +60,9 @@ class Tracker:
         self.records: dict[tuple[str, int], LineRecord] = {}
         self._paths: dict[str, Optional[str]] = {}
         self._both: dict[str, tuple] = {}  # file name -> (watched file, finder's user file)
+        # The frame that runs the user's code (the child's): no frame from there outwards is
+        # the user's, so a walk stops there instead of at the bottom of the stack.
+        self.bottom = None
         self._local = threading.local()
         self._seen_errors: dict[int, BaseException] = {}
         # Called with (tracker, record) when a watched line first runs (Watch.CUDA_STATE).
@@ -180,7 +183,8 @@ class Tracker:
 
     def touch(self, sites) -> list[LineRecord]:
         """The records of `sites` (see `sites`), marked as reached now."""
-        return [self._record_in(store, key) for store, key in sites]
+        now = clock()
+        return [self._record_in(store, key, now) for store, key in sites]
 
     def _flagged_site(self, frame) -> Optional[tuple[str, int]]:
         return self._walk(frame, None)[0]
@@ -207,6 +211,8 @@ class Tracker:
           user callers...)), or None when no user frame is within 64 frames.
         """
         lines = self.lines
+        both = self._both
+        bottom = self.bottom
         flagged = None
         looking = True  # the flagged site is still sought
         first = True  # the next watched frame is the innermost one
@@ -214,7 +220,13 @@ class Tracker:
         chain: list = []
         depth = 0
         while frame is not None and depth < 96 and (looking or seeking):
-            watched, user = self._frame_paths(frame.f_code.co_filename)
+            if frame is bottom:
+                break
+            filename = frame.f_code.co_filename
+            paths = both.get(filename)
+            if paths is None:
+                paths = self._frame_paths(filename)
+            watched, user = paths
             if looking:
                 if depth >= 64:
                     looking = False
@@ -245,12 +257,13 @@ class Tracker:
         return self._record_in(self.records, site)
 
     @staticmethod
-    def _record_in(store: dict, site) -> LineRecord:
+    def _record_in(store: dict, site, now=None) -> LineRecord:
         rec = store.get(site)
         if rec is None:
             rec = store[site] = LineRecord()
         rec.reached = True
-        now = clock()
+        if now is None:
+            now = clock()
         if rec.first is None:
             rec.first = now
         rec.last = now
