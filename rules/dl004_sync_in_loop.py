@@ -29,7 +29,8 @@ class SyncInLoop(Rule):
     training or inference loop: `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `.to("cpu")`,
     `float(t)`/`int(t)`/`bool(t)`, `print(t)` or an f-string of a tensor, the truth value of
     a tensor (`if t > 0:`, `while loss > eps:`, `assert t`, a comprehension's `if w != end`,
-    once per element), and `torch.cuda.synchronize()`,
+    once per element), writing `t` into a CPU tensor (`attentions[i] = t`), and
+    `torch.cuda.synchronize()`,
     where `t` is a value the code shows lives on the device (moved there, created there,
     computed from device values, or the output of a module that is on the device). What a
     call into code the file does not show returns for device tensors (a model passed in as
@@ -133,6 +134,9 @@ class SyncInLoop(Rule):
         self.candidates.append(node)
 
     def visit_CompIf(self, node: cst.CompIf) -> None:
+        self.candidates.append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
         self.candidates.append(node)
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:

@@ -469,3 +469,17 @@ def test_a_loss_whose_class_weight_is_on_the_device_computes_there():
         loss = criterion(out, y)
     """)
     assert sem.value(find(ctx, cst.Call, "criterion(out, y)")).place is Place.DEVICE
+
+
+def test_writing_into_a_cpu_tensor_reads_the_value_on_the_host():
+    ctx, sem = semantic("""
+        host = torch.zeros(3, 4)
+        buffer = torch.zeros(3, 4, device=device)
+        row = torch.ones(4, device=device)
+        host[0] = row
+        buffer[0] = row
+    """)
+    to_host, on_device = [a for a in ctx.iter_nodes(cst.Assign)][-2:]
+    assert [(r.what, ctx.code(r.operand)) for r in sem.syncs.reads(to_host)] == [
+        ("copying a tensor into a CPU tensor", "row")]
+    assert sem.syncs.reads(on_device) == []

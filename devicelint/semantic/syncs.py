@@ -15,7 +15,8 @@ lives on the device: a method whose result lives on the host (`syncs` and `place
 torch_api.toml: `.item()`, `.tolist()`, `.numpy()`, `.cpu()`), `.to("cpu")` without
 `non_blocking=True`, `float/int/bool(t)`, `print(t)`, formatting `t` in an f-string, the truth
 value of `t` (`if t > 0:`, `while t:`, `x if t else y`, `assert t`, a comprehension's
-`if t != end`, once per element), and the whole-device waits
+`if t != end`, once per element), writing `t` into a CPU tensor (`host[i] = t`), and the
+whole-device waits
 (`torch.cuda.synchronize()`).
 """
 
@@ -99,6 +100,16 @@ class SyncModel:
         if isinstance(node, (cst.If, cst.While, cst.IfExp, cst.Assert)):
             test = node.test
             return [HostRead(o, "`if`/`while` on a tensor's value", o) for o in operands(test)]
+        if isinstance(node, cst.Assign):
+            # `attentions[i] = attention` with `attentions` a CPU tensor: a blocking copy of the
+            # right-hand side to the host.
+            for target in node.targets:
+                sliced = target.target
+                if isinstance(sliced, cst.Subscript):
+                    base = model.value(sliced.value)
+                    if base.kind is Kind.TENSOR and base.place is Place.CPU:
+                        return [HostRead(node.value, "copying a tensor into a CPU tensor", node.value)]
+            return []
         if isinstance(node, cst.CompIf):
             # `[i for i, w in enumerate(words) if w != end]`: one truth value per element.
             return [HostRead(o, "a comprehension's `if` on a tensor's value", o) for o in operands(node.test)]
