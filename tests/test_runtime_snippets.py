@@ -330,3 +330,24 @@ def test_the_example_reproductions_are_what_snippet_mode_builds(monkeypatch):
         "train_sensor_model_L67_DL003.py"]
     for example in examples:
         assert built[example.name] == example.read_text(), example.name
+
+
+def test_the_users_own_modules_are_imported_only_when_asked(tmp_path):
+    (tmp_path / "mymodels.py").write_text("import torch\nNet = torch.nn.Linear\n")
+    source = textwrap.dedent('''\
+        import torch
+        from mymodels import Net
+
+        model = Net(8, 2)
+        x = torch.randn(4, 8).to("cuda")
+        y = model(x)
+        ''')
+    line = _line(source, "y = model(x)")
+    refused = _build(tmp_path, source, "DL002", line)
+    assert refused.script is None
+    assert "imported from the user's module mymodels" in refused.reason
+    assert "--import-user-code" in refused.reason
+    allowed = _build(tmp_path, source, "DL002", line, import_user_code=True)
+    assert allowed.reason is None
+    assert f"sys.path.insert(0, {str(tmp_path)!r})" in allowed.script
+    assert "from mymodels import Net" in allowed.script
