@@ -155,6 +155,53 @@ class ProjectIndex:
                 _apply_facts(info, facts)
         return info.ready
 
+    def set_text(self, path: str, data: bytes, key: Optional[str] = None) -> list[str]:
+        """The module at `path` now holds `data` (an editor's buffer, or the file read again
+        after a save): its facts are read anew when next asked, and every answer that may
+        have used its old text is forgotten. `key`: the path rules see for it, when it is a
+        file of the run (an existing one keeps its key). Returns the real paths of the
+        other modules whose semantic models were dropped because they import it."""
+        real = os.path.realpath(path)
+        old = self.modules.get(real)
+        dropped = [p for p in self._models if p != real and self.imports_module(p, real)]
+        for stale in [real, *dropped]:
+            self._models.pop(stale, None)
+        self._defs.pop(real, None)
+        self._unreadable.discard(real)
+        for memo in (self._resolved, self._module_class, self._dependencies, self._closure):
+            memo.clear()
+        if old is None:
+            self._add(real, data, key)
+            return dropped
+        try:
+            text = data.decode("utf-8-sig")
+        except (ValueError, UnicodeDecodeError):
+            text = ""  # no facts, as an unreadable module
+        # Changed in place: other modules' memos hold this object.
+        fresh = ModuleInfo(name=old.name, path=real, key=old.key, shown=old.shown,
+                           digest=hashlib.sha256(data).hexdigest(), is_package=old.is_package,
+                           search=old.search, text=text)
+        old.__dict__.update(fresh.__dict__)
+        if key is not None and not old.key:
+            old.key = old.shown = key
+            self.by_key[key] = old
+        return dropped
+
+    def imports_module(self, importer: str, target: str) -> bool:
+        """Whether the module at real path `importer` imports the one at `target`, directly
+        or through others (from the facts read so far, reading those it needs)."""
+        seen, stack = set(), [self.modules.get(importer)]
+        while stack:
+            module = stack.pop()
+            if module is None or module.path in seen or not module.ready:
+                continue
+            seen.add(module.path)
+            for info in self.dependencies(module):
+                if info.path == target:
+                    return True
+                stack.append(info)
+        return False
+
     def _module_at(self, path: str) -> Optional[ModuleInfo]:
         """The module read from `path` (a real path under the root), its facts ready; None
         when it cannot be read."""

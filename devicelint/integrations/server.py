@@ -176,6 +176,112 @@ def _excluded(path: str, settings) -> bool:
     return Excluder(replace(settings, respect_gitignore=False)).excluded_with_parents(Path(path))
 
 
+class WorkspaceIndex:
+    """The project index of one workspace folder, as `devicelint <folder>` builds it: the
+    files its configuration's discovery finds (excludes, .gitignore) are the files of the
+    run, other local modules are read from disk when a question reaches them, and the
+    module facts of the result cache are reused (devicelint.runner: `discover`, `read_file`,
+    `_project_index`). Built once, on the first lint that needs it (reading the files'
+    bytes, parsing none), and again only when the configuration changes. Lives on the
+    worker thread.
+
+    Open buffers override the disk: before each lint, a buffer whose text differs from what
+    the index holds for its module is set there (`ProjectIndex.set_text`), and a closed
+    buffer's module is read from disk again."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.config: Optional[Config] = None
+        self.index = None  # devicelint.project_index.ProjectIndex
+        self.synced: dict[str, str] = {}  # real path -> the buffer text the index holds
+        self.keys: dict[str, Optional[str]] = {}  # real path -> key rules see (None: not linted)
+
+    def prepare(self, config: Config, buffers: dict[str, str]) -> list[str]:
+        """The index up to date with `config` and the open `buffers` (path -> text);
+        returns the real paths of the modules whose text changed."""
+        if self.index is None or config is not self.config:
+            self._build(config)
+        changed = []
+        for path, text in buffers.items():
+            real = os.path.realpath(path)
+            if self.synced.get(real) is text or not _under(real, self.index.root):
+                continue
+            module = self.index.modules.get(real)
+            if module is None or module.text != text:
+                self.index.set_text(real, text.encode("utf-8", "surrogatepass"), self._key(path))
+                changed.append(real)
+            self.synced[real] = text
+        open_now = {os.path.realpath(path) for path in buffers}
+        for real in [r for r in self.synced if r not in open_now]:
+            del self.synced[real]  # closed: the module is the file on disk again
+            self.index.set_text(real, self._disk(real))
+            changed.append(real)
+        self.index.new_facts.clear()  # kept by the CLI for its cache; the server writes none
+        return changed
+
+    def related(self, changed: list[str], others: dict[str, str]) -> list[str]:
+        """The URIs in `others` (URI -> path) whose findings may use the modules `changed`:
+        they import one of them, or one of them imports them (DL008 reads the files that
+        import a loader's function)."""
+        index = self.index
+        found = []
+        for uri, path in others.items():
+            real = os.path.realpath(path)
+            module = index.modules.get(real) if index is not None else None
+            if module is None or not index.ready(module):
+                continue
+            if any(real != target and (index.imports_module(real, target) or (
+                    target in index.modules and index.ready(index.modules[target])
+                    and index.imports_module(target, real))) for target in changed):
+                found.append(uri)
+        return found
+
+    def _build(self, config: Config) -> None:
+        from devicelint import project_index
+        from devicelint.discovery import ProjectPaths, discover
+        from devicelint.runner import _open_cache, _project_index, read_file
+
+        settings = config.settings
+        candidates, _problems = discover([self.root], settings, bool(settings.force_exclude))
+        readable = []
+        for candidate in candidates:
+            data, problem = read_file(candidate.path, candidate.display, settings.max_file_size)
+            if problem is None:
+                readable.append((candidate, data))
+        cache = _open_cache(settings, ProjectPaths(settings.root), config.codes)
+        index = _project_index(settings, readable, cache)
+        if index is None:  # no file on disk yet: the buffers alone
+            index = project_index.ProjectIndex.build(
+                os.path.realpath(str(settings.root)), [], cache.known_facts() if cache else None)
+        self.index, self.config, self.synced, self.keys = index, config, {}, {}
+
+    def _key(self, path: str) -> Optional[str]:
+        """The path rules see for a buffer, when the CLI would lint it (not excluded)."""
+        real = os.path.realpath(path)
+        if real not in self.keys:
+            settings = self.config.settings
+            self.keys[real] = None if _excluded(path, settings) else run_key(path, settings)
+        return self.keys[real]
+
+    def _disk(self, real: str) -> bytes:
+        from devicelint.runner import read_file
+
+        data, _problem = read_file(real, real, self.config.settings.max_file_size)
+        return data if data is not None else b""  # gone: a module with no facts
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def run_key(path: str, settings) -> str:
+    """The path rules see for a file, as the CLI gives it: relative to the project root
+    (DL010's test exemption, per-file-ignores, the project index's keys)."""
+    from devicelint.discovery import ProjectPaths
+
+    return ProjectPaths(settings.root).relative(path) or path
+
+
 # -- what was published -------------------------------------------------------------------
 
 
@@ -211,12 +317,16 @@ class Job:
     encoding: str
     text: str = ""
     cells: Optional[list[tuple[str, bool, str]]] = None  # (cell URI, is code, text)
+    buffers: dict[str, str] = field(default_factory=dict)  # open Python documents: path -> text
+    others: dict[str, str] = field(default_factory=dict)  # the other open ones: URI -> path
+    workspace: Optional[str] = None  # the workspace folder whose project index it uses
 
 
 @dataclass
 class Outcome:
     published: list[Published]
     config_error: Optional[str] = None
+    relint: list[str] = field(default_factory=list)  # other open documents whose findings may change
 
 
 def _lsp_range(lines: Sequence[str], line: int, column: int, end_line: int, end_column: int,
@@ -248,19 +358,34 @@ def _diagnostic(finding: Finding, where: types.Range) -> types.Diagnostic:
     )
 
 
-def lint_text_job(job: Job, configs: ConfigCache, parser=None) -> Outcome:
+def lint_text_job(job: Job, configs: ConfigCache, parser=None,
+                  workspace: Optional[WorkspaceIndex] = None) -> Outcome:
     """Lint one text document's snapshot (runs on the worker thread). `parser`: the
     document's devicelint.incremental.IncrementalParser, which re-parses only the top-level
-    statements an edit changed (the findings are those of a full lint)."""
+    statements an edit changed (the findings are those of a full lint). `workspace`: the
+    project index of its workspace folder, brought up to date with the open buffers first
+    (None: the document is linted alone)."""
+    from devicelint import project_index
     from devicelint.engine import lint_source
 
     config = configs.for_path(job.path, job.root)
+    changed: list[str] = []
+    if workspace is not None:
+        changed = workspace.prepare(configs.for_path(None, workspace.root), job.buffers)
     if job.path is not None and _excluded(job.path, config.settings):
-        return Outcome([Published(job.key, job.version, job.text)], config.error)
-    display = job.path or job.key
+        relint = workspace.related(changed, job.others) if changed else []
+        return Outcome([Published(job.key, job.version, job.text)], config.error, relint)
+    # Rules see the path relative to the project root, as the CLI gives it.
+    seen_as = run_key(job.path, config.settings) if job.path is not None else job.key
     hooks = {"parse": parser.parse, "starts": parser.statement_starts} if parser is not None else {}
-    findings = [f for f in lint_source(display, job.text, config.rules, **hooks).findings
-                if config.keep(f)]
+    project_index.use(workspace.index if workspace is not None else None)
+    try:
+        result = lint_source(seen_as, job.text, config.rules, **hooks)
+    finally:
+        project_index.use(None)
+    relative = seen_as if job.path is not None and seen_as != job.path else None
+    findings = [f for f in result.findings if config.keep(f, relative)]
+    relint = workspace.related(changed, job.others) if changed else []
     lines = split_lines(job.text)
     entries = []
     for finding in findings:
@@ -275,7 +400,7 @@ def lint_text_job(job: Job, configs: ConfigCache, parser=None) -> Outcome:
                 new_text=_with_newlines(fix.content, job.text),
             )
         entries.append(entry)
-    return Outcome([Published(job.key, job.version, job.text, entries)], config.error)
+    return Outcome([Published(job.key, job.version, job.text, entries)], config.error, relint)
 
 
 def lint_notebook_job(job: Job, configs: ConfigCache) -> Outcome:
@@ -380,6 +505,7 @@ class DeviceLintServer(LanguageServer):
         self.parsers: dict[str, Any] = {}  # document URI -> its IncrementalParser
         self.notebook_cells: dict[str, set[str]] = {}  # notebook URI -> cells published to
         self.reported_config_errors: set[str] = set()
+        self.indexes: dict[str, WorkspaceIndex] = {}  # workspace folder -> its project index
         self.shutdown_requested = False
         # One lint at a time, off the event loop: requests are answered meanwhile.
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="devicelint-lint")
@@ -428,21 +554,95 @@ class DeviceLintServer(LanguageServer):
                 return  # the text changed meanwhile: a newer lint is on its way
             self._report_config_error(outcome.config_error)
             self._publish(key, outcome, notebook)
+            self.relint(outcome.relint)
             if not notebook:
                 loop.run_in_executor(self.executor, self._prepare, key)
         finally:
             if self.pending.get(key) is task:
                 del self.pending[key]
 
+    def relint(self, uris: list[str]) -> None:
+        """Lint again, after the debounce time, open documents whose findings may have
+        changed with another module's text (their own text did not change)."""
+        for uri in uris:
+            if uri in self.workspace.text_documents and uri not in self.pending:
+                self.schedule(uri, self.debounce)
+
     def guarded_lint(self, job: Job) -> "Outcome | str":
         """Run one lint; on an internal error, log it and return its description instead."""
         try:
             if job.cells is not None:
                 return lint_notebook_job(job, self.configs)
-            return lint_text_job(job, self.configs, self._parser(job.key))
+            workspace = self._index(job.workspace)
+            try:
+                return lint_text_job(job, self.configs, self._parser(job.key), workspace)
+            except Exception:  # noqa: BLE001 - a bug of the index must not hide the file's findings
+                if workspace is None:
+                    raise
+                logger.exception("devicelint: internal error with the project index of %s", job.workspace)
+                self.indexes.pop(job.workspace, None)  # built again by the next lint
+                self.parsers.pop(job.key, None)
+                return lint_text_job(job, self.configs, self._parser(job.key))
         except Exception as error:  # noqa: BLE001 - the server must outlive any bad input
             logger.exception("devicelint: internal error while linting %s", job.key)
             return f"devicelint: internal error while linting {job.key}: {type(error).__name__}: {error}"
+
+    def _index(self, folder: Optional[str]) -> Optional[WorkspaceIndex]:
+        if folder is None:
+            return None
+        found = self.indexes.get(folder)
+        if found is None:
+            found = self.indexes[folder] = WorkspaceIndex(folder)
+        return found
+
+    def _folder(self, path: Optional[str]) -> Optional[str]:
+        """The workspace folder `path` lies in (the innermost one; the root the client gave
+        when it gave no folders), else None: such a file is linted alone."""
+        if path is None:
+            return None
+        try:
+            folders = [uris.to_fs_path(f.uri) for f in self.workspace.folders.values()]
+            root = self.workspace.root_path
+        except (RuntimeError, AttributeError):  # before `initialize`
+            return None
+        real = os.path.realpath(path)
+        inside = [os.path.realpath(f) for f in [*folders, root] if f]
+        inside = [f for f in inside if _under(real, f)]
+        return max(inside, key=len) if inside else None
+
+    def sync_closed(self) -> None:
+        """After a document closed: its module is the file on disk again for the project
+        indexes, and the open documents related to it are linted again."""
+        buffers, others = self._buffers(None)
+        for folder, workspace in list(self.indexes.items()):
+            if workspace.index is None:
+                continue
+            mine = {p: t for p, t in buffers.items() if _under(os.path.realpath(p), folder)}
+
+            def sync(workspace=workspace, mine=mine) -> list[str]:
+                try:
+                    changed = workspace.prepare(workspace.config, mine)
+                    return workspace.related(changed, others) if changed else []
+                except Exception:  # noqa: BLE001 - the next lint builds it again
+                    logger.exception("devicelint: updating the project index of %s", workspace.root)
+                    self.indexes.pop(workspace.root, None)
+                    return []
+
+            future = self.executor.submit(sync)
+            future.add_done_callback(lambda done, loop=asyncio.get_running_loop():
+                                     loop.call_soon_threadsafe(self.relint, done.result()))
+
+    def _buffers(self, key: Optional[str]) -> tuple[dict[str, str], dict[str, str]]:
+        """The open Python documents saved on disk: (path -> text, and URI -> path of those
+        other than `key`)."""
+        buffers, others = {}, {}
+        for uri, document in list(self.workspace.text_documents.items()):
+            if uri.startswith("file:") and self._is_python(document):
+                path = uris.to_fs_path(uri)
+                buffers[path] = document.source
+                if uri != key:
+                    others[uri] = path
+        return buffers, others
 
     def _parser(self, key: str):
         from devicelint.incremental import IncrementalParser
@@ -488,7 +688,10 @@ class DeviceLintServer(LanguageServer):
         document = workspace.get_text_document(key)
         if not self._is_python(document):
             return None
-        return Job(key, document.version, path, self._root(), encoding, text=document.source)
+        folder = self._folder(path)
+        buffers, others = self._buffers(key) if folder is not None else ({}, {})
+        return Job(key, document.version, path, self._root(), encoding, text=document.source,
+                   buffers=buffers, others=others, workspace=folder)
 
     @staticmethod
     def _is_python(document) -> bool:
@@ -630,6 +833,7 @@ def create_server(debounce_ms: int = DEFAULT_DEBOUNCE_MS) -> DeviceLintServer:
         ls.parsers.pop(params.text_document.uri, None)
         ls.last_change.pop(params.text_document.uri, None)
         ls.clear(params.text_document.uri)
+        ls.sync_closed()
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     async def notebook_open(ls: DeviceLintServer, params: types.DidOpenNotebookDocumentParams) -> None:
