@@ -463,6 +463,25 @@ def test_the_project_index_of_the_workspace_and_open_buffers(client: LspClient, 
     assert client.stop() == 0
 
 
+def test_a_module_changed_on_disk_outside_the_editor(client: LspClient, workspace: Path) -> None:
+    (workspace / "metrics.py").write_text(METRICS, encoding="utf-8")
+    (workspace / "train.py").write_text(TRAIN, encoding="utf-8")
+    client.initialize(workspace.as_uri())
+    train, metrics = (workspace / "train.py").as_uri(), (workspace / "metrics.py").as_uri()
+    _open(client, train, TRAIN)
+    assert [d["code"] for d in client.diagnostics(train, 1, timeout=TIMEOUT)] == ["DL004"]
+    (workspace / "metrics.py").write_text(METRICS.replace("correct.item()", "correct"), encoding="utf-8")
+    client.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": metrics, "type": 2}]})
+    assert client.diagnostics(train, 1, timeout=TIMEOUT) == []
+    # A new module: the files of the run are discovered again.
+    (workspace / "scores.py").write_text(METRICS, encoding="utf-8")
+    (workspace / "metrics.py").write_text("from scores import accuracy\n", encoding="utf-8")
+    client.notify("workspace/didChangeWatchedFiles", {"changes": [
+        {"uri": metrics, "type": 2}, {"uri": (workspace / "scores.py").as_uri(), "type": 1}]})
+    assert [d["code"] for d in client.diagnostics(train, 1, timeout=TIMEOUT)] == ["DL004"]
+    assert client.stop() == 0
+
+
 DATA = """\
 import torch
 from torch.utils.data import DataLoader, TensorDataset

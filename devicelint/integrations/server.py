@@ -219,6 +219,25 @@ class WorkspaceIndex:
         self.index.new_facts.clear()  # kept by the CLI for its cache; the server writes none
         return changed
 
+    def files_changed(self, paths: list[str], structure: bool, buffers: dict[str, str]) -> list[str]:
+        """Files changed on disk outside the editor (`workspace/didChangeWatchedFiles`);
+        `structure`: some were created or deleted. An open buffer still wins over its file.
+        Returns the real paths of the modules whose text changed (none when the index is
+        dropped, to be built again by the next lint)."""
+        if self.index is None:
+            return []
+        if structure:  # the files of the run change: discovery again, on the next lint
+            self.index = None
+            return []
+        open_now = {os.path.realpath(path) for path in buffers}
+        changed = []
+        for path in paths:
+            real = os.path.realpath(path)
+            if real in self.index.modules and real not in open_now:
+                self.index.set_text(real, self._disk(real))
+                changed.append(real)
+        return changed
+
     def related(self, changed: list[str], others: dict[str, str]) -> list[str]:
         """The URIs in `others` (URI -> path) whose findings may use the modules `changed`:
         they import one of them, or one of them imports them (DL008 reads the files that
@@ -632,6 +651,55 @@ class DeviceLintServer(LanguageServer):
             future.add_done_callback(lambda done, loop=asyncio.get_running_loop():
                                      loop.call_soon_threadsafe(self.relint, done.result()))
 
+    def files_changed(self, params: types.DidChangeWatchedFilesParams) -> None:
+        """Python files changed on disk outside the editor: their modules are read again
+        (created or deleted ones: the index is built again), and the open documents related
+        to them are linted again."""
+        paths: list[str] = []
+        structure = False
+        for change in params.changes:
+            if change.uri.startswith("file:") and change.uri.endswith(PYTHON_SUFFIXES):
+                paths.append(uris.to_fs_path(change.uri))
+                structure |= change.type != types.FileChangeType.Changed
+        if not paths:
+            return
+        buffers, others = self._buffers(None)
+
+        def sync() -> list[str]:
+            relint: list[str] = []
+            for folder, workspace in list(self.indexes.items()):
+                mine = [p for p in paths if _under(os.path.realpath(p), folder)]
+                if not mine:
+                    continue
+                try:
+                    changed = workspace.files_changed(mine, structure, buffers)
+                except Exception:  # noqa: BLE001 - the next lint builds it again
+                    logger.exception("devicelint: updating the project index of %s", folder)
+                    workspace.index = None
+                    changed = []
+                if workspace.index is None:  # built again: every open document of it
+                    relint += [u for u, p in others.items() if _under(os.path.realpath(p), folder)]
+                elif changed:
+                    relint += workspace.related(changed, others)
+            return relint
+
+        future = self.executor.submit(sync)
+        future.add_done_callback(lambda done, loop=asyncio.get_running_loop():
+                                 loop.call_soon_threadsafe(self.relint, done.result()))
+
+    def watch_files(self) -> None:
+        """Ask the client to send `workspace/didChangeWatchedFiles` for Python files, when
+        it can register watchers dynamically."""
+        workspace = self.client_capabilities.workspace
+        watched = workspace.did_change_watched_files if workspace is not None else None
+        if watched is None or not watched.dynamic_registration:
+            return
+        self.client_register_capability(types.RegistrationParams(registrations=[types.Registration(
+            id="devicelint-python-files", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=[
+                types.FileSystemWatcher(glob_pattern="**/*.py"),
+                types.FileSystemWatcher(glob_pattern="**/*.pyi")]))]))
+
     def _buffers(self, key: Optional[str]) -> tuple[dict[str, str], dict[str, str]]:
         """The open Python documents saved on disk: (path -> text, and URI -> path of those
         other than `key`)."""
@@ -834,6 +902,14 @@ def create_server(debounce_ms: int = DEFAULT_DEBOUNCE_MS) -> DeviceLintServer:
         ls.last_change.pop(params.text_document.uri, None)
         ls.clear(params.text_document.uri)
         ls.sync_closed()
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: DeviceLintServer, params: types.InitializedParams) -> None:
+        ls.watch_files()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def watched_files(ls: DeviceLintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        ls.files_changed(params)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     async def notebook_open(ls: DeviceLintServer, params: types.DidOpenNotebookDocumentParams) -> None:
