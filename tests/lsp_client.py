@@ -36,6 +36,7 @@ class LspClient:
         )
         self._messages: "queue.Queue[tuple[float, Optional[dict]]]" = queue.Queue()
         self.backlog: list[tuple[float, dict]] = []  # received, not yet consumed
+        self.server_requests: list[dict] = []  # requests from the server (answered with null)
         self._next_id = 0
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
@@ -117,6 +118,7 @@ class LspClient:
             if message is None:
                 raise LspError(f"the server closed its output while waiting for {what}")
             if "method" in message and "id" in message:  # a request from the server
+                self.server_requests.append(message)
                 self.send({"id": message["id"], "result": None})
                 continue
             if predicate(message):

@@ -466,10 +466,17 @@ def test_the_project_index_of_the_workspace_and_open_buffers(client: LspClient, 
 def test_a_module_changed_on_disk_outside_the_editor(client: LspClient, workspace: Path) -> None:
     (workspace / "metrics.py").write_text(METRICS, encoding="utf-8")
     (workspace / "train.py").write_text(TRAIN, encoding="utf-8")
-    client.initialize(workspace.as_uri())
+    client.initialize(workspace.as_uri(), capabilities={"workspace": {
+        "workspaceEdit": {"documentChanges": True},
+        "didChangeWatchedFiles": {"dynamicRegistration": True}}})
     train, metrics = (workspace / "train.py").as_uri(), (workspace / "metrics.py").as_uri()
     _open(client, train, TRAIN)
     assert [d["code"] for d in client.diagnostics(train, 1, timeout=TIMEOUT)] == ["DL004"]
+    # The server asked for the notifications (the client may register file watchers).
+    [registration] = [r for m in client.server_requests if m["method"] == "client/registerCapability"
+                      for r in m["params"]["registrations"]]
+    assert registration["method"] == "workspace/didChangeWatchedFiles"
+    assert {w["globPattern"] for w in registration["registerOptions"]["watchers"]} == {"**/*.py", "**/*.pyi"}
     (workspace / "metrics.py").write_text(METRICS.replace("correct.item()", "correct"), encoding="utf-8")
     client.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": metrics, "type": 2}]})
     assert client.diagnostics(train, 1, timeout=TIMEOUT) == []

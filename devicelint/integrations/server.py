@@ -11,6 +11,10 @@ What it does, and where the work is done:
   lint, and the result of a lint whose text is no longer current is dropped. Each document
   keeps its last tree: an edit re-parses only the top-level statements it changed
   (devicelint.incremental).
+* **Project index.** A file of a workspace folder is linted with the folder's project index,
+  built as `devicelint <folder>` builds it (`WorkspaceIndex`), so that cross-file findings are
+  the CLI's. Open buffers override the disk; a change of one re-lints the open documents
+  related to it; files changed outside the editor come through `didChangeWatchedFiles`.
   Lints run one at a time on a worker thread, so requests are answered meanwhile.
 * **Positions.** devicelint counts lines from 1 and columns in code points; LSP counts both from
   0, columns in the position encoding agreed at `initialize` (UTF-16 unless the client offers
