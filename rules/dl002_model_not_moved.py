@@ -116,8 +116,10 @@ class ModelNotMoved(Rule):
     # -- submodules in plain containers ------------------------------------------------
     def leave_Module(self, node: cst.Module) -> None:
         sem = self.ctx.semantic
-        for owner in sem.module_classes().values():
-            if not _assigns_plain_container(sem, owner):
+        owners = sem.module_classes().values()
+        holders = _plain_container_holders(self.ctx) if owners else set()
+        for owner in owners:
+            if id(owner) not in holders:
                 continue  # the common case: nothing to look at, no flows to build
             registers: Optional[bool] = None
             for attr, entries in attribute_assignments(sem, owner).items():
@@ -192,21 +194,25 @@ def _plain_elements(value: cst.CSTNode, attr: str) -> Optional[list[cst.CSTNode]
     return None
 
 
-def _assigns_plain_container(sem, owner: cst.ClassDef) -> bool:
-    """Some `x.attr = <list/tuple/dict display or comprehension>` in the class body."""
-    stack: list[cst.CSTNode] = [owner.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(isinstance(t, cst.Attribute) and _plain_elements(node.value, t.attr.value) is not None
-                   for t in targets):
-                return True
-            continue
-        if isinstance(node, (cst.BaseSmallStatement, cst.BaseExpression)):
-            continue  # statements hold no assignment below these
-        stack.extend(sem.children(node))
-    return False
+def _plain_container_holders(ctx) -> set[int]:
+    """The classes (by id) with some `x.attr = <list/tuple/dict display or comprehension>`
+    anywhere in their body, found from the file's assignments (one look at each, not a walk
+    of every class)."""
+    found: set[int] = set()
+    for kind in (cst.Assign, cst.AnnAssign):
+        for node in ctx.iter_nodes(kind):
+            if node.value is None:
+                continue
+            targets = [t.target for t in node.targets] if kind is cst.Assign else [node.target]
+            if not any(type(t) is cst.Attribute and _plain_elements(node.value, t.attr.value) is not None
+                       for t in targets):
+                continue
+            parent = ctx.parent(node)
+            while parent is not None:
+                if type(parent) is cst.ClassDef:
+                    found.add(id(parent))
+                parent = ctx.parent(parent)
+    return found
 
 
 def _filled(sem, owner: cst.ClassDef, attr: str) -> list[cst.CSTNode]:
@@ -215,10 +221,11 @@ def _filled(sem, owner: cst.ClassDef, attr: str) -> list[cst.CSTNode]:
     stack: list[cst.CSTNode] = [owner.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+        kind = type(node)  # exact types: isinstance() on libcst's ABC-based classes is slow
+        if kind is cst.Call and type(node.func) is cst.Attribute \
                 and node.func.attr.value in _FILLS and _is_self_attr(sem, node.func.value, attr):
             found.extend(a.value for a in node.args)
-        elif isinstance(node, cst.Assign):
+        elif kind is cst.Assign:
             for target in node.targets:
                 if isinstance(target.target, cst.Subscript) \
                         and _is_self_attr(sem, target.target.value, attr):
@@ -237,7 +244,7 @@ def _registers_by_hand(sem, owner: cst.ClassDef) -> bool:
     stack: list[cst.CSTNode] = [owner.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in _REGISTERS:
                 return True

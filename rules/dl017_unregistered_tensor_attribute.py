@@ -128,13 +128,15 @@ class UnregisteredTensorAttribute(Rule):
         init_self = _self_name(init)
         if init_self is None:
             return
-        registered = self._registered_names(node, methods)
+        registered = None  # walks every method: only once some store is a CPU tensor
         stores = _attribute_stores(init, init_self)
         for attr, assigns in stores.items():
-            if attr in registered:
-                continue
             assign = assigns[-1]  # the value __init__ leaves
-            if not self._cpu_tensor(assign.value) or self._moved_in_init(init, init_self, attr, assign):
+            if not self._cpu_tensor(assign.value):
+                continue
+            if registered is None:
+                registered = self._registered_names(node, methods)
+            if attr in registered or self._moved_in_init(init, init_self, attr, assign):
                 continue
             if self._recreated_elsewhere(methods, attr):
                 continue

@@ -22,6 +22,10 @@ from devicelint.semantic.values import Kind, Origin, Place
 
 LOOPS = (cst.For, cst.While)
 _NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+# The walks below test every node's exact type (the parser makes only concrete classes):
+# isinstance() against libcst's ABC-based classes costs a Python-level check per miss.
+_NESTED_TYPES = frozenset(_NESTED_SCOPES)
+_LOOP_TYPES = frozenset(LOOPS)
 
 STEP, EPOCH, OTHER = "step", "epoch", "other"
 
@@ -73,12 +77,13 @@ class LoopModel:
         stack = [(child, False) for child in model.children(body)]
         while stack:
             node, gated = stack.pop()
-            if isinstance(node, _NESTED_SCOPES):
+            kind = type(node)
+            if kind in _NESTED_TYPES:
                 continue
-            if isinstance(node, LOOPS):
+            if kind in _LOOP_TYPES:
                 facts.nested.append((node, gated))
                 continue
-            if isinstance(node, cst.Call):
+            if kind is cst.Call:
                 if not facts.walks_loader and self._moves_element(node, loop):
                     facts.walks_loader = True   # each iteration sends a batch to the device
                 if self.is_training_call(node):
@@ -96,9 +101,10 @@ class LoopModel:
                             facts.calls_module = True
                         if helper.runs_steps:
                             facts.step_calls.append((node, gated))
-            child_gated = gated or isinstance(node, (cst.If, cst.Try, cst.With)) and isinstance(node, cst.If)
+            is_if = kind is cst.If
+            child_gated = gated or is_if
             for child in model.children(node):
-                stack.append((child, child_gated if not (isinstance(node, cst.If) and child is node.test) else gated))
+                stack.append((child, child_gated if not (is_if and child is node.test) else gated))
         return facts
 
     def helper_facts(self, call: cst.Call) -> Optional[HelperFacts]:
@@ -116,13 +122,14 @@ class LoopModel:
             stack = list(self.model.children(function.body))
             while stack:
                 node = stack.pop()
-                if isinstance(node, _NESTED_SCOPES):
+                kind = type(node)
+                if kind in _NESTED_TYPES:
                     continue
-                if isinstance(node, LOOPS):
+                if kind in _LOOP_TYPES:
                     if self.role(node) in (STEP, EPOCH) and not self.facts(node).runs_once:
                         facts.runs_steps = True
                     continue
-                if isinstance(node, cst.Call):
+                if kind is cst.Call:
                     if self.is_training_call(node):
                         facts.trains = True
                     elif self.is_module_call(node):
@@ -252,12 +259,13 @@ class LoopModel:
         stack: list = [expr]
         while stack:
             node = stack.pop()
-            if isinstance(node, cst.Name):
+            kind = type(node)
+            if kind is cst.Name:
                 for d in self.model.defs(node):
                     if d.node is loop or self._inside(d.node, loop):
                         return True
                 continue
-            if isinstance(node, _NESTED_SCOPES):
+            if kind in _NESTED_TYPES:
                 continue
             stack.extend(self.model.children(node))
         return False
@@ -267,7 +275,7 @@ class LoopModel:
         while current is not None:
             if current is loop:
                 return True
-            if isinstance(current, _NESTED_SCOPES):
+            if type(current) in _NESTED_TYPES:
                 return False
             current = self.model.parent(current)
         return False
@@ -310,10 +318,11 @@ class LoopModel:
         found = []
         child = node
         parent = self.model.parent(node)
-        while parent is not None and not isinstance(parent, _NESTED_SCOPES):
-            if isinstance(parent, cst.For) and child is parent.body:
+        while parent is not None and type(parent) not in _NESTED_TYPES:
+            kind = type(parent)
+            if kind is cst.For and child is parent.body:
                 found.append(parent)
-            elif isinstance(parent, cst.While) and (child is parent.body or child is parent.test):
+            elif kind is cst.While and (child is parent.body or child is parent.test):
                 found.append(parent)
             child = parent
             parent = self.model.parent(parent)
@@ -365,9 +374,9 @@ class LoopModel:
         stack = list(self.model.children(node))
         while stack:
             current = stack.pop()
-            if isinstance(current, _NESTED_SCOPES):
+            if type(current) in _NESTED_TYPES:
                 continue
-            if isinstance(current, cst.Call) and self._runs_model(current, loop):
+            if type(current) is cst.Call and self._runs_model(current, loop):
                 return True
             stack.extend(self.model.children(current))
         return False
@@ -376,9 +385,9 @@ class LoopModel:
         stack = list(self.model.children(node))
         while stack:
             current = stack.pop()
-            if isinstance(current, _NESTED_SCOPES):
+            if type(current) in _NESTED_TYPES:
                 continue
-            if isinstance(current, cst.Call) and self.is_training_call(current):
+            if type(current) is cst.Call and self.is_training_call(current):
                 return True
             stack.extend(self.model.children(current))
         return False

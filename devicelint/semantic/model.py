@@ -37,6 +37,8 @@ SCOPES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPREHENSION
 _MAX_DEPTH = 40
 _SCOPES = frozenset(FUNCTIONS + (cst.ClassDef,) + COMPREHENSIONS)
 _NO_CYCLE = 1 << 30
+_STATEMENT_CONTAINERS = frozenset((cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.IndentedBlock,
+                                   cst.Module))
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|gpu|cuda_device|target_device)$", re.I)
 # Legacy typed tensor classes (`torch.FloatTensor`, `torch.cuda.LongTensor`), not `torch.Tensor`.
 _TENSOR_TYPE = re.compile(r"^torch\.(cuda\.)?[A-Z][A-Za-z0-9]*[a-z0-9]Tensor$")
@@ -169,6 +171,19 @@ class SemanticModel:
             if current is container:
                 return True
             current = self.parent(current)
+        return False
+
+    def _in_expression(self, node: cst.CSTNode, expression: cst.CSTNode) -> bool:
+        """`_within(node, expression)` for an expression of a simple statement: the climb
+        stops at the first statement line or block, which an expression never holds."""
+        parent_of = self.parent
+        current: Optional[cst.CSTNode] = node
+        while current is not None:
+            if current is expression:
+                return True
+            if type(current) in _STATEMENT_CONTAINERS:
+                return False
+            current = parent_of(current)
         return False
 
     def _in_defaults(self, node: cst.CSTNode, function) -> bool:
@@ -765,7 +780,7 @@ class SemanticModel:
         # A loop-carried binding read inside its own right-hand side (`x = torch.tanh(x @ w)`),
         # or being computed, adds nothing the other bindings do not bring: leave it out.
         ready = [d for d in defs if ("def", id(d)) not in self._active and not (
-            d.kind in ("assign", "annassign") and d.value is not None and self._within(node, d.value))]
+            d.kind in ("assign", "annassign") and d.value is not None and self._in_expression(node, d.value))]
         return join_all(self.def_value(d) for d in self.gpu_path_defs(ready or defs))
 
     def gpu_path_defs(self, defs: list[Def]) -> list[Def]:
