@@ -96,7 +96,9 @@ def _same_tree(parser: IncrementalParser, text: str) -> None:
     assert (full is None) == (spliced is None), text
     if full is not None:
         assert full.deep_equals(spliced), text
-        assert spliced.code == text
+        # libcst's own code, not the text: libcst drops the line break after a comment that
+        # ends in a backslash at the end of a file, and the splice must do what it does.
+        assert spliced.code == full.code
 
 
 def test_random_edits_of_a_training_script_give_libcsts_tree():
