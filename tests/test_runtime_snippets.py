@@ -12,7 +12,7 @@ from devicelint.finding import Finding
 from devicelint.runtime.command import confirm
 from devicelint.runtime.snippets import FileReproductions, Options, parse_sizes
 
-pytest.importorskip("torch")
+import torch  # noqa: F401 - reproductions run torch: a broken install must fail, not skip
 
 DATA = Path(__file__).resolve().parent / "data" / "snippets"
 
