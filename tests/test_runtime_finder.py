@@ -194,7 +194,6 @@ class _Frame:
 def test_one_walk_serves_the_tracker_and_the_finder(tmp_path) -> None:
     """A wrapped call walks the stack once: the flagged caller of a helper (tracker) and the
     user frames (finder); no frame from the child's own (`Tracker.bottom`) outwards is read."""
-    pytest.importorskip("torch")
     from devicelint.runtime.finder import Finder
     from devicelint.runtime.tracker import Tracker
 
