@@ -60,12 +60,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpora", nargs="*", type=Path, default=DEFAULT)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--baseline", type=Path, default=None,
-                        help="another checkout to measure side by side (its index on and off)")
+    parser.add_argument("--baseline", type=Path, action="append", default=[],
+                        help="another checkout to measure side by side (its index on and off); repeatable")
     args = parser.parse_args()
     trees: dict[str, Optional[Path]] = {"this": None}
-    if args.baseline is not None:
-        trees["baseline"] = args.baseline.resolve()
+    for number, tree in enumerate(args.baseline, 1):
+        trees[f"baseline{number}" if len(args.baseline) > 1 else "baseline"] = tree.resolve()
     print("tree\tcorpus\tfiles\tcpu off\tcpu on\tcpu ratio\twall off\twall on\twall ratio")
     for corpus in args.corpora:
         if not corpus.is_dir():

@@ -21,7 +21,7 @@ from typing import Any, Optional
 from devicelint.datafile import SafeDir, UnsafePath, decode, encode
 
 CACHE_DIR_NAME = ".devicelint_cache"
-FORMAT = "devicelint-results-1"  # bump when the layout of an entry changes
+FORMAT = "devicelint-results-2"  # bump when the layout of an entry changes
 MAX_AGE_DAYS = 30  # an entry (or another settings' cache file) unused this long is dropped
 MAX_BYTES = 64 * 1024 * 1024  # one cache file; beyond it the least recently used entries go
 MAX_READ = 2 * MAX_BYTES
@@ -61,7 +61,9 @@ class Cache:
     def __init__(self, root: Path, directory: Path, fingerprint: str) -> None:
         self.fingerprint = fingerprint
         self.file = f"results-{fingerprint}.json"
-        self.entries: dict[str, list[Any]] = {}  # key -> [day last used, findings]
+        # key -> [day last used, findings] or [day last used, findings, what they used of
+        # other files (devicelint.project_index.ProjectIndex.finish_job)]
+        self.entries: dict[str, list[Any]] = {}
         # The project index's facts of each module (devicelint.project_index.facts_key ->
         # [day last used, facts]): a warm run parses no module to learn its imports.
         self.facts: dict[str, list[Any]] = {}
@@ -113,7 +115,7 @@ class Cache:
             # facts by devicelint.project_index.facts_from_json).
             if (
                 _KEY_RE.match(key)
-                and isinstance(value, list) and len(value) == 2
+                and isinstance(value, list) and (len(value) == 2 or len(value) == 3 and kind is list)
                 and type(value[0]) is int and 0 <= value[0] <= self.today + 1
                 and isinstance(value[1], kind)
             ):
@@ -149,11 +151,23 @@ class Cache:
             self.dirty = True
         return findings
 
-    def put(self, key: str, findings: list[dict]) -> None:
+    def dependencies(self, key: str) -> list:
+        """What the entry's findings used of other files (rows of strings and lists of
+        strings, as ProjectIndex.finish_job writes them; checked by ProjectIndex.still_valid);
+        [] when nothing. A row of another shape makes the entry unusable: ["?"]."""
+        entry = self.entries.get(key)
+        if entry is None or len(entry) < 3:
+            return []
+        rows = entry[2]
+        if not isinstance(rows, list) or not all(_dependency_row(row) for row in rows):
+            return [["?"]]
+        return rows
+
+    def put(self, key: str, findings: list[dict], used: Optional[list] = None) -> None:
         rows = [pack(f) for f in findings]
         if None in rows:
             return
-        self.entries[key] = [self.today, rows]
+        self.entries[key] = [self.today, rows, used] if used else [self.today, rows]
         self.dirty = True
 
     def save(self) -> None:
@@ -321,6 +335,11 @@ def _related(rows: Any) -> Optional[list]:
             entry["path"] = path
         found.append(entry)
     return found
+
+
+def _dependency_row(row: Any) -> bool:
+    return type(row) is list and bool(row) and all(
+        type(item) is str or type(item) is list and all(type(part) is str for part in item) for item in row)
 
 
 def _count(value: Any) -> bool:

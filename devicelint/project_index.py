@@ -22,9 +22,12 @@ on modules, `sys.path` changes, names a module binds more than once at top level
 third-party packages (anything not found under the project root). There it answers None
 and rules stay silent, as without the index.
 
-The cache key of a file includes `view.dependency_digest()`: the content hashes of the
-local modules it imports, directly or through others, so a change to one re-lints the files
-that may have used its facts.
+While a file is linted, the index notes what its answers used (`start_job`/`finish_job`): the
+facts of each module a name was resolved through (a hash of the facts, not of the file), the
+calls of a function, the files module lookups found, another file's model. The result cache
+keeps that list with the file's findings and serves them again only while each item is
+unchanged (`still_valid`): editing a module re-lints the files whose findings used its facts,
+and only when the facts changed.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +69,8 @@ class ModuleInfo:
     # Whether its facts are read: None not yet (they are read on first use), True read,
     # False unreadable (`ast` cannot parse it: no facts, as if it were not there).
     ready: Optional[bool] = None
+    identity: Optional[str] = None  # ProjectIndex.identity, once computed
+    token: Optional[str] = None     # ProjectIndex.token, once computed
 
 
 @dataclass(frozen=True)
@@ -81,17 +87,24 @@ class ProjectIndex:
         self.by_key: dict[str, ModuleInfo] = {}       # ctx.path -> module
         self._module_class: dict[tuple[str, str], bool] = {}
         self._models: dict[str, object] = {}
-        self._closure: dict[str, str] = {}
         # Memos: a module lookup stats files; a name is resolved once per module.
         self._files: dict[tuple[str, tuple[str, ...]], list[str]] = {}
         self._resolved: dict[tuple[str, str], Optional[Symbol]] = {}
-        self._dependencies: dict[str, list[ModuleInfo]] = {}
+        # What the file being linted used (see start_job); "link" entries point at the
+        # dependencies of a memoised answer or of another file's model, kept live.
+        self._deps: dict = {}
+        self._job_deps: dict = {}
+        self._job_key: Optional[str] = None
+        self._view_deps: dict[str, dict] = {}  # another file's model -> what it used
+        self._dependencies: dict[str, list[ModuleInfo]] = {}  # imports_module (the server)
+        self._run_identity: Optional[str] = None
         self.known: dict[str, object] = {}
         self.new_facts: dict[str, object] = {}
         self.facts_used: set[str] = set()
         self.parses = 0  # modules read with ast.parse (a warm run parses none)
         self._unreadable: set[str] = set()
         self._packages: dict[str, tuple[str, tuple[str, ...], bool]] = {}
+        self._heads: dict[tuple[str, ...], set] = {}  # search dirs -> the names found there
         self._defs: dict[str, dict] = {}  # module -> its functions' `ast`, for the last few read
 
     # -- building ------------------------------------------------------------------------
@@ -168,8 +181,11 @@ class ProjectIndex:
             self._models.pop(stale, None)
         self._defs.pop(real, None)
         self._unreadable.discard(real)
-        for memo in (self._resolved, self._module_class, self._dependencies, self._closure):
+        for memo in (self._resolved, self._module_class, self._dependencies):
             memo.clear()
+        for stale in [real, *dropped]:
+            self._view_deps.pop(stale, None)
+        self._run_identity = None
         if old is None:
             self._add(real, data, key)
             return dropped
@@ -201,6 +217,43 @@ class ProjectIndex:
                     return True
                 stack.append(info)
         return False
+
+    def dependencies(self, module: ModuleInfo) -> list[ModuleInfo]:
+        """The local modules `module` imports directly (memoised): each import target, and
+        the module above a target that is no module itself."""
+        found = self._dependencies.get(module.path)
+        if found is None:
+            targets = dict.fromkeys(module.stars)
+            for target in module.imports.values():
+                targets[target] = None
+                if "." in target and not any(
+                        self._module_at(path) is not None for path in self._module_files(target, module)):
+                    targets[target.rsplit(".", 1)[0]] = None
+            found = []
+            for target in targets:
+                for path in self._module_files(target, module):
+                    info = self._module_at(path)
+                    if info is not None and info is not module and info not in found:
+                        found.append(info)
+            self._dependencies[module.path] = found
+        return found
+
+    def may_import_local(self, info: ModuleInfo) -> bool:
+        """Whether `info`'s text could import a local module (a cheap look at its words,
+        before any parse): a relative import, or a word naming a module or directory where
+        its absolute imports are looked up. Every name `info` resolves into another local
+        module goes through such an import, so False means it reaches none."""
+        if info.ready is False:
+            return False
+        text = info.text or ""
+        if "import" not in text:
+            return False
+        if _RELATIVE_IMPORT.search(text):
+            return True
+        names = self._heads.get(info.search)
+        if names is None:
+            names = self._heads[info.search] = {n for folder in info.search for n in _entries(folder)}
+        return any(not names.isdisjoint(_WORD.findall(words)) for words in _IMPORTED.findall(text))
 
     def _module_at(self, path: str) -> Optional[ModuleInfo]:
         """The module read from `path` (a real path under the root), its facts ready; None
@@ -258,10 +311,15 @@ class ProjectIndex:
     def _module_files(self, dotted: str, importer: ModuleInfo) -> list[str]:
         """The real path of module `dotted`'s file as `importer` would import it, under the
         root (a list of one, or empty)."""
-        key = (dotted, importer.search)
+        found = self._lookup(dotted, importer.search)
+        self._deps[("lookup", dotted, importer.search)] = found
+        return found
+
+    def _lookup(self, dotted: str, search: tuple[str, ...]) -> list[str]:
+        key = (dotted, search)
         found = self._files.get(key)
         if found is None:
-            found = self._files[key] = self._find_files(dotted, importer.search)
+            found = self._files[key] = self._find_files(dotted, search)
         return found
 
     def _find_files(self, dotted: str, search: tuple[str, ...]) -> list[str]:
@@ -286,7 +344,12 @@ class ProjectIndex:
         info = self.by_key.get(key)
         if info is None or not self.ready(info, ctx):
             return None
-        return FileView(self, info, context_type, ctx)
+        view = FileView(self, info, context_type, ctx)
+        # What the file being linted asks is its own dependency; what another file's model
+        # (built for it, kept for the run) asks is that model's, linked from each file
+        # that uses the model (model_of).
+        view.deps = self._job_deps if key == self._job_key else self._view_deps.setdefault(info.path, {})
+        return view
 
     def view_of(self, module: ModuleInfo) -> "FileView":
         return FileView(self, module)
@@ -296,6 +359,7 @@ class ProjectIndex:
         `d2l/torch.py` importing torch means the real package)."""
         for found in self._module_files(dotted, importer):
             target = self._module_at(found)
+            self._note_module(found, self.modules.get(found))
             return target if target is not importer else None
         return None
 
@@ -304,15 +368,31 @@ class ProjectIndex:
         target) stands for."""
         # Memoised at every depth: modules that `import *` each other would otherwise make
         # the search exponential (five practitioner repos linted together hung).
+        # Each answer keeps the dependencies noted while finding it, so that a later file
+        # given the memoised answer notes them too.
         key = (module.path, dotted)
-        if key not in self._resolved:
-            self._resolved[key] = None  # a cycle resolves to nothing
-            self._resolved[key] = self._resolve(module, dotted, depth)
-        return self._resolved[key]
+        found = self._resolved.get(key)
+        if found is None:
+            # A cycle resolves to nothing, depending on what its first step depends on.
+            found = self._resolved[key] = (None, {})
+            found = self._resolved[key] = (self._noting(found[1], self._resolve, module, dotted, depth),
+                                           found[1])
+        self._deps[("link", id(found[1]))] = found[1]
+        return found[0]
+
+    def _noting(self, deps: dict, compute, *args):
+        """`compute(*args)`, its dependencies noted into `deps`."""
+        outer = self._deps
+        self._deps = deps
+        try:
+            return compute(*args)
+        finally:
+            self._deps = outer
 
     def _resolve(self, module: ModuleInfo, dotted: str, depth: int) -> Optional[Symbol]:
         if depth > _MAX_DEPTH:
             return None
+        self._note_module(module.path, module)
         if dotted.startswith("."):
             absolute = _absolute(dotted, module)
             return self._resolve_absolute(module, absolute, depth + 1) if absolute else None
@@ -367,21 +447,28 @@ class ProjectIndex:
         if symbol.kind != "class" or symbol.module is None or depth > _MAX_DEPTH:
             return False
         key = (symbol.module.path, symbol.name)
-        if key in self._module_class:
-            return self._module_class[key]
-        self._module_class[key] = False  # a cycle of bases is not a module class
-        answer = False
+        found = self._module_class.get(key)
+        if found is None:
+            found = self._module_class[key] = (False, {})  # a cycle of bases is not a module class
+            found = self._module_class[key] = (
+                self._noting(found[1], self._is_module_class, symbol, is_root, depth), found[1])
+        self._deps[("link", id(found[1]))] = found[1]
+        return found[0]
+
+    def _is_module_class(self, symbol: Symbol, is_root, depth: int) -> bool:
+        self._note_module(symbol.module.path, symbol.module)
         for base in symbol.module.classes.get(symbol.name, []):
             found = self.resolve(symbol.module, base)
             if found is not None and self.is_module_class(found, is_root, depth + 1):
-                answer = True
-                break
-        self._module_class[key] = answer
-        return answer
+                return True
+        return False
 
     def model_of(self, module: ModuleInfo, context_type: type):
         """The semantic model of another file of the project, built on first use with
         `context_type` (devicelint.context.FileContext)."""
+        self._deps[("model", module.path)] = (self.identity(module), "")
+        used = self._view_deps.setdefault(module.path, {})
+        self._deps[("link", id(used))] = used
         found = self._models.get(module.path)
         if found is None and module.path not in self._models:
             self._models[module.path] = None
@@ -397,51 +484,132 @@ class ProjectIndex:
             self._models[module.path] = found
         return found
 
-    def _imported_modules(self, info: ModuleInfo, read: bool = False) -> list[str]:
-        """The modules `info` imports whose facts it may use: each import target, and the
-        module above it. For the dependency digest (`read` False), the module above a
-        target that is itself a module of the index is left out: resolving
-        `from timm.layers import X` reads timm/layers/__init__.py, never timm/__init__.py,
-        so touching timm/__init__.py does not re-lint every file of timm. The build
-        (`read` True) reads both, as a target that turns out unreadable falls back to the
-        module above it."""
-        found = dict.fromkeys(info.stars)
-        for target in info.imports.values():
-            found[target] = None
-            if "." in target and (read or not any(
-                    self._module_at(path) is not None for path in self._module_files(target, info))):
-                found[target.rsplit(".", 1)[0]] = None
-        return list(found)
+    # -- what a file's findings depend on (the result cache) ----------------------------
+    # While a file is linted (`start_job` .. `finish_job`) every fact the index gives is
+    # noted, with what it was: a module's facts (their hash), a function's calls, a module
+    # lookup (which file it found), another file's model (its content). A cached result
+    # stays good as long as each of those is unchanged (`still_valid`): a change to one
+    # module re-lints the files that used its facts, and only if the facts changed (an
+    # edit inside a function body or a comment changes no facts).
+    def start_job(self, key: str) -> None:
+        self._job_key = key
+        self._job_deps = self._deps = {}
 
-    def dependencies(self, module: ModuleInfo) -> list[ModuleInfo]:
-        """The local modules `module` imports directly (memoised)."""
-        found = self._dependencies.get(module.path)
-        if found is None:
-            found = []
-            for target in self._imported_modules(module):
-                for path in self._module_files(target, module):
-                    info = self._module_at(path)
-                    if info is not None and info is not module and info not in found:
-                        found.append(info)
-            self._dependencies[module.path] = found
-        return found
+    def finish_job(self) -> tuple[list, dict]:
+        """(the dependencies noted since `start_job`, the facts read meanwhile)."""
+        found: dict = {}
+        seen: set[int] = set()
+        stack = [self._job_deps]
+        while stack:
+            deps = stack.pop()
+            if id(deps) in seen:
+                continue
+            seen.add(id(deps))
+            for key, value in deps.items():
+                if key[0] == "link":
+                    stack.append(value)
+                else:
+                    found[key] = value
+        self._job_key = None
+        self._job_deps = self._deps = {}
+        facts, self.new_facts = self.new_facts, {}
+        return sorted(_dependency_row(key, value) for key, value in found.items()), facts
 
-    def dependency_digest(self, module: ModuleInfo) -> str:
-        """A hash of the contents of the local modules `module` imports, transitively."""
-        found = self._closure.get(module.path)
-        if found is None:
-            seen: dict[str, str] = {}
-            stack = [module]
-            while stack:
-                for info in self.dependencies(stack.pop()):
-                    if info.path not in seen and info is not module:
-                        seen[info.path] = info.digest
-                        stack.append(info)
-            digest = hashlib.sha256()
-            for path in sorted(seen):
-                digest.update(f"{seen[path]}\0".encode())
-            found = self._closure[module.path] = digest.hexdigest() if seen else ""
-        return found
+    def _note_module(self, path: str, info: Optional[ModuleInfo]) -> None:
+        self._deps[("facts", path)] = (self.identity(info), self.token(info))
+
+    def identity(self, info: Optional[ModuleInfo]) -> str:
+        """What a module's facts are made of: its content and where it sits (its dotted
+        name, whether it is a package, where its absolute imports are looked up)."""
+        if info is None:
+            return ""
+        if info.identity is None:
+            info.identity = _hash(info.digest, info.name, str(info.is_package), *info.search)
+        return info.identity
+
+    def token(self, info: Optional[ModuleInfo]) -> str:
+        """A hash of a module's facts ("" when it cannot be read)."""
+        if info is None or not self.ready(info):
+            return ""
+        if info.token is None:
+            import json
+
+            info.token = _hash(self.identity_layout(info), json.dumps(facts_to_json(info), sort_keys=True))
+        return info.token
+
+    @staticmethod
+    def identity_layout(info: ModuleInfo) -> str:
+        return _hash(info.name, str(info.is_package), *info.search)
+
+    def still_valid(self, rows: list) -> bool:
+        """Whether every dependency a cached result noted (`finish_job`) is as it was."""
+        for row in rows:
+            try:
+                if not self._still(row):
+                    return False
+            except Exception:  # noqa: BLE001 - a garbled row: lint again
+                return False
+        return True
+
+    def _still(self, row: list) -> bool:
+        kind = row[0]
+        if kind == "lookup":
+            _kind, dotted, search, found = row
+            return self._lookup(dotted, tuple(search)) == list(found)
+        path = row[1]
+        # Rows hold real paths: one that is not, or lies outside the root, is not ours.
+        if not (path.startswith(self.root + os.sep) and os.path.normpath(path) == path):
+            return False
+        info = self._module_for(path)
+        if kind == "facts":
+            _kind, _path, identity, token = row
+            return self.identity(info) == identity or self.token(info) == token
+        if kind == "model":
+            return self.identity(info) == row[2]
+        if kind == "calls":
+            _kind, _path, function, identity, token = row
+            if self.identity(info) == identity:
+                return True
+            return info is not None and self.ready(info) and \
+                _hash(*sorted(FileView(self, info).raw_calls(function))) == token
+        if kind == "importers":
+            _kind, _path, function, run, token = row
+            if run == self.run_identity():
+                return True  # the same files, each unchanged: the same importers
+            if info is None or not info.key or not self.ready(info):
+                return False
+            found = FileView(self, info).importers_of(function)
+            return _hash(*sorted(m.path for m in found)) == token
+        return False
+
+    def run_identity(self) -> str:
+        """The identities of all files of the run (what `importers_of` looks at)."""
+        if self._run_identity is None:
+            self._run_identity = _hash(*sorted(f"{m.path}\0{self.identity(m)}" for m in self.by_key.values()))
+        return self._run_identity
+
+    def _module_for(self, path: str) -> Optional[ModuleInfo]:
+        """The module at `path`, read (not parsed) if it is not yet; None if unreadable."""
+        info = self.modules.get(path)
+        if info is None and path not in self._unreadable:
+            data = _read_small(path)
+            info = self._add(path, data, None) if data is not None else None
+            if info is None:
+                self._unreadable.add(path)
+        return info
+
+
+def _asked(method):
+    """A question of a view: what answering it uses is noted into the view's dependencies
+    (those of the file being linted, or of another file's model)."""
+    def asked(self, *args):
+        if self.deps is None:
+            return method(self, *args)
+        return self.index._noting(self.deps, method, self, *args)
+
+    asked.__name__ = method.__name__
+    asked.__doc__ = method.__doc__
+    return asked
 
 
 class FileView:
@@ -457,31 +625,39 @@ class FileView:
         # The asking file's devicelint.context.FileContext class: other files' models are
         # built with it, so that this module does not import the context (which imports
         # the semantic model, which imports this module). None: a view that builds no
-        # models (the runner's, for dependency digests).
+        # models.
         self.context_type = context_type
+        # Where what its answers use is noted (ProjectIndex.view); None: wherever the
+        # index notes at the time (a view made for one question).
+        self.deps: Optional[dict] = None
 
+    @_asked
     def resolve(self, dotted: str) -> Optional[Symbol]:
         return self.index.resolve(self.module, dotted)
 
+    @_asked
     def is_module_class(self, dotted: str, is_root) -> bool:
         """`dotted` (as the file writes it, or its import's qualified name) names a class of
         another local module that derives from a class `is_root` accepts."""
-        found = self.resolve(dotted)
+        found = self.index.resolve(self.module, dotted)
         return found is not None and found.kind == "class" and self.index.is_module_class(found, is_root)
 
+    @_asked
     def alias(self, dotted: str) -> Optional[str]:
         """The external qualified name a module-level alias chain stands for
         (`d2l.zeros` -> `torch.zeros`), else None."""
         head = dotted.partition(".")[0]
+        self.index._note_module(self.module.path, self.module)
         if head not in self.module.aliases and head not in self.module.self_names:
             return None
-        found = self.resolve(dotted)
+        found = self.index.resolve(self.module, dotted)
         return found.name if found is not None and found.kind == "external" else None
 
+    @_asked
     def function(self, dotted: str):
         """(semantic model of the other file, its top-level FunctionDef) for a function of
         another local module, else None."""
-        found = self.resolve(dotted)
+        found = self.index.resolve(self.module, dotted)
         if found is None or found.kind != "function" or found.module is self.module \
                 or self.context_type is None:
             return None
@@ -493,12 +669,18 @@ class FileView:
                 return model, node
         return None
 
-    def dependency_digest(self) -> str:
-        return self.index.dependency_digest(self.module)
+    @_asked
+    def model_of(self, module: ModuleInfo):
+        """The semantic model of another file of the project (ProjectIndex.model_of)."""
+        return self.index.model_of(module, self.context_type) if self.context_type is not None else None
 
-    def calls_in(self, function: str) -> set[str]:
-        """The external qualified names a top-level function of this file calls (a cheap
-        look before building another file's model)."""
+    @_asked
+    def calls_of(self, symbol: Symbol) -> set[str]:
+        """`calls_in` of a function of another module (`symbol`, from `resolve`)."""
+        return self.index.view_of(symbol.module).calls_in(symbol.name)
+
+    def raw_calls(self, function: str) -> set[str]:
+        """The dotted names a top-level function of this file calls, as written."""
         module = self.module
         if module.calls is None and self.ctx is not None:
             module.calls = _calls_of_tree(self.ctx)  # every function's: the tree is at hand
@@ -512,29 +694,45 @@ class FileView:
             module.calls[function] = {d for d in (_dotted(n.func) for n in ast.walk(statement)
                                                   if isinstance(n, ast.Call)) if d} \
                 if statement is not None else set()
+        return module.calls.get(function, set())
+
+    @_asked
+    def calls_in(self, function: str) -> set[str]:
+        """The external qualified names a top-level function of this file calls (a cheap
+        look before building another file's model)."""
+        calls = self.raw_calls(function)
+        index = self.index
+        index._deps[("calls", self.module.path, function)] = (index.identity(self.module), _hash(*sorted(calls)))
         found = set()
-        for dotted in module.calls.get(function, ()):
-            symbol = self.resolve(dotted)
+        for dotted in calls:
+            symbol = index.resolve(self.module, dotted)
             if symbol is not None and symbol.kind == "external":
                 found.add(symbol.name)
         return found
 
+    @_asked
     def importers_of(self, function: str) -> list[ModuleInfo]:
         """The other files of the run that import this file's top-level `function` (by
         name, through re-exports and `import *`, or as `module.function`)."""
         found = []
-        for other in self.index.by_key.values():
-            if other is self.module or not self.index.ready(other):
+        index = self.index
+        for other in index.by_key.values():
+            # A file that names no local module cannot import one: skipped unread.
+            if other is self.module or not index.may_import_local(other) or not index.ready(other):
                 continue
             names = [*other.imports, *(f"{b}.{function}" for b in other.imports)]
             if other.stars:
                 names.append(function)
             for name in names:
-                symbol = self.index.resolve(other, name)
+                symbol = index.resolve(other, name)
                 if symbol is not None and symbol.kind == "function" and symbol.module is self.module \
                         and symbol.name == function:
                     found.append(other)
                     break
+        # Which files of the run import it: a new importer, or one that no longer does,
+        # changes the answer (checked again in ProjectIndex.still_valid).
+        index._deps[("importers", self.module.path, function)] = (index.run_identity(),
+                                                                  _hash(*sorted(m.path for m in found)))
         return found
 
 
@@ -976,6 +1174,51 @@ def _apply_facts(info: ModuleInfo, facts: dict) -> None:
     info.classes = {k: list(v) for k, v in facts["classes"].items()}
 
 
+_RELATIVE_IMPORT = re.compile(r"\bfrom[\s\\]*\.")
+# What follows `import` or `from` on its logical line (backslash continuations included):
+# the words among which any module an import statement names begins.
+_IMPORTED = re.compile(r"\b(?:from|import)((?:[ \t]|\\\r?\n)+[\w., \t]*(?:\\\r?\n[\w., \t]*)*)")
+_WORD = re.compile(r"\w+")
+
+
+def _entries(folder: str) -> list[str]:
+    """The names an absolute import may start with in `folder`: its directories and the
+    stems of its .py files (identifiers only)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        stem = name[:-3] if name.endswith(".py") else name
+        if stem.isidentifier() and (name.endswith(".py") or os.path.isdir(os.path.join(folder, name))):
+            found.append(stem)
+    return found
+
+
+def _hash(*parts: str) -> str:
+    hasher = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        data = part.encode("utf-8", "surrogateescape")
+        hasher.update(len(data).to_bytes(8, "little"))
+        hasher.update(data)
+    return hasher.hexdigest()
+
+
+def _dependency_row(key: tuple, value: tuple) -> list:
+    """A noted dependency as the result cache keeps it (lists of strings)."""
+    kind = key[0]
+    if kind == "lookup":
+        return ["lookup", key[1], list(key[2]), list(value)]
+    if kind == "facts":
+        return ["facts", key[1], value[0], value[1]]
+    if kind == "model":
+        return ["model", key[1], value[0]]
+    if kind == "calls":
+        return ["calls", key[1], key[2], value[0], value[1]]
+    return ["importers", key[1], key[2], value[0], value[1]]
+
+
 def _read_small(path: str) -> Optional[bytes]:
     try:
         from devicelint.source import read_regular
@@ -994,6 +1237,10 @@ def use(index: Optional[ProjectIndex]) -> None:
     """Make `index` the one the semantic models of this run consult (None: no index)."""
     global _current
     _current = index
+
+
+def current() -> Optional[ProjectIndex]:
+    return _current
 
 
 def view_for(path: str, context_type: type, ctx=None) -> Optional[FileView]:

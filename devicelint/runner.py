@@ -120,12 +120,19 @@ def lint_file(path: str, display: str, codes: Sequence[str], max_size: int) -> l
     return [problem] if problem is not None else lint_bytes(path, display, data, codes)
 
 
-def _worker(job: tuple[str, str, bytes, tuple[str, ...]]) -> list[dict]:
+def _worker(job: tuple[str, str, bytes, tuple[str, ...]]) -> tuple[list[dict], list, dict]:
+    """(the file's findings, what they used of other files, the index facts read meanwhile:
+    devicelint.project_index.ProjectIndex.finish_job)."""
     path, display, data, codes = job
+    index = project_index.current()
+    if index is not None:
+        index.start_job(display)
     try:
-        return [f.to_dict() for f in lint_bytes(path, display, data, codes)]
+        findings = [f.to_dict() for f in lint_bytes(path, display, data, codes)]
     except Exception as error:  # noqa: BLE001 - one bad file must not end the run
-        return [_internal_error(display, error).to_dict()]
+        findings = [_internal_error(display, error).to_dict()]
+    used, facts = index.finish_job() if index is not None else ([], {})
+    return findings, used, facts
 
 
 def _internal_error(display: str, error: Exception) -> Finding:
@@ -210,9 +217,11 @@ def lint_paths(
         # Rules see the path relative to the project root (DL010 exempts tests/ by path);
         # findings are reported under the path as the user wrote it.
         seen_as = candidate.relative or candidate.display
-        key = entry_key(data + _dependencies(index, seen_as), candidate.relative,
-                        in_package_directory(candidate.path)) if cache is not None else ""
+        key = entry_key(data, candidate.relative, in_package_directory(candidate.path)) \
+            if cache is not None else ""
         hit = cache.get(key) if cache is not None else None
+        if hit is not None and not _still_valid(index, cache.dependencies(key)):
+            hit = None
         if hit is not None:
             cached += 1
             findings.extend(Finding.from_dict({**f, "path": candidate.display}) for f in hit)
@@ -224,13 +233,16 @@ def lint_paths(
         results = _run_jobs(jobs_to_run, jobs)
     finally:
         project_index.use(None)
-    for (key, display), result in zip(keys, results):
+    learnt: dict = {}
+    for (key, display), (result, used, facts) in zip(keys, results):
         if cache is not None:
-            cache.put(key, [{k: v for k, v in f.items() if k != "path"} for f in result])
+            cache.put(key, [{k: v for k, v in f.items() if k != "path"} for f in result], used)
+            learnt.update(facts)
         findings.extend(Finding.from_dict({**f, "path": display}) for f in result)
     if cache is not None:
-        if index is not None:  # the facts read in this process (for the cache keys)
-            cache.record_facts(index.facts_used, index.new_facts)
+        if index is not None:  # the index facts read here and in the workers
+            learnt.update(index.new_facts)
+            cache.record_facts(index.facts_used, learnt)
         cache.save()
     selected = FindingFilter(settings, codes, project)
     findings = [f for f in findings if selected.keep(f, relative_of.get(f.path))]
@@ -257,12 +269,12 @@ def _project_index(settings: Settings, readable: list,
         return project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None)
 
 
-def _dependencies(index, seen_as: str) -> bytes:
-    """What a file's cache key adds for the local modules it imports: their content hashes,
-    so that a change to one re-lints the files that may have used its facts."""
-    view = index.view(seen_as) if index is not None else None
-    digest = view.dependency_digest() if view is not None else ""
-    return f"\0deps:{digest}".encode() if digest else b""
+def _still_valid(index, used: list) -> bool:
+    """Whether what a cached result used of other files (its facts, calls, models, module
+    lookups) is unchanged; a result that used nothing is valid as it is."""
+    if not used:
+        return True
+    return index is not None and index.still_valid(used)
 
 
 def lint_text(data: bytes, display: str, settings: Settings) -> LintRun:
@@ -276,7 +288,7 @@ def lint_text(data: bytes, display: str, settings: Settings) -> LintRun:
                                                  f"({settings.max_file_size:,}); skipped")]
     else:
         found = [Finding.from_dict({**f, "path": display})
-                 for f in _worker((display, relative or display, data, tuple(codes)))]
+                 for f in _worker((display, relative or display, data, tuple(codes)))[0]]
     selected = FindingFilter(settings, codes, project)
     found = [f for f in found if selected.keep(f, relative)]
     found.sort(key=Finding.sort_key)
@@ -303,7 +315,7 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[list[dict]]:
+def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[tuple[list[dict], list, dict]]:
     workers = jobs or available_cpus()
     if workers <= 1 or len(jobs_to_run) < PARALLEL_THRESHOLD:
         return [_worker(job) for job in jobs_to_run]
@@ -323,7 +335,7 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[list[dict]]:
     # of them parsing a big file alone at the end.
     order = sorted(range(len(jobs_to_run)), key=lambda i: -len(jobs_to_run[i][2]))
     chunk = max(1, min(8, len(jobs_to_run) // (workers * 16)))
-    results: list[list[dict]] = [[] for _ in jobs_to_run]
+    results: list = [([], [], {}) for _ in jobs_to_run]
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                initializer=_worker_init, initargs=(os.getpid(),))
     try:

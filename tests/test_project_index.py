@@ -123,21 +123,59 @@ def test_a_warm_run_parses_no_module_and_finds_the_same(tmp_path, monkeypatch) -
     assert [f.to_dict() for f in again.findings] == [f.to_dict() for f in first.findings]
 
 
-def test_touching_a_package_init_relints_only_what_reads_it(tmp_path) -> None:
-    """`from pkg import sub` (a submodule) takes nothing from pkg/__init__.py: changing it
-    re-lints the package and `from pkg import x`, not the importers of its submodules."""
+_USES = ("import torch\nfrom {source} import Base\n\n\nclass A(Base):\n    def __init__(self):\n"
+         "        super().__init__()\n        self.s = torch.ones(2)\n\n    def forward(self, x):\n"
+         "        return x * self.s\n")
+
+
+def test_a_change_relints_only_the_files_whose_findings_used_facts_that_changed(tmp_path) -> None:
+    """A cached result notes the facts of other modules its lint used (their hash, not the
+    file's): an edit that changes no facts (a value, a comment, a function's body) re-lints
+    only the edited file; one that changes them re-lints the files that used them, and not
+    a file that reaches the same class through the submodule (issue 17: touching
+    timm/__init__.py re-linted all of timm)."""
     root = tmp_path / "project"
-    files = {"pkg/__init__.py": "x = 1\n", "pkg/sub.py": "def f():\n    return 1\n",
-             "uses_sub.py": "from pkg import sub\n", "uses_pkg.py": "from pkg import x\n",
-             "uses_both.py": "import pkg.sub\nfrom pkg import x\n"}
+    files = {"pkg/__init__.py": "from .sub import Base\n\nx = 1\n",
+             "pkg/sub.py": "import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n",
+             "uses_sub.py": _USES.format(source="pkg.sub"), "uses_pkg.py": _USES.format(source="pkg"),
+             "alone.py": "import torch\n\nx = torch.zeros(2).cuda()\n"}
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    _run(root, cache=True)
-    (root / "pkg" / "__init__.py").write_text("x = 2\n")
+    first = _run(root, cache=True)
+    assert {(f.path.rsplit("/", 1)[-1], f.code) for f in first.findings} >= {("uses_sub.py", "DL017"),
+                                                                             ("uses_pkg.py", "DL017")}
+    init = root / "pkg" / "__init__.py"
+    init.write_text("from .sub import Base\n\n# a comment\nx = 2\n")
+    same_facts = _run(root, cache=True)
+    assert same_facts.files - same_facts.cached == 1  # pkg/__init__.py alone
+    assert [f.to_dict() for f in same_facts.findings] == [f.to_dict() for f in first.findings]
+    init.write_text("from .sub import Base\n\nx = 2\nBase = object\n")  # Base is no module now
     changed = _run(root, cache=True)
-    # pkg/__init__.py, uses_pkg.py, uses_both.py
-    assert changed.files - changed.cached == 3
+    assert changed.files - changed.cached == 2  # pkg/__init__.py, uses_pkg.py
+    found = {(f.path.rsplit("/", 1)[-1], f.code) for f in changed.findings}
+    assert ("uses_pkg.py", "DL017") not in found and ("uses_sub.py", "DL017") in found
+    sub = root / "pkg" / "sub.py"
+    sub.write_text(sub.read_text() + "\n\ndef helper():\n    return 1\n")  # a new function: new facts
+    again = _run(root, cache=True)
+    # pkg/sub.py and uses_sub.py; uses_pkg.py's Base (rebound in pkg/__init__.py) no longer
+    # reaches pkg/sub.py
+    assert again.files - again.cached == 2
+    assert _run(root, cache=True).cached == 5
+
+
+def test_a_new_module_relints_the_files_that_looked_for_it(tmp_path) -> None:
+    """A module lookup that found nothing is a dependency too: creating the module re-lints
+    the file that imported the name (it now finds the class), not the others."""
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "uses.py").write_text(_USES.format(source="layers"))
+    (root / "alone.py").write_text("import torch\n\nx = torch.zeros(2).cuda()\n")
+    assert not [f for f in _run(root, cache=True).findings if f.code == "DL017"]
+    (root / "layers.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    after = _run(root, cache=True)
+    assert after.files - after.cached == 2  # layers.py (new) and uses.py
+    assert [(f.path.rsplit("/", 1)[-1], f.code) for f in after.findings if f.code == "DL017"] == [("uses.py", "DL017")]
 
 
 def test_cached_facts_of_the_wrong_shape_are_parsed_again(tmp_path) -> None:

@@ -332,9 +332,11 @@ def test_cache_file_is_kept_under_its_size_limit(tmp_path: Path, monkeypatch) ->
     project = tmp_path / "project"
     for i in range(20):
         write(project / f"m{i:02d}.py", BAD_DP + f"# {i}\n")
-    monkeypatch.setattr(cache_module, "MAX_BYTES", 4000)
+    # 20 entries take about 3,400 bytes (the project index's facts no longer add to them:
+    # they are read only when a question reaches a module)
+    monkeypatch.setattr(cache_module, "MAX_BYTES", 2000)
     lint(["."], project, monkeypatch)
-    assert 0 < cache_file(project).stat().st_size <= 4000
+    assert 0 < cache_file(project).stat().st_size <= 2000
     assert 0 < lint(["."], project, monkeypatch).cached < 20
 
 

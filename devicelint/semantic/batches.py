@@ -289,7 +289,7 @@ class BatchFlow:
             if not built:
                 continue
             for importer in view.importers_of(name):
-                other = view.index.model_of(importer, view.context_type)
+                other = view.model_of(importer)
                 if other is None:
                     continue
                 for source, move in other.batches._all_fed():

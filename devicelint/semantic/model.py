@@ -466,8 +466,7 @@ class SemanticModel:
         symbol = view.resolve(dotted) if dotted is not None else None
         if symbol is None or symbol.kind != "function" or symbol.module is view.module:
             return None
-        if not any(self.api.is_loader(q) or q == "torch.device"
-                   for q in view.index.view_of(symbol.module).calls_in(symbol.name)):
+        if not any(self.api.is_loader(q) or q == "torch.device" for q in view.calls_of(symbol)):
             return None
         found = view.function(dotted)
         if found is None:
