@@ -98,6 +98,7 @@ class ProjectIndex:
         self._view_deps: dict[str, dict] = {}  # another file's model -> what it used
         self._dependencies: dict[str, list[ModuleInfo]] = {}  # imports_module (the server)
         self._run_identity: Optional[str] = None
+        self._checked: dict[tuple, bool] = {}  # still_valid's answer for each row, this run
         self.known: dict[str, object] = {}
         self.new_facts: dict[str, object] = {}
         self.facts_used: set[str] = set()
@@ -186,6 +187,7 @@ class ProjectIndex:
         for stale in [real, *dropped]:
             self._view_deps.pop(stale, None)
         self._run_identity = None
+        self._checked.clear()
         if old is None:
             self._add(real, data, key)
             return dropped
@@ -543,11 +545,18 @@ class ProjectIndex:
 
     def still_valid(self, rows: list) -> bool:
         """Whether every dependency a cached result noted (`finish_job`) is as it was."""
+        checked = self._checked
         for row in rows:
-            try:
-                if not self._still(row):
-                    return False
-            except Exception:  # noqa: BLE001 - a garbled row: lint again
+            # Files share most rows (the same lookups, the same modules' facts): each is
+            # checked once per run.
+            key = tuple(tuple(item) if type(item) is list else item for item in row)
+            found = checked.get(key)
+            if found is None:
+                try:
+                    found = checked[key] = self._still(row)
+                except Exception:  # noqa: BLE001 - a garbled row: lint again
+                    found = checked[key] = False
+            if not found:
                 return False
         return True
 
