@@ -139,7 +139,9 @@ def is_good_fixture(path: str) -> bool:
 
 # `# runtime-gap: DL009 reason` on a line of a good fixture: the rule stays silent there by
 # design although the runtime sees its pitfall (e.g. an unknown source that the caller happens
-# to pass unpinned). Reported as a known gap, not as a failed premise.
+# to pass unpinned). Reported as a known gap, not as a failed premise. On a bad fixture's line:
+# the rule is right but the runtime cannot observe the pitfall there; a refutation of that
+# line does not fail a fixture run's exit code.
 GAP_RE = re.compile(r"#\s*runtime-gap:\s*(?P<code>[A-Z]+[0-9]+)\b\s*(?P<reason>.*)$")
 
 
