@@ -90,6 +90,11 @@ class ProjectIndex:
         # Memos: a module lookup stats files; a name is resolved once per module.
         self._files: dict[tuple[str, tuple[str, ...]], list[str]] = {}
         self._resolved: dict[tuple[str, str], Optional[Symbol]] = {}
+        # Questions being answered ([memo, key, lowest open position read]), answers that
+        # rest on an open one, open positions whose answer was read (`_memoised`).
+        self._open: list[list] = []
+        self._provisional: list[tuple[dict, tuple]] = []
+        self._read_open: set[int] = set()
         # What the file being linted used (see start_job); "link" entries point at the
         # dependencies of a memoised answer or of another file's model, kept live.
         self._deps: dict = {}
@@ -372,15 +377,64 @@ class ProjectIndex:
         # the search exponential (five practitioner repos linted together hung).
         # Each answer keeps the dependencies noted while finding it, so that a later file
         # given the memoised answer notes them too.
-        key = (module.path, dotted)
-        found = self._resolved.get(key)
+        return self._memoised(self._resolved, (module.path, dotted), None, self._resolve, module, dotted, depth)
+
+    def _memoised(self, memo: dict, key: tuple, empty, compute, *args):
+        """`compute(*args)`, memoised in `memo` under `key` with the dependencies it noted.
+
+        Modules may import each other: a question met again while it is still being answered
+        gets `empty` (a cycle finds nothing). What is computed from such an open answer is
+        provisional: it becomes final when the open question ends with `empty` too, and is
+        forgotten when that ends with an answer, to be computed again when next asked. (It
+        used to be kept: PyTorch-VAE's `models/__init__.py` `import *`s each model module,
+        which import `BaseVAE` back from the package; the first module asked memoised
+        "not found" for every other one the search walked through, so their classes were no
+        modules and DL017 found nothing in a folder run, depending on the files' order.)"""
+        found = memo.get(key)
         if found is None:
-            # A cycle resolves to nothing, depending on what its first step depends on.
-            found = self._resolved[key] = (None, {})
-            found = self._resolved[key] = (self._noting(found[1], self._resolve, module, dotted, depth),
-                                           found[1])
+            position = len(self._open)
+            deps: dict = {}
+            memo[key] = (empty, deps, position)
+            self._open.append([memo, key, position])
+            try:
+                answer = self._noting(deps, compute, *args)
+            except BaseException:
+                memo.pop(key, None)
+                raise
+            finally:
+                low = self._open.pop()[2]
+            rests_on = low if low < position else None  # the open question it read, if any
+            found = memo[key] = (answer, deps, rests_on)
+            if position in self._read_open:
+                self._read_open.discard(position)
+                self._settle(position, answer != empty, rests_on)
+            if rests_on is not None:
+                self._provisional.append((memo, key))
+                self._open[-1][2] = min(self._open[-1][2], rests_on)
+        elif found[2] is not None:  # open, or computed from an open answer
+            frame = self._open[found[2]]
+            if frame[0] is memo and frame[1] == key:
+                self._read_open.add(found[2])
+            self._open[-1][2] = min(self._open[-1][2], found[2])
         self._deps[("link", id(found[1]))] = found[1]
         return found[0]
+
+    def _settle(self, position: int, forget: bool, rests_on: Optional[int]) -> None:
+        """The question open at `position`, whose open answer was read, has ended: forget
+        every provisional answer if its own answer is not the open one; else those that
+        rested on it rest now on what it rested on (`rests_on`), or are final."""
+        kept = []
+        for memo, key in self._provisional:
+            answer, deps, low = memo[key]
+            if forget:
+                del memo[key]
+                continue
+            if low >= position:
+                memo[key] = (answer, deps, rests_on)
+                if rests_on is None:
+                    continue
+            kept.append((memo, key))
+        self._provisional = kept
 
     def _noting(self, deps: dict, compute, *args):
         """`compute(*args)`, its dependencies noted into `deps`."""
@@ -448,14 +502,9 @@ class ProjectIndex:
             return is_root(symbol.name)
         if symbol.kind != "class" or symbol.module is None or depth > _MAX_DEPTH:
             return False
-        key = (symbol.module.path, symbol.name)
-        found = self._module_class.get(key)
-        if found is None:
-            found = self._module_class[key] = (False, {})  # a cycle of bases is not a module class
-            found = self._module_class[key] = (
-                self._noting(found[1], self._is_module_class, symbol, is_root, depth), found[1])
-        self._deps[("link", id(found[1]))] = found[1]
-        return found[0]
+        # A cycle of bases is not a module class.
+        return self._memoised(self._module_class, (symbol.module.path, symbol.name), False,
+                              self._is_module_class, symbol, is_root, depth)
 
     def _is_module_class(self, symbol: Symbol, is_root, depth: int) -> bool:
         self._note_module(symbol.module.path, symbol.module)

@@ -319,3 +319,21 @@ def test_facts_from_the_libcst_tree_cover_each_kind_of_statement() -> None:
     assert project_index.facts_to_json(by_tree) == project_index.facts_to_json(by_ast)
     assert by_tree.imports["i"] == "pkg.g.h" and by_tree.stars == ["pkg.sub.k"] and by_tree.classes["V"] == ["w.X"]
     assert by_tree.self_names == {"p"} and "q" in by_tree.rebound and "ll" not in by_tree.aliases
+
+
+def test_a_name_found_through_an_import_cycle_resolves_from_every_module_of_it(tmp_path) -> None:
+    """A package `__init__` that `import *`s its submodules, each importing `Base` back from
+    the package (PyTorch-VAE's `from models import BaseVAE`): the answer must not depend on
+    which submodule asks first. The first question used to memoise, for the submodules the
+    search walked through, "not found" while the package's own answer was still open, and
+    the later submodules' classes then were no modules (DL017 was lost in a folder run)."""
+    submodules = ["a", "b", "c"]
+    files = {"pkg/__init__.py": "from .base import *\n" + "".join(f"from .{s} import *\n" for s in submodules),
+             "pkg/base.py": "from torch import nn\n\n\nclass Base(nn.Module):\n    pass\n"}
+    for name in submodules:
+        files[f"pkg/{name}.py"] = f"from pkg import Base\n\n\nclass {name.upper()}(Base):\n    pass\n"
+    is_root = lambda qual: qual == "torch.nn.Module"  # noqa: E731
+    for first in submodules:
+        index = _index(tmp_path, files)
+        order = [first] + [s for s in submodules if s != first]
+        assert [index.view(f"pkg/{s}.py").is_module_class("Base", is_root) for s in order] == [True] * 3, first
