@@ -11,16 +11,18 @@ calls themselves, many thousands of times, in fresh processes:
 Calls: `.to` of a tensor already on the device (a no-op move), `.item()` on the flagged line,
 `.item()` in a helper called from an unflagged line, `torch.tensor(1.0, device="cpu")` (what
 torch's optimizers build every step), and `.view`. Each figure is CPU time per call
-(`time.process_time`), the best of ROUNDS (default 3) processes per mode, interleaved.
+(`time.process_time`) in ROUNDS (default 3) processes per mode, interleaved
+(bench/child_runs.py): the median of them, and the best in brackets.
 
 Usage: python bench/event_cost.py            (DEVICE=sim without a GPU: the simulated device)
        LINE_EVENTS=0: leave out the line/raise monitoring (see bench/overhead.py).
 """
 import json
 import os
-import subprocess
 import sys
 import time
+
+from child_runs import run_rounds, spread
 
 CALLS = int(os.environ.get("CALLS", "20000"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
@@ -87,21 +89,13 @@ def child(mode: str) -> None:
 
 
 def main() -> None:
-    results: dict = {}
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
-    for _ in range(ROUNDS):
-        for mode in MODES:
-            out = subprocess.run([sys.executable, __file__, mode], capture_output=True,
-                                 text=True, env=env)
-            if out.returncode:
-                sys.exit(out.stderr[-2000:])
-            for name, us in json.loads(out.stdout.strip().splitlines()[-1]).items():
-                results.setdefault(mode, {}).setdefault(name, []).append(us)
-    names = list(results["plain"])
-    print(f"{'us per call (best of ' + str(ROUNDS) + ')':28s}" + "".join(f"{m:>10s}" for m in MODES))
+    runs = run_rounds(__file__, MODES, ROUNDS)
+    names = list(runs["plain"][0])
+    print(f"{'us per call, ' + str(ROUNDS) + ' rounds':26s}"
+          + "".join(f"{mode + ' [best]':>18s}" for mode in MODES))
     for name in names:
-        print(f"{name:28s}" + "".join(f"{min(results[m][name]):10.2f}" for m in MODES))
+        cells = [spread([run[name] for run in runs[mode]]) for mode in MODES]
+        print(f"{name:26s}" + "".join(f"{c['median']:10.2f} [{c['best']:5.2f}]" for c in cells))
 
 
 if __name__ == "__main__":

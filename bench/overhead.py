@@ -3,8 +3,23 @@
 Runs the same loop in fresh processes: plain, under the tracker with the rules' wrappers
 installed and one flagged line (the per-step .item()), the same with the tracker watching a
 line that never runs (pure wrapper cost), and with the finder on (every copy and sync of this
-file recorded, as `devicelint confirm` runs now), with and without the flagged line. Prints the median step time and
-the ratio. Usage (on a GPU machine): python bench/overhead.py [--json OUT.json]
+file recorded, as `devicelint confirm` runs now), with and without the flagged line.
+
+A step is one training step of a two-layer MLP (Linear WIDTH -> 2*WIDTH, ReLU, Linear back;
+AdamW; BATCH rows already on the device; the loss read with `.item()` at the end, so the
+step's time includes its GPU work). STEP picks its size:
+- `STEP=small` (default): WIDTH=512, BATCH=64, about 1 ms on an H100: host-bound, every
+  microsecond the instrumentation adds on the host shows; the worst case, not a training step;
+- `STEP=train`: WIDTH=4096, BATCH=1024, about 0.4 TFLOP per step (fp32): GPU-bound, as a
+  real training step is (their forward and backward passes keep the GPU busy for milliseconds
+  while the host queues the next kernels).
+WIDTH and BATCH override either.
+
+ROUNDS (default 5) fresh processes per mode, interleaved. Per mode it prints the median step
+time of each process summarised over rounds: the median (the headline figure; the ratio is
+median over plain's median), the best and the worst, and the paired ratio (the median over
+rounds of mode / plain of the same round). Usage (on a GPU machine):
+    python bench/overhead.py [--json OUT.json]          MODES=plain,finder limits the modes
 
 Without a GPU: `DEVICE=sim python bench/overhead.py` runs the same loop on the simulated
 device (devicelint/runtime/sim.py, installed in every mode, "plain" included) and times each
@@ -12,7 +27,7 @@ step by the process's CPU time (`time.process_time`; wall time means nothing on 
 machine). The simulated device's own dispatch modes make every step far slower than a GPU
 step, so its ratios are not a GPU's: read the difference in microseconds per step between
 modes, which is the instrumentation's own host cost (the same Python code runs on a GPU).
-ROUNDS (default 3) fresh processes per mode, interleaved; the best of them is reported.
+`DEVICE=cpu` is a smoke test of the script.
 LINE_EVENTS=0 leaves out the tracker's line and raise monitoring (Tracker.start): on Python
 3.12+ (sys.monitoring) each line location costs one event and is then disabled, but Python
 3.11 has only sys.settrace, which calls back on every function call of the process; there,
@@ -21,17 +36,23 @@ LINE_EVENTS=0 shows what the wrappers and the finder cost, as on 3.12 after warm
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
+from child_runs import paired_ratio, run_rounds, spread
+
 STEPS = int(os.environ.get("STEPS", "300"))
-ROUNDS = int(os.environ.get("ROUNDS", "3"))
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
 DEVICE = os.environ.get("DEVICE", "cuda")  # "sim": the simulated device; "cpu": a smoke test
+STEP = os.environ.get("STEP", "small")
+SIZES = {"small": (512, 64), "train": (4096, 1024)}  # (WIDTH, BATCH)
+if STEP not in SIZES:
+    sys.exit(f"STEP={STEP}: use one of {', '.join(SIZES)}")
 # On the simulated device the host's CPU time is what the instrumentation costs, and a narrow
 # model keeps the step's own CPU work small (a GPU step of the default width is host-bound).
 step_clock = time.process_time if DEVICE == "sim" else time.perf_counter
-WIDTH = int(os.environ.get("WIDTH", "32" if DEVICE == "sim" else "512"))
+WIDTH = int(os.environ.get("WIDTH", "32" if DEVICE == "sim" else SIZES[STEP][0]))
+BATCH = int(os.environ.get("BATCH", SIZES[STEP][1]))
 # Modes that install one group of wrappers each (none: line/raise monitoring only).
 GROUPS = {"monitor-only": set(), "moves-only": {"MOVES"}, "syncs-only": {"SYNCS"},
           "view-only": {"VIEWS"}}
@@ -52,18 +73,18 @@ def loop(flagged_line_holder):
     model = nn.Sequential(nn.Linear(WIDTH, 2 * WIDTH), nn.ReLU(),
                           nn.Linear(2 * WIDTH, WIDTH)).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    data = torch.randn(64, WIDTH, device=device)
+    data = torch.randn(BATCH, WIDTH, device=device)
     times = []
     for step in range(STEPS):
         start = step_clock()
-        x = data.view(64, WIDTH).to(device)
+        x = data.view(BATCH, WIDTH).to(device)
         loss = model(x).float().pow(2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         value = loss.item()  # the flagged line
         times.append(step_clock() - start)
-    return statistics.median(times[20:]), value
+    return statistics.median(times[min(20, len(times) // 2):]), value  # (after warm-up)
 
 
 def child(mode):
@@ -103,25 +124,30 @@ def child(mode):
 
 
 def main():
-    results = {}
     modes = ["plain", "flagged", "unreached", *FINDER_MODES, *GROUPS]
     if os.environ.get("MODES"):  # e.g. MODES=plain,flagged,finder
         modes = ["plain", *(m for m in os.environ["MODES"].split(",") if m != "plain")]
-    for mode in modes * ROUNDS:
-        path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
-        out = subprocess.run([sys.executable, __file__, mode], capture_output=True, text=True,
-                             env=dict(os.environ, PYTHONPATH=path))
-        data = json.loads(out.stdout.strip().splitlines()[-1])
-        results.setdefault(mode, []).append(data["median_ms"])
-    plain = min(results["plain"])
+    runs = run_rounds(__file__, modes, ROUNDS)
+    results = {mode: [run["median_ms"] for run in values] for mode, values in runs.items()}
+    plain = spread(results["plain"])
+    print(f"{STEPS} steps, WIDTH={WIDTH}, BATCH={BATCH}, device {DEVICE}; per mode the median "
+          f"step of each of {ROUNDS} processes: median of them [best, worst], ratios to plain")
+    summary = {}
     for mode, values in results.items():
-        best = min(values)
-        print(f"{mode:11s} median step {best:.4f} ms  ratio {best / plain:.3f}x  "
-              f"+{(best - plain) * 1000:.1f} us")
+        own = spread(values)
+        summary[mode] = dict(own, ratio=own["median"] / plain["median"],
+                             best_ratio=own["best"] / plain["best"],
+                             paired_ratio=paired_ratio(values, results["plain"]))
+        row = summary[mode]
+        print(f"{mode:11s} median step {own['median']:.4f} ms  ratio {row['ratio']:.3f}x  "
+              f"{(own['median'] - plain['median']) * 1000:+.1f} us  [best {own['best']:.4f} "
+              f"ms {row['best_ratio']:.3f}x, worst {own['worst']:.4f} ms]  paired "
+              f"{row['paired_ratio']:.3f}x")
     if len(sys.argv) > 2 and sys.argv[1] == "--json":
         with open(sys.argv[2], "w") as handle:
-            json.dump({"steps": STEPS, "device": DEVICE, "median_ms": results}, handle,
-                      indent=1)
+            json.dump({"steps": STEPS, "step": STEP, "width": WIDTH, "batch": BATCH,
+                       "device": DEVICE, "rounds": ROUNDS, "median_ms": results,
+                       "summary": summary}, handle, indent=1)
 
 
 if __name__ == "__main__":
