@@ -37,9 +37,9 @@ import hashlib
 import os
 import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 _MAX_DEPTH = 24
 _MAX_DEPENDENCY_SIZE = 2 * 1024 * 1024  # bytes: a local module larger than this is not read
@@ -293,6 +293,16 @@ class ProjectIndex:
         over BIG_MODULE_CHARS is parsed one group of top-level statements at a time: the
         facts are all top-level, and one `ast` of a 4.7 MB file takes about 390 MB."""
         self.parses += 1
+        if len(text) > BIG_MODULE_CHARS:
+            # Statements are read one piece at a time and dropped after use: holding every
+            # piece's statements would cost as much as one `ast` of the whole file.
+            scratch = replace(info, imports={}, stars=[], aliases={}, self_names=set(), classes={},
+                              functions=set(), rebound=set())
+            try:
+                _collect(scratch, _piece_statements(text))
+            except _Unreadable:
+                return {}
+            return facts_to_json(scratch)
         body = _module_body(text)
         if body is None:
             return {}
@@ -833,7 +843,22 @@ def _module_body(text: str) -> Optional[list]:
     return body
 
 
-def _collect(info: ModuleInfo, body: list) -> None:
+class _Unreadable(Exception):
+    """A piece of a big module that `ast` cannot parse (the module then has no facts)."""
+
+
+def _piece_statements(text: str) -> Iterator[ast.stmt]:
+    """The top-level statements of a big module, parsed one piece at a time (only the
+    current piece's tree is alive); raises _Unreadable at a piece that does not parse."""
+    for _line, piece in top_level_pieces(text, PIECE_CHARS) or [(1, text)]:
+        tree = _parse(piece)
+        if tree is None:
+            raise _Unreadable
+        yield from tree.body
+        del tree
+
+
+def _collect(info: ModuleInfo, body: Iterable[ast.stmt]) -> None:
     meanings: dict[str, set] = {}
 
     def bind(name: str, meaning: object = None) -> None:
@@ -895,7 +920,7 @@ def _collect(info: ModuleInfo, body: list) -> None:
         info.self_names.discard(name)
 
 
-def _top_level(body: list) -> Iterable[ast.stmt]:
+def _top_level(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
     """Top-level statements, and those of top-level `if`/`try` blocks (`try: import x`)."""
     for statement in body:
         if isinstance(statement, ast.If):
