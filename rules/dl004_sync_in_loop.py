@@ -36,11 +36,13 @@ class SyncInLoop(Rule):
     call into code the file does not show returns for device tensors (a model passed in as
     a parameter, a loss from another module: `loss = criterion(model(x.to(device)), y)`, a
     function of another package or local module: `acc1, acc5 = accuracy(out, y, topk=(1, 5))`,
-    unless that local module shows it returns a host value) is taken to be on the device too, and so is a field of a module's output (`out.logits`) and
+    unless that local module shows it returns a host value) is taken to be on the device too, as is what a function of the file returns when what it computes is (`loss, n = train_batch(...)`: the returned loss, not the size), and so is a field of a module's output (`out.logits`) and
     the output of a module that holds no tensor (`nn.MSELoss()`) given device tensors; what a
     model's own method returns (`net.detect(x)`: device tensors or NumPy arrays) is not
-    assumed. Where the only sign of the device is a parameter's name
-    (`device` in a function nothing in the file calls), the message says so.
+    assumed. A parameter of a function nothing in the file calls has its default's
+    place (`device="cuda"` is the GPU, `device="cpu"` the host). Where the only sign of the
+    device is a parameter's name (`device` without a default, in a function nothing in the
+    file calls), the message says so.
 
     A loop runs once per step when its body trains (`.backward()`, `.step()` on an
     optimizer or GradScaler), calls a module (or code the file does not show, such as a model
@@ -276,6 +278,11 @@ class SyncInLoop(Rule):
                 return None
             return Evidence(any(e.hint for e in found), any(e.opaque for e in found))
         if isinstance(node, cst.Call):
+            own = sem.syncs.callee(node)
+            if own is not None:
+                # A function of the file: what its returns compute (`return loss.sum(), acc`
+                # with `loss = criterion(net(x), y)` and `x` moved to the device).
+                return self._returned_evidence(own[0], (), depth + 1)
             func = node.func
             callee = sem.value(func)
             if isinstance(func, cst.Attribute) and callee.kind is not Kind.MODULE \
@@ -342,6 +349,10 @@ class SyncInLoop(Rule):
         if d.value is None or depth > _MAX_DEPTH:
             return None
         if d.kind in ("assign", "annassign", "with", "walrus"):
+            if d.path and isinstance(d.value, cst.Call):
+                own = self.ctx.semantic.syncs.callee(d.value)
+                if own is not None:   # `loss, acc = train_batch(...)`: the returned part
+                    return self._returned_evidence(own[0], d.path, depth)
             return self._evidence(d.value, depth)
         if d.kind in ("for", "comp"):
             # An element of what the loop walks: a row of a device tensor, an element of a
@@ -363,6 +374,34 @@ class SyncInLoop(Rule):
                     if found is not None:
                         return found
         return None
+
+    def _returned_evidence(self, function: cst.FunctionDef, path: tuple,
+                           depth: int) -> Optional[Evidence]:
+        """Every value `function` returns (the part at `path` of a returned tuple) is on
+        the device; None when one is not shown to be, or the function yields."""
+        sem = self.ctx.semantic
+        flow = sem.flow(function)
+        if flow.yields or not flow.returns or id(function) in self._judging or depth > _MAX_DEPTH:
+            return None
+        self._judging.add(id(function))
+        try:
+            found = []
+            for ret in flow.returns:
+                part = ret.value
+                for index in path:
+                    if not isinstance(part, cst.Tuple) or not 0 <= index < len(part.elements) \
+                            or not isinstance(part.elements[index], cst.Element):
+                        return None
+                    part = part.elements[index].value
+                if part is None:
+                    return None
+                evidence = self._evidence(part, depth + 1)
+                if evidence is None:
+                    return None
+                found.append(evidence)
+        finally:
+            self._judging.discard(id(function))
+        return Evidence(any(e.hint for e in found), any(e.opaque for e in found))
 
     def _within(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
         current: Optional[cst.CSTNode] = node

@@ -1004,9 +1004,31 @@ class SemanticModel:
             return annotated
         if from_calls is not None:
             return from_calls
+        if param.default is not None:
+            # No call site in the file: the default is what a call without it runs with
+            # (`device="cuda"`, `device=torch.device("cpu")`, `devices=try_all_gpus()`).
+            placed = self._default_device(param.default)
+            if placed is not None:
+                return placed
         if _DEVICE_NAME.search(param.name.value):
             return Value(Kind.DEVICE, Place.DEVICE, hint=True)
         return UNKNOWN
+
+    def _default_device(self, default: cst.BaseExpression) -> Optional[Value]:
+        """A parameter default that names a device or a list of devices, else None (a
+        number is a device only where a device goes, not as a default)."""
+        text = string_value(default)
+        if text is not None:
+            place = device_string_place(text)
+            return Value(Kind.DEVICE, place) if place is not None else None
+        value = self.value(default)
+        if value.kind is Kind.DEVICE and value.place is not Place.UNKNOWN and not value.hint:
+            return value
+        element = value.element
+        if value.kind is Kind.SEQUENCE and element is not None and element.kind is Kind.DEVICE \
+                and element.place is not Place.UNKNOWN and not element.hint:
+            return value
+        return None
 
     def _function_of_param(self, param: cst.Param) -> Optional[cst.CSTNode]:
         current = self.parent(param)

@@ -1,0 +1,81 @@
+"""Semantic model facts that let DL004 see host reads it used to miss: a parameter placed by
+its default value when nothing in the file calls its function, and the part of what a
+function of the file returns that it computes on the device."""
+
+from __future__ import annotations
+
+import textwrap
+
+from devicelint.semantic import Kind, Place
+from tests.test_semantic import value_at
+
+
+def test_a_parameter_nothing_calls_is_placed_by_its_default():
+    source = """
+        import torch
+
+        def gpus():
+            return [torch.device(f"cuda:{i}") for i in range(2)]
+
+        def f(a, b="cuda", c=torch.device("cpu"), d=gpus(), e=3, device="cpu", g="./data"):
+            s = b  # string
+            t = c  # device-call
+            u = d[0]  # listed
+            v = e  # number
+            w = device  # named-device-on-the-host
+            x = g  # path
+    """
+    assert value_at(source, "string").kind is Kind.DEVICE
+    assert value_at(source, "string").place is Place.DEVICE
+    assert value_at(source, "device-call").place is Place.CPU
+    listed = value_at(source, "listed")
+    assert listed.kind is Kind.DEVICE and listed.place is Place.DEVICE and not listed.hint
+    assert value_at(source, "number").kind is not Kind.DEVICE
+    host = value_at(source, "named-device-on-the-host")
+    assert host.place is Place.CPU and not host.hint   # the default, not the name
+    assert value_at(source, "path").kind is not Kind.DEVICE
+
+
+def test_a_call_site_in_the_file_decides_before_the_default():
+    source = """
+        import torch
+
+        def f(x, device="cpu"):
+            y = device  # passed
+            return x
+
+        f(1, torch.device("cuda"))
+    """
+    passed = value_at(source, "passed")
+    assert passed.kind is Kind.DEVICE and passed.place is Place.DEVICE
+
+
+def _dl004_lines(source: str) -> list[int]:
+    from devicelint.engine import lint_source
+    from rules.dl004_sync_in_loop import SyncInLoop
+
+    result = lint_source("t.py", textwrap.dedent(source), [SyncInLoop])
+    return sorted(f.line for f in result.findings if f.code == "DL004")
+
+
+RETURNS = """
+    import torch
+
+    def step(net, loss_fn, x, y):
+        x, y = x.to(torch.device("cuda")), y.to(torch.device("cuda"))
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        return loss.sum(), y.numel()
+
+    def fit(net, loss_fn, loader):
+        for x, y in loader:
+            total, seen = step(net, loss_fn, x, y)
+            print(float(total))
+            print(float(seen))
+"""
+
+
+def test_the_returned_part_of_a_function_of_the_file_is_judged_by_what_it_computes():
+    # `total` is a loss computed by code the file does not show on data `step` moved to the
+    # device: read per step (line 13); `seen` is a size (line 14): silent.
+    assert _dl004_lines(RETURNS) == [13]
