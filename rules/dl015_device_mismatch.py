@@ -6,7 +6,7 @@ import libcst as cst
 
 from devicelint.rule import Rule
 from devicelint.runtime_spec import Find, RuntimeSpec, device_mismatch
-from devicelint.semantic import Kind, Place, Value
+from devicelint.semantic import Kind, Place, Value, shapes
 
 # torch functions whose tensor arguments must share a device (checked on an H200: each raises
 # "Expected all tensors to be on the same device" with one CPU and one CUDA operand).
@@ -174,7 +174,7 @@ class DeviceMismatch(Rule):
             value = sem.value(operand)
             if value.kind is not Kind.TENSOR:
                 continue
-            if value.place is Place.CPU and cpu is None and _has_dims(value, op):
+            if value.place is Place.CPU and cpu is None and _has_dims(sem, operand, value, op):
                 cpu = operand
             elif value.place is Place.DEVICE and device is None:
                 device = (operand, value)
@@ -189,12 +189,13 @@ class DeviceMismatch(Rule):
         return True
 
 
-def _has_dims(value: Value, op: str) -> bool:
-    """Not a 0-dim tensor (those mix with CUDA tensors): a known rank of at least one, or an
-    operation that needs dimensions."""
+def _has_dims(sem, operand: cst.BaseExpression, value: Value, op: str) -> bool:
+    """Not a 0-dim tensor (those mix with CUDA tensors): a known rank of at least one, an
+    operation that needs dimensions, or a tensor the code shows to have one
+    (`torch.rand(x.size())` where `x.shape[0]` is read: `shapes.min_rank`)."""
     if value.rank is not None:
         return value.rank >= 1
-    return op in _NEEDS_DIMS
+    return op in _NEEDS_DIMS or shapes.min_rank(sem, operand) >= 1
 
 
 def _hint(value: Value) -> str:

@@ -572,3 +572,33 @@ def test_size_without_a_dimension_is_the_shape():
     y = torch.zeros(x.size())  # here
     """
     assert value_at(source, "here").shape == (2, 3)
+
+
+def test_min_rank_from_what_the_code_reads_and_what_keeps_rank():
+    """`shapes.min_rank`: a lower bound on a tensor's dimensions where the rank itself is
+    unknown: a read of `x.shape[k]` / `x.size(k)` of the same binding, a loader batch, and
+    through what keeps its input's rank (`.type`, `Variable`, `.data`, `.to`,
+    `torch.rand(x.size())`)."""
+    from devicelint.semantic import shapes
+
+    source = """
+    import torch
+    from torch.autograd import Variable
+    def f(a, b, c, ds, T):
+        loader = torch.utils.data.DataLoader(ds, batch_size=8)
+        n = a.shape[0]
+        m = b.size(-2)
+        s = b.shape
+        one = torch.rand(a.size())  # sized
+        two = torch.rand(b.size())  # sized2
+        none = torch.rand(c.size())  # unsized
+        for imgs, _ in loader:
+            x = Variable(imgs.type(T)).data  # batch
+    """
+    ctx, sem = model_of(source)
+    ranks = {}
+    for node in ctx.iter_nodes(cst.SimpleStatementLine):
+        text = ctx.code(node).rstrip()
+        if "#" in text:
+            ranks[text.rsplit("# ", 1)[1]] = shapes.min_rank(sem, node.body[0].value)
+    assert ranks == {"sized": 1, "sized2": 2, "unsized": 0, "batch": 1}

@@ -10,7 +10,7 @@ import libcst as cst
 from devicelint.names import call_arg, dotted_name, int_value, keyword_arg, positional_args
 from devicelint.semantic.values import (
     CONTIGUOUS, LAYOUT_EXPANDED, LAYOUT_NARROWED, LAYOUT_PERMUTED, LAYOUT_UNKNOWN,
-    UNKNOWN_LAYOUT, Kind, Layout, Value,
+    UNKNOWN_LAYOUT, Kind, Layout, Origin, Value,
 )
 
 FAILS, OK, MAYBE = "fails", "ok", "maybe"
@@ -498,3 +498,89 @@ def _splits_only(shape, new_shape) -> bool:
         else:
             break
     return same >= len(shape) - 1
+
+
+_WRAPPERS = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
+_MOVES = ("to", "cuda", "cpu")
+
+
+def min_rank(model, expr: cst.BaseExpression, depth: int = 4) -> int:
+    """A lower bound on how many dimensions the tensor `expr` has (0 when nothing is known):
+    its rank where the model knows it; else one for a DataLoader batch (its batch
+    dimension); as many as the input for what keeps its input's rank (`.type(T)`,
+    `.float()`, `.to(...)`, `Variable(x)`, `.data`, `torch.rand(x.size())`,
+    `torch.zeros_like(x)`); and for a name, what the code asks of the binding that reaches
+    it: a read of `x.shape[k]` or `x.size(k)` anywhere the binding reaches means `k + 1`
+    dimensions, since with fewer that read raises. DL015 asks it: a 0-dim CUDA tensor times
+    a CPU tensor that has a dimension raises."""
+    value = model.value(expr)
+    if value.rank is not None:
+        return value.rank
+    if depth <= 0 or value.kind not in (Kind.TENSOR, Kind.UNKNOWN):
+        return 0
+    found = 1 if value.origin is Origin.BATCH else 0
+    inner = _same_rank_input(model, expr)
+    if inner is not None:
+        return max(found, min_rank(model, inner, depth - 1))
+    if isinstance(expr, cst.Name):
+        from devicelint.semantic.dataflow import uses
+
+        defs = model.defs(expr)
+        if not defs:
+            return found
+        least = None
+        for d in defs:
+            rank = min_rank(model, d.value, depth - 1) if d.value is not None and not d.path \
+                and d.kind in ("assign", "annassign") else 0
+            for use in uses(model, d):
+                rank = max(rank, _dims_read(model, use))
+            least = rank if least is None else min(least, rank)
+        return max(found, least or 0)
+    return found
+
+
+def _same_rank_input(model, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The tensor whose rank `expr`'s result has, for conversions, moves, legacy wrappers,
+    `*_like` factories and factories sized by another tensor's `.size()`/`.shape`."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        return expr.value
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    qual = model.qualname(func)
+    if qual is None and isinstance(func, cst.Attribute):
+        spec = model.api.method(func.attr.value)
+        if func.attr.value in _MOVES or (spec is not None and spec.rank == "same"):
+            return func.value
+        return None
+    if qual in _WRAPPERS:
+        return call_arg(expr, 0, "data")
+    spec = model.api.function(qual) if qual is not None else None
+    if spec is None:
+        return None
+    first = call_arg(expr, 0, "input")
+    if spec.rank in ("same", "like"):
+        return first
+    if spec.rank == "sizes" and len(positional_args(expr)) == 1 and first is not None:
+        if _is_size_call(first) or isinstance(first, cst.Attribute) and first.attr.value == "shape":
+            return first.func.value if isinstance(first, cst.Call) else first.value
+    return None
+
+
+def _dims_read(model, use: cst.Name) -> int:
+    """Dimensions a read of `use` needs: `use.shape[k]` and `use.size(k)` need `k + 1` (or
+    `-k` for a negative `k`), anything else none."""
+    parent = model.parent(use)
+    if not (isinstance(parent, cst.Attribute) and parent.value is use):
+        return 0
+    outer = model.parent(parent)
+    index = None
+    if parent.attr.value == "shape" and isinstance(outer, cst.Subscript) and outer.value is parent \
+            and len(outer.slice) == 1 and isinstance(outer.slice[0].slice, cst.Index):
+        index = int_value(outer.slice[0].slice.value)
+    elif parent.attr.value == "size" and isinstance(outer, cst.Call) and outer.func is parent \
+            and len(outer.args) == 1 and outer.args[0].keyword is None:
+        index = int_value(outer.args[0].value)
+    if index is None:
+        return 0
+    return index + 1 if index >= 0 else -index
