@@ -21,7 +21,7 @@ from typing import Any, Optional
 from devicelint.datafile import SafeDir, UnsafePath, decode, encode
 
 CACHE_DIR_NAME = ".devicelint_cache"
-FORMAT = "devicelint-results-2"  # bump when the layout of an entry changes
+FORMAT = "devicelint-results-3"  # bump when the layout of an entry changes
 MAX_AGE_DAYS = 30  # an entry (or another settings' cache file) unused this long is dropped
 MAX_BYTES = 64 * 1024 * 1024  # one cache file; beyond it the least recently used entries go
 MAX_READ = 2 * MAX_BYTES
@@ -62,8 +62,14 @@ class Cache:
         self.fingerprint = fingerprint
         self.file = f"results-{fingerprint}.json"
         # key -> [day last used, findings] or [day last used, findings, what they used of
-        # other files (devicelint.project_index.ProjectIndex.finish_job)]
+        # other files: the numbers of their rows in `rows`]
         self.entries: dict[str, list[Any]] = {}
+        # Each distinct dependency row (devicelint.project_index.ProjectIndex.finish_job)
+        # once: files share most of them (timm: 13,811 rows noted, 3,806 distinct), so a run
+        # decodes and checks each once. Checked for shape when first asked (`dependency_row`).
+        self.rows: list[Any] = []
+        self._row_shapes: dict[int, bool] = {}
+        self._row_numbers: Optional[dict[tuple, int]] = None  # row -> its number, when writing
         # The project index's facts of each module (devicelint.project_index.facts_key ->
         # [day last used, facts]): a warm run parses no module to learn its imports.
         self.facts: dict[str, list[Any]] = {}
@@ -96,28 +102,32 @@ class Cache:
         info = folder.stat(self.file)
         if info is not None:
             self._loaded_stat = (info.st_mtime_ns, info.st_size)
-        self.entries, self.facts = self._entries_of(folder.read(self.file, MAX_READ))
+        self.entries, self.facts, self.rows = self._entries_of(folder.read(self.file, MAX_READ))
 
-    def _entries_of(self, data: Optional[bytes]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
-        """(findings entries, index facts entries) of a cache file's bytes."""
+    def _entries_of(self, data: Optional[bytes]) -> tuple[dict[str, list[Any]], dict[str, list[Any]], list]:
+        """(findings entries, index facts entries, dependency rows) of a cache file's bytes."""
         payload = decode(FORMAT, data)
         if not isinstance(payload, dict) or payload.get("fingerprint") != self.fingerprint:
-            return {}, {}
-        return (self._checked(payload.get("entries"), list),
-                self._checked(payload.get("facts"), dict))
+            return {}, {}, []
+        rows = payload.get("rows")
+        rows = rows if type(rows) is list else []
+        return (self._checked(payload.get("entries"), list, len(rows)),
+                self._checked(payload.get("facts"), dict, 0), rows)
 
-    def _checked(self, raw: Any, kind: type) -> dict[str, list[Any]]:
+    def _checked(self, raw: Any, kind: type, rows: int) -> dict[str, list[Any]]:
         if not isinstance(raw, dict):
             return {}
         entries = {}
         for key, value in raw.items():
             # The shell is checked here; the content when it is served (findings in `get`,
-            # facts by devicelint.project_index.facts_from_json).
+            # dependency rows by `dependency_row`, facts by
+            # devicelint.project_index.facts_from_json).
             if (
                 _KEY_RE.match(key)
                 and isinstance(value, list) and (len(value) == 2 or len(value) == 3 and kind is list)
                 and type(value[0]) is int and 0 <= value[0] <= self.today + 1
                 and isinstance(value[1], kind)
+                and (len(value) == 2 or _row_numbers(value[2], rows))
             ):
                 entries[key] = value
         return entries
@@ -151,24 +161,46 @@ class Cache:
             self.dirty = True
         return findings
 
-    def dependencies(self, key: str) -> list:
-        """What the entry's findings used of other files (rows of strings and lists of
-        strings, as ProjectIndex.finish_job writes them; checked by ProjectIndex.still_valid);
-        [] when nothing. A row of another shape makes the entry unusable: ["?"]."""
+    def dependencies(self, key: str) -> list[int]:
+        """The numbers of the dependency rows the entry's findings used (what they used of
+        other files; `dependency_row` gives each); [] when nothing."""
         entry = self.entries.get(key)
-        if entry is None or len(entry) < 3:
-            return []
-        rows = entry[2]
-        if not isinstance(rows, list) or not all(_dependency_row(row) for row in rows):
-            return [["?"]]
-        return rows
+        return entry[2] if entry is not None and len(entry) == 3 else []
+
+    def dependency_row(self, number: int) -> Optional[list]:
+        """Row `number` (strings and lists of strings, as ProjectIndex.finish_job writes
+        them; checked by ProjectIndex.still_valid), or None when it has another shape (then
+        the entries that use it are linted again)."""
+        shape = self._row_shapes.get(number)
+        if shape is None:
+            shape = self._row_shapes[number] = _dependency_row(self.rows[number])
+        return self.rows[number] if shape else None
 
     def put(self, key: str, findings: list[dict], used: Optional[list] = None) -> None:
         rows = [pack(f) for f in findings]
         if None in rows:
             return
-        self.entries[key] = [self.today, rows, used] if used else [self.today, rows]
+        self.entries[key] = [self.today, rows, self._numbers(used)] if used else [self.today, rows]
         self.dirty = True
+
+    def _numbers(self, used: list) -> list[int]:
+        """The numbers of dependency rows `used` in `rows`, added there when new."""
+        numbers = self._row_numbers
+        if numbers is None:
+            numbers = self._row_numbers = {}
+            for number, row in enumerate(self.rows):
+                if self.dependency_row(number) is not None:
+                    numbers.setdefault(_row_key(row), number)
+        found = []
+        for row in used:
+            key = _row_key(row)
+            number = numbers.get(key)
+            if number is None:
+                number = numbers[key] = len(self.rows)
+                self.rows.append(row)
+                self._row_shapes[number] = True
+            found.append(number)
+        return found
 
     def save(self) -> None:
         """Write atomically (entries unused for MAX_AGE_DAYS dropped, the file kept under
@@ -196,30 +228,72 @@ class Cache:
         folder.create("CACHEDIR.TAG", CACHEDIR_TAG)
         info = folder.stat(self.file)
         if info is not None and (info.st_mtime_ns, info.st_size) != self._loaded_stat:
-            # Another run wrote meanwhile: keep its entries too.
-            entries, facts = self._entries_of(folder.read(self.file, MAX_READ))
+            # Another run wrote meanwhile: keep its entries too (their rows renumbered
+            # into ours).
+            entries, facts, rows = self._entries_of(folder.read(self.file, MAX_READ))
             for key, value in entries.items():
-                self.entries.setdefault(key, value)
+                if key not in self.entries:
+                    if len(value) == 3:
+                        used = [rows[n] for n in value[2]]
+                        if not all(_dependency_row(row) for row in used):
+                            continue
+                        value = [value[0], value[1], self._numbers(used)]
+                    self.entries[key] = value
             for key, value in facts.items():
                 self.facts.setdefault(key, value)
         kept = {k: v for k, v in self.entries.items() if v[0] >= oldest}
         facts = {k: v for k, v in self.facts.items() if v[0] >= oldest}
-        data = encode(FORMAT, {"fingerprint": self.fingerprint, "entries": kept, "facts": facts})
+        kept, rows = _renumbered(kept, self.rows)
+        data = encode(FORMAT, {"fingerprint": self.fingerprint, "entries": kept, "facts": facts, "rows": rows})
         if len(data) > MAX_BYTES:
             # Findings first: facts only save an `ast` parse, findings a lint.
-            data = encode(FORMAT, {"fingerprint": self.fingerprint, "entries": _newest(kept, MAX_BYTES)})
+            kept, rows = _renumbered(_newest(kept, rows, MAX_BYTES), rows)
+            data = encode(FORMAT, {"fingerprint": self.fingerprint, "entries": kept, "rows": rows})
         folder.replace(self.file, data)
         _prune_others(folder, self.file, oldest)
 
 
-def _newest(entries: dict[str, list[Any]], budget: int) -> dict[str, list[Any]]:
-    """The most recently used entries that fit in about `budget` bytes of JSON."""
+def _renumbered(entries: dict[str, list[Any]], rows: list) -> tuple[dict[str, list[Any]], list]:
+    """`entries` with their row numbers into a table of only the rows they use."""
+    numbers: dict[int, int] = {}
+    table: list = []
+    renumbered = {}
+    for key, value in entries.items():
+        if len(value) == 3:
+            used = []
+            for old in value[2]:
+                new = numbers.get(old)
+                if new is None:
+                    new = numbers[old] = len(table)
+                    table.append(rows[old])
+                used.append(new)
+            value = [value[0], value[1], used]
+        renumbered[key] = value
+    return renumbered, table
+
+
+def _row_numbers(numbers: Any, rows: int) -> bool:
+    return type(numbers) is list and all(type(n) is int and 0 <= n < rows for n in numbers)
+
+
+def _row_key(row: list) -> tuple:
+    return tuple(tuple(item) if type(item) is list else item for item in row)
+
+
+def _newest(entries: dict[str, list[Any]], rows: list, budget: int) -> dict[str, list[Any]]:
+    """The most recently used entries that fit in about `budget` bytes of JSON (with the
+    dependency rows they are the first to use)."""
     import json
 
     kept: dict[str, list[Any]] = {}
+    counted: set[int] = set()
     total = 1024
     for key, value in sorted(entries.items(), key=lambda item: -item[1][0]):
         total += len(key) + len(json.dumps(value, separators=(",", ":"))) + 8
+        for number in value[2] if len(value) == 3 else ():
+            if number not in counted:
+                counted.add(number)
+                total += len(json.dumps(rows[number], separators=(",", ":"))) + 1
         if total > budget:
             break
         kept[key] = value

@@ -89,6 +89,8 @@ class ProjectIndex:
         self._models: dict[str, object] = {}
         # Memos: a module lookup stats files; a name is resolved once per module.
         self._files: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        self._listings: dict[str, dict[str, int]] = {}  # directory -> its names (_find_files)
+        self._real_dirs: dict[str, str] = {}
         self._resolved: dict[tuple[str, str], Optional[Symbol]] = {}
         # Questions being answered ([memo, key, lowest open position read]), answers that
         # rest on an open one, open positions whose answer was read (`_memoised`).
@@ -344,15 +346,53 @@ class ProjectIndex:
         if not all(parts):
             return []
         for base in search:
-            here = os.path.join(base, *parts)
-            for candidate in (os.path.join(here, "__init__.py"), here + ".py"):
-                if os.path.isfile(candidate) and self._inside(candidate):
-                    return [os.path.realpath(candidate)]
+            # Each step is first looked up in its directory's listing (read once per run,
+            # like Python's own finders): most lookups are of external modules (torch,
+            # typing) and end at the first step without a stat; a warm run checks each
+            # of its thousands of cached lookups so.
+            folder: Optional[str] = base
+            for part in parts[:-1]:
+                folder = os.path.join(folder, part) if part in self._listing(folder) else None
+                if folder is None:
+                    break
+            if folder is None:
+                continue
+            last, names = parts[-1], self._listing(folder)
+            here = os.path.join(folder, last)
+            for directory, name in ((here, "__init__.py"), (folder, last + ".py")):
+                if directory is here and last not in names:
+                    continue
+                kind = self._listing(directory).get(name)
+                if kind == _PLAIN_FILE:  # its real path is its directory's and its name
+                    real = os.path.join(self._real_dir(directory), name)
+                elif kind == _LINK and os.path.isfile(os.path.join(directory, name)):
+                    real = os.path.realpath(os.path.join(directory, name))
+                else:
+                    continue
+                if real.startswith(self.root + os.sep):
+                    return [real]
         return []
 
-    def _inside(self, path: str) -> bool:
-        real = os.path.realpath(path)
-        return real == self.root or real.startswith(self.root + os.sep)
+    def _listing(self, folder: str) -> dict[str, int]:
+        """The names in `folder`, each with its kind (_PLAIN_FILE, _LINK, else 0), read once
+        per run ({} when it cannot be read)."""
+        found = self._listings.get(folder)
+        if found is None:
+            found = self._listings[folder] = {}
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        found[entry.name] = _LINK if entry.is_symlink() else \
+                            _PLAIN_FILE if entry.is_file(follow_symlinks=False) else 0
+            except (OSError, ValueError):
+                pass
+        return found
+
+    def _real_dir(self, folder: str) -> str:
+        found = self._real_dirs.get(folder)
+        if found is None:
+            found = self._real_dirs[folder] = os.path.realpath(folder)
+        return found
 
     # -- answers -------------------------------------------------------------------------
     def view(self, key: str, context_type: Optional[type] = None, ctx=None) -> Optional["FileView"]:
@@ -1262,6 +1302,9 @@ _RELATIVE_IMPORT = re.compile(r"\bfrom[\s\\]*\.")
 # the words among which any module an import statement names begins.
 _IMPORTED = re.compile(r"\b(?:from|import)((?:[ \t]|\\\r?\n)+[\w., \t]*(?:\\\r?\n[\w., \t]*)*)")
 _WORD = re.compile(r"\w+")
+
+
+_PLAIN_FILE, _LINK = 1, 2  # kinds of names in ProjectIndex._listing
 
 
 def _entries(folder: str) -> list[str]:

@@ -213,6 +213,7 @@ def lint_paths(
             continue
         readable.append((candidate, data))
     index = _project_index(settings, readable, cache)
+    holds: dict[int, bool] = {}  # whether each dependency row of the cache holds, this run
     for candidate, data in readable:
         # Rules see the path relative to the project root (DL010 exempts tests/ by path);
         # findings are reported under the path as the user wrote it.
@@ -220,7 +221,7 @@ def lint_paths(
         key = entry_key(data, candidate.relative, in_package_directory(candidate.path)) \
             if cache is not None else ""
         hit = cache.get(key) if cache is not None else None
-        if hit is not None and not _still_valid(index, cache.dependencies(key)):
+        if hit is not None and not _still_valid(index, cache, cache.dependencies(key), holds):
             hit = None
         if hit is not None:
             cached += 1
@@ -269,12 +270,22 @@ def _project_index(settings: Settings, readable: list,
         return project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None)
 
 
-def _still_valid(index, used: list) -> bool:
+def _still_valid(index, cache: Cache, used: list[int], holds: dict[int, bool]) -> bool:
     """Whether what a cached result used of other files (its facts, calls, models, module
-    lookups) is unchanged; a result that used nothing is valid as it is."""
+    lookups: the numbers of its rows in the cache) is unchanged; a result that used nothing
+    is valid as it is. Each row is checked once per run (`holds`), whichever files share it."""
     if not used:
         return True
-    return index is not None and index.still_valid(used)
+    if index is None:
+        return False
+    for number in used:
+        found = holds.get(number)
+        if found is None:
+            row = cache.dependency_row(number)
+            found = holds[number] = row is not None and index.still_valid([row])
+        if not found:
+            return False
+    return True
 
 
 def lint_text(data: bytes, display: str, settings: Settings) -> LintRun:
