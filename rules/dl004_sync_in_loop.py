@@ -37,7 +37,9 @@ class SyncInLoop(Rule):
     a parameter, a loss from another module: `loss = criterion(model(x.to(device)), y)`, a
     function of another package or local module: `acc1, acc5 = accuracy(out, y, topk=(1, 5))`,
     unless that local module shows it returns a host value) is taken to be on the device too, as is what a function of the file returns when what it computes is (`loss, n = train_batch(...)`: the returned loss, not the size), and so is a field of a module's output (`out.logits`) and
-    the output of a module that holds no tensor (`nn.MSELoss()`) given device tensors; what a
+    the output of a module that holds no tensor (`nn.MSELoss()`) given device tensors, what a
+    `functools.partial` of such code returns when it binds device tensors, and a dict
+    comprehension over device values (`{k: v.detach() for k, v in losses.items()}`); what a
     model's own method returns (`net.detect(x)`: device tensors or NumPy arrays) is not
     assumed. A parameter of a function nothing in the file calls has its default's
     place (`device="cuda"` is the GPU, `device="cpu"` the host). Where the only sign of the
@@ -242,6 +244,9 @@ class SyncInLoop(Rule):
         for device tensors (`outputs = model(x.to(device))`), carried through tensor methods,
         indexing and arithmetic."""
         sem = self.ctx.semantic
+        if isinstance(node, cst.DictComp) and depth <= _MAX_DEPTH:
+            # `{k: v * w for k, v in losses.items()}`: a mapping of what its values are.
+            return self._evidence(node.value, depth + 1)
         value = sem.value(node)
         if value.place is Place.DEVICE and value.kind in (Kind.TENSOR, Kind.UNKNOWN):
             return Evidence(value.hint)
@@ -284,6 +289,15 @@ class SyncInLoop(Rule):
                 # with `loss = criterion(net(x), y)` and `x` moved to the device).
                 return self._returned_evidence(own[0], (), depth + 1)
             func = node.func
+            bound = self._partial(func)
+            if bound is not None:
+                # `step = functools.partial(diffusion.losses, model, x)` then `step()`: a call
+                # of code the file does not show, with the bound arguments and these.
+                for arg in [*bound, *node.args]:
+                    found = self._evidence(arg.value, depth + 1)
+                    if found is not None:
+                        return Evidence(found.hint, True)
+                return None
             callee = sem.value(func)
             if isinstance(func, cst.Attribute) and callee.kind is not Kind.MODULE \
                     and func.attr.value not in sem.api.module_api_methods:
@@ -403,6 +417,26 @@ class SyncInLoop(Rule):
             self._judging.discard(id(function))
         return Evidence(any(e.hint for e in found), any(e.opaque for e in found))
 
+    def _partial(self, func: cst.BaseExpression) -> Optional[list]:
+        """The arguments `functools.partial(target, *args)` binds, when every binding of
+        the name called is such a partial of code the file does not show."""
+        sem = self.ctx.semantic
+        if not isinstance(func, cst.Name):
+            return None
+        defs = sem.defs(func)
+        bound: list = []
+        for d in defs:
+            made = d.value
+            if d.kind != "assign" or d.path or not isinstance(made, cst.Call) or not made.args \
+                    or sem.qualname(made.func) != "functools.partial":
+                return None
+            target = made.args[0].value
+            qual = sem.qualname(target)
+            if sem.resolve_function(target) is not None or (qual is not None and qual.startswith("torch.")):
+                return None
+            bound.extend(a for a in made.args[1:] if not a.star)
+        return bound if defs else None
+
     def _within(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
         current: Optional[cst.CSTNode] = node
         while current is not None:
@@ -495,6 +529,14 @@ class SyncInLoop(Rule):
 def _walked(iterable: cst.BaseExpression, path: tuple) -> Optional[cst.BaseExpression]:
     """The expression whose elements a loop target's part takes: `x` for `for row in x`,
     and for the second name of `for i, row in enumerate(x)`, and for `a` in `for a, b in zip(x, y)`."""
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) and not iterable.args:
+        # `for k, v in losses.items()` / `for v in losses.values()`: the mapping's values.
+        method = iterable.func.attr.value
+        if method == "items" and path[:1] == (1,):
+            return iterable.func.value if len(path) == 1 else None
+        if method == "values":
+            return iterable.func.value if not path else None
+        return None
     while isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.args:
         name = iterable.func.value
         if name == "enumerate" and path[:1] == (1,):

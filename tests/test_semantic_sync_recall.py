@@ -79,3 +79,36 @@ def test_the_returned_part_of_a_function_of_the_file_is_judged_by_what_it_comput
     # `total` is a loss computed by code the file does not show on data `step` moved to the
     # device: read per step (line 13); `seen` is a size (line 14): silent.
     assert _dl004_lines(RETURNS) == [13]
+
+
+PARTIAL = """
+    import functools
+
+    def log_losses(losses):
+        for key, values in losses.items():
+            print(values.mean().item())
+
+    def train(diffusion, model, loader, opt):
+        for x in loader:
+            x = x.cuda()
+            compute = functools.partial(diffusion.training_losses, model, x)
+            losses = compute()
+            losses["loss"].mean().backward()
+            opt.step()
+            log_losses({k: v.detach() for k, v in losses.items()})
+            log_losses({k: v.detach().item() for k, v in losses.items()})
+"""
+
+
+def test_a_partial_of_unseen_code_on_device_data_gives_device_values_and_a_dict_comprehension_keeps_them():
+    # Line 15: the mapping's values are what the partial computed on `x` (on the device);
+    # line 16: its values were read on the host already (one read per key, reported as such
+    # on that line by the comprehension's own `.item()`, not through the helper).
+    lines = _dl004_lines(PARTIAL)
+    assert 15 in lines
+    from devicelint.engine import lint_source
+    from rules.dl004_sync_in_loop import SyncInLoop
+
+    result = lint_source("t.py", textwrap.dedent(PARTIAL), [SyncInLoop])
+    on_16 = [f.message for f in result.findings if f.line == 16]
+    assert on_16 and all("log_losses" not in m for m in on_16)
