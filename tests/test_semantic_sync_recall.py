@@ -112,3 +112,20 @@ def test_a_partial_of_unseen_code_on_device_data_gives_device_values_and_a_dict_
     result = lint_source("t.py", textwrap.dedent(PARTIAL), [SyncInLoop])
     on_16 = [f.message for f in result.findings if f.line == 16]
     assert on_16 and all("log_losses" not in m for m in on_16)
+
+
+def test_a_submodule_of_a_module_class_of_another_file_is_on_its_parents_device():
+    """fixtures/DL004/project/: `model.out(hidden)` with `self.out = nn.Linear(...)` in
+    translator.py is a module output on the device; `model.scores(...)`, a plain method
+    there, is not assumed to be. Linted as one run (the project index), the findings are
+    the folder's markers."""
+    from pathlib import Path
+
+    from devicelint.runner import Overrides, lint_paths
+    from tests.fixture_markers import expected_findings
+
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "DL004" / "project"
+    run = lint_paths([str(root)], Overrides(), use_cache=False, jobs=1)
+    found = {(Path(f.path).name, f.line, f.code) for f in run.findings}
+    expected = {(p.name, line, code) for p in sorted(root.glob("*.py")) for line, code in expected_findings(p)}
+    assert found == expected and ("bad_decode.py", 16, "DL004") in found

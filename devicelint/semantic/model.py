@@ -1147,6 +1147,15 @@ class SemanticModel:
                 sub = self.self_attribute(owner, attr)
                 if sub.kind is Kind.MODULE:
                     return sub.with_(place=base.place, node=node)
+            elif base.cls:
+                # `model.ff` of a module class of another local module (`self.ff =
+                # nn.Linear(...)` in its `__init__`): a submodule there too.
+                found = self._project_class(base.cls)
+                if found is not None:
+                    other, owner = found
+                    sub = other.self_attribute(owner, attr)
+                    if sub.kind is Kind.MODULE:
+                        return Value(Kind.MODULE, base.place, node=node)
         if base.kind is Kind.ARRAY:
             if attr == "T":
                 return base
@@ -1199,6 +1208,32 @@ class SemanticModel:
             # A submodule moves with its parent module: its place is the parent's.
             value = value.with_(place=Place.UNKNOWN)
         return value
+
+    def _project_class(self, qualified: str):
+        """(that file's model, its ClassDef) for a class of another local module, else None."""
+        view = self.project
+        if view is None:
+            return None
+        symbol = view.resolve(qualified)   # `models.Net` of `import models`
+        if symbol is None:
+            # `from src.model import Translator`: the name the file binds, when it stands
+            # for that module's class.
+            module, _, name = qualified.rpartition(".")
+            symbol = view.resolve(name) if module else None
+            path = symbol.module.key.rsplit(".", 1)[0] \
+                if symbol is not None and symbol.module is not None else ""
+            if symbol is None or symbol.name != name or not (
+                    path.endswith(module.replace(".", "/")) or path.endswith(module.replace(".", "/") + "/__init__")):
+                return None
+        if symbol.kind != "class" or symbol.module is None or symbol.module is view.module:
+            return None
+        other = view.model_of(symbol.module)
+        if other is None:
+            return None
+        for owner in other.ctx.class_defs:
+            if owner.name.value == symbol.name and other.parent(owner) is other.ctx.module:
+                return other, owner
+        return None
 
     def may_be_module_class(self, owner: cst.ClassDef, depth: int = 0) -> bool:
         """A class of the file that derives from nn.Module, or may: a base the file does not
