@@ -71,6 +71,7 @@ class ModuleInfo:
     ready: Optional[bool] = None
     identity: Optional[str] = None  # ProjectIndex.identity, once computed
     token: Optional[str] = None     # ProjectIndex.token, once computed
+    imports_local: Optional[bool] = None  # ProjectIndex.may_import_local, once computed
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,9 @@ class ProjectIndex:
         self.new_facts: dict[str, object] = {}
         self.facts_used: set[str] = set()
         self.parses = 0  # modules read with ast.parse (a warm run parses none)
+        # Whether what each file's lint used is noted (start_job .. finish_job) and the facts
+        # read are kept (new_facts): for the result cache; a run without one skips both.
+        self.recording = True
         self._unreadable: set[str] = set()
         self._packages: dict[str, tuple[str, tuple[str, ...], bool]] = {}
         self._heads: dict[tuple[str, ...], set] = {}  # search dirs -> the names found there
@@ -118,16 +122,18 @@ class ProjectIndex:
     # -- building ------------------------------------------------------------------------
     @classmethod
     def build(cls, root: str, files: Iterable[tuple[str, str, bytes]],
-              known: Optional[dict[str, object]] = None) -> "ProjectIndex":
+              known: Optional[dict[str, object]] = None, recording: bool = True) -> "ProjectIndex":
         """`files`: (path on disk, the path rules will see, content) of each file linted.
         `known`: the facts of earlier runs by `facts_key` (from the result cache); a module
         found there is not parsed again. `index.new_facts` holds those this run parsed.
+        `recording`: False when the run keeps no result cache (nothing noted, no facts kept).
 
         Nothing is parsed here: a module's facts are read when a question first reaches it
         (`ready`), a linted file's own from the libcst tree its lint already has, another
         module's with `ast`; a local module no question reaches is never read."""
         index = cls(root)
         index.known = known or {}
+        index.recording = recording
         for path, key, data in files:
             if path.endswith((".py", ".pyi")):
                 index._add(path, data, key)
@@ -170,7 +176,8 @@ class ProjectIndex:
                     facts = facts_to_json(info)
                 else:
                     facts = self._parse_facts(info, info.text or "")
-                self.new_facts[cache_key] = facts
+                if self.recording:
+                    self.new_facts[cache_key] = facts
             info.ready = bool(facts)
             if facts:
                 _apply_facts(info, facts)
@@ -254,6 +261,11 @@ class ProjectIndex:
         module goes through such an import, so False means it reaches none."""
         if info.ready is False:
             return False
+        if info.imports_local is None:  # asked for every file by each `importers_of`
+            info.imports_local = self._may_import_local(info)
+        return info.imports_local
+
+    def _may_import_local(self, info: ModuleInfo) -> bool:
         text = info.text or ""
         if "import" not in text:
             return False
@@ -598,6 +610,10 @@ class ProjectIndex:
 
     def finish_job(self) -> tuple[list, dict]:
         """(the dependencies noted since `start_job`, the facts read meanwhile)."""
+        if not self.recording:
+            self._job_key = None
+            self._job_deps = self._deps = {}
+            return [], {}
         found: dict = {}
         seen: set[int] = set()
         stack = [self._job_deps]
@@ -617,7 +633,8 @@ class ProjectIndex:
         return sorted(_dependency_row(key, value) for key, value in found.items()), facts
 
     def _note_module(self, path: str, info: Optional[ModuleInfo]) -> None:
-        self._deps[("facts", path)] = (self.identity(info), self.token(info))
+        if self.recording:
+            self._deps[("facts", path)] = (self.identity(info), self.token(info))
 
     def identity(self, info: Optional[ModuleInfo]) -> str:
         """What a module's facts are made of: its content and where it sits (its dotted
@@ -810,7 +827,9 @@ class FileView:
         look before building another file's model)."""
         calls = self.raw_calls(function)
         index = self.index
-        index._deps[("calls", self.module.path, function)] = (index.identity(self.module), _hash(*sorted(calls)))
+        if index.recording:
+            index._deps[("calls", self.module.path, function)] = (index.identity(self.module),
+                                                                  _hash(*sorted(calls)))
         found = set()
         for dotted in calls:
             symbol = index.resolve(self.module, dotted)
@@ -839,8 +858,9 @@ class FileView:
                     break
         # Which files of the run import it: a new importer, or one that no longer does,
         # changes the answer (checked again in ProjectIndex.still_valid).
-        index._deps[("importers", self.module.path, function)] = (index.run_identity(),
-                                                                  _hash(*sorted(m.path for m in found)))
+        if index.recording:
+            index._deps[("importers", self.module.path, function)] = (
+                index.run_identity(), _hash(*sorted(m.path for m in found)))
         return found
 
 

@@ -267,7 +267,8 @@ def _project_index(settings: Settings, readable: list,
     if not all(p == root or p.startswith(root + os.sep) for p in places):
         root = os.path.commonpath(places)
     with collector.paused():  # `ast` trees hold no cycles: freed as each file is read
-        return project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None)
+        return project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None,
+                                                recording=cache is not None)
 
 
 def _still_valid(index, cache: Cache, used: list[int], holds: dict[int, bool]) -> bool:
