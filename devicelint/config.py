@@ -12,11 +12,6 @@ from typing import Any, Optional
 
 from devicelint.diagnostics import SYNTAX_ERROR, UNREADABLE
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 # ruff's default excludes (ruff 0.17: `ruff check --show-settings`), plus devicelint's own
 # cache. Not `env`/`.env` (an RL project's `env/` is source) nor `build` (ruff dropped it).
 DEFAULT_EXCLUDE = (
@@ -114,6 +109,11 @@ def _parse(raw: bytes, path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as error:
         line = raw.count(b"\n", 0, error.start) + 1
         raise ConfigError(f"{path}: invalid TOML: not UTF-8 (byte 0x{raw[error.start]:02x} at line {line})") from None
+    # Imported here: a run with no pyproject.toml to read does not pay for it (issue 17).
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

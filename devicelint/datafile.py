@@ -19,7 +19,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import stat
 from typing import Any, Iterator, Optional
 
@@ -199,6 +198,8 @@ class SafeDir:
     def replace(self, name: str, data: bytes) -> None:
         """Atomically make `name` hold `data`: a new temporary file (O_EXCL, never a link)
         renamed over it. A link named `name` is replaced, never followed. Raises OSError."""
+        import secrets  # only when writing (a warm run that changed nothing writes nothing)
+
         temp = f".tmp-{os.getpid()}-{secrets.token_hex(4)}"
         fd = self._open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         try:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
-
-import pathspec
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from devicelint.config import Settings
 from devicelint.source import SkippedFile, read_regular
+
+if TYPE_CHECKING:  # imported when a .gitignore or excludes file is read (issue 17: start-up)
+    import pathspec
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 MAX_GITIGNORE_BYTES = 10_000_000
@@ -52,6 +54,11 @@ class ProjectPaths:
         if found is None:
             found = self._real_dirs[directory] = os.path.realpath(directory)
         return found
+
+    def lexically_relative(self, path: "str | os.PathLike[str]") -> Optional[str]:
+        """The path relative to the root when it is spelled inside it (no link resolved),
+        else None."""
+        return self._inside(os.path.abspath(path))
 
     def relative(self, path: "str | os.PathLike[str]") -> Optional[str]:
         """The path relative to the root, or None if it is outside."""
@@ -101,8 +108,15 @@ class Excluder:
         patterns = [p.rstrip("/") for p in list(settings.exclude) + list(settings.extend_exclude) if p]
         self.name_patterns = [p for p in patterns if "/" not in p]
         self.path_patterns = [p.lstrip("./") if p.startswith("./") else p for p in patterns if "/" in p]
+        # Each list as one expression (fnmatchcase pattern by pattern was most of a walk's time).
+        self._name_re = _any_of(self.name_patterns)
+        self._path_re = _any_of(self.path_patterns)
         self.respect_gitignore = settings.respect_gitignore
         self._gitignores: dict[Path, Optional[pathspec.GitIgnoreSpec]] = {}
+        # (a directory relative to the root, floor) -> the .gitignore files that apply to
+        # its entries, nearest first, each with where the entry's path below it starts, and
+        # whether the walk up stopped at the floor.
+        self._chains: dict[tuple[str, Optional[Path]], tuple[list, bool]] = {}
         # Set while walking a directory named on the command line that is itself ignored:
         # .gitignore files above it do not apply to what is inside.
         self.floor: Optional[Path] = None
@@ -112,17 +126,23 @@ class Excluder:
     def _relative(self, path: Path) -> Optional[str]:
         return self.paths.relative(path)
 
-    def matches(self, path: Path) -> bool:
-        name = path.name
-        if any(fnmatch.fnmatchcase(name, p) for p in self.name_patterns):
-            return True
-        relative = self._relative(path)
-        return relative is not None and any(fnmatch.fnmatchcase(relative, p) for p in self.path_patterns)
+    def matches(self, path: "Path | str") -> bool:
+        return self._matches(path, self._relative(path))
 
-    def excluded(self, path: Path, is_dir: bool) -> bool:
-        if self.matches(path):
+    def _matches(self, path: "Path | str", relative: Optional[str]) -> bool:
+        """`relative`: the path relative to the root, None when it is outside."""
+        name = path.name if isinstance(path, Path) else os.path.basename(path)
+        if self._name_re is not None and self._name_re.match(name):
             return True
-        return self.respect_gitignore and self._gitignored(path, is_dir)
+        return relative is not None and self._path_re is not None and self._path_re.match(relative) is not None
+
+    def excluded(self, path: "Path | str", is_dir: bool, relative: Optional[str] = None) -> bool:
+        """`relative`: the path relative to the root, when the caller knows it."""
+        if relative is None:
+            relative = self._relative(path)
+        if self._matches(path, relative):
+            return True
+        return self.respect_gitignore and self._gitignored(path, is_dir, relative)
 
     def excluded_with_parents(self, path: Path) -> bool:
         """For --force-exclude: the path or any directory above it (up to the root)."""
@@ -141,12 +161,52 @@ class Excluder:
             self._gitignores[directory] = _read_spec(directory / ".gitignore")
         return self._gitignores[directory]
 
-    def _gitignored(self, path: Path, is_dir: bool) -> bool:
+    def _gitignored(self, path: "Path | str", is_dir: bool, relative: Optional[str] = None) -> bool:
         """As git decides: the nearest .gitignore with a pattern matching the path (the
         last such pattern in it, `!` re-including) wins, from the path's directory up to
         the project root; then the repository's .git/info/exclude, then the user's global
         excludes file."""
-        path = self.paths.canonical(path)
+        if relative is None:
+            relative = self._relative(path)
+        if not relative:  # outside the project, or its root
+            return self._gitignored_path(self.paths.canonical(path), is_dir)
+        suffix = "/" if is_dir else ""
+        chain, at_floor = self._chain(relative.rpartition("/")[0])
+        for start, spec in chain:
+            verdict = spec.check_file(relative[start:] + suffix).include
+            if verdict is not None:
+                return verdict
+        if at_floor:
+            return False  # inside a directory named on the command line that is ignored
+        top, specs = self._repository_specs()
+        if top is None or not specs:
+            return False
+        below = self._root_below_top
+        return self._repository_verdict(specs, f"{below}/{relative}{suffix}" if below else relative + suffix)
+
+    def _chain(self, folder: str) -> tuple[list, bool]:
+        """The .gitignore files from `folder` (relative to the root) up to the root or the
+        floor, nearest first, as `_gitignored_path` climbs them."""
+        key = (folder, self.floor)
+        found = self._chains.get(key)
+        if found is None:
+            chain = []
+            at_floor = False
+            prefix: Optional[str] = folder
+            while prefix is not None:
+                directory = Path(self.root, prefix) if prefix else self.root
+                spec = self._gitignore(directory)
+                if spec is not None:
+                    chain.append((len(prefix) + 1 if prefix else 0, spec))
+                if directory == self.floor:
+                    at_floor = True
+                    break
+                prefix = prefix.rpartition("/")[0] if prefix else None
+            found = self._chains[key] = (chain, at_floor)
+        return found
+
+    def _gitignored_path(self, path: Path, is_dir: bool) -> bool:
+        """`_gitignored` for the project root or a path outside it (canonical)."""
         directory = path.parent
         while True:
             spec = self._gitignore(directory)
@@ -162,13 +222,22 @@ class Excluder:
             directory = directory.parent
         return self._repository_ignored(path, is_dir)
 
-    def _repository_ignored(self, path: Path, is_dir: bool) -> bool:
+    def _repository_specs(self) -> tuple[Optional[Path], list]:
         if self._repository is None:
             self._repository = _repository_excludes(self.root)
-        top, specs = self._repository
+            top = self._repository[0]
+            # The root's path below the work tree ("" when it is the work tree).
+            self._root_below_top = self.root.relative_to(top).as_posix() if top and top != self.root else ""
+        return self._repository
+
+    def _repository_ignored(self, path: Path, is_dir: bool) -> bool:
+        top, specs = self._repository_specs()
         if top is None or (path != top and top not in path.parents):
             return False
-        relative = path.relative_to(top).as_posix() + ("/" if is_dir else "")
+        return self._repository_verdict(specs, path.relative_to(top).as_posix() + ("/" if is_dir else ""))
+
+    @staticmethod
+    def _repository_verdict(specs: list, relative: str) -> bool:
         for spec in specs:
             verdict = spec.check_file(relative).include
             if verdict is not None:
@@ -201,7 +270,18 @@ def _repository_excludes(root: Path) -> tuple[Optional[Path], list[pathspec.GitI
 def _read_spec(file: Path) -> Optional[pathspec.GitIgnoreSpec]:
     """Git ignore patterns from `file`; None if there is no such file."""
     text = _read_text(file)
-    return pathspec.GitIgnoreSpec.from_lines(text.splitlines()) if text is not None else None
+    if text is None:
+        return None
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+
+
+def _any_of(patterns: list[str]) -> Optional[re.Pattern]:
+    """One expression that matches what any of the glob `patterns` matches (fnmatchcase)."""
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
 
 
 def global_excludes_file() -> Optional[Path]:
@@ -251,7 +331,7 @@ def _read_text(file: Path) -> Optional[str]:
         return None
 
 
-def _display(path: Path, given: str) -> str:
+def _display(path: "Path | str", given: Optional[str]) -> Optional[str]:
     try:
         return os.path.relpath(path)
     except ValueError:  # another drive on Windows
@@ -291,13 +371,13 @@ def discover(paths: list[str], settings: Settings, force_exclude: bool = False
 
 def _walk(top: Path, excluder: Excluder, problems: list[Problem]) -> Iterator[Candidate]:
     seen_dirs: set[tuple[int, int]] = set()
-    stack = [top]
+    stack = [str(top)]
     while stack:
         directory = stack.pop()
         try:
-            stat = directory.stat()
+            stat = os.stat(directory)
         except OSError as error:
-            problems.append(Problem(_display(directory, str(directory)), f"Cannot read directory: {error.strerror}"))
+            problems.append(Problem(_display(directory, directory), f"Cannot read directory: {error.strerror}"))
             continue
         key = (stat.st_dev, stat.st_ino)
         if key in seen_dirs:  # a symlink loop, or two links to one directory
@@ -306,29 +386,36 @@ def _walk(top: Path, excluder: Excluder, problems: list[Problem]) -> Iterator[Ca
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as error:
-            problems.append(Problem(_display(directory, str(directory)), f"Cannot read directory: {error.strerror}"))
+            problems.append(Problem(_display(directory, directory), f"Cannot read directory: {error.strerror}"))
             continue
+        # Worked out once for the directory, not for each entry: how it is shown and where
+        # it is in the project (each entry's are these and its name).
+        shown = _display(directory, None)
+        inside = excluder.paths.lexically_relative(directory)
         subdirs = []
         for entry in entries:
-            entry_path = Path(entry.path)
+            name = entry.name
+            # As str(Path(entry.path)) spells it.
+            entry_path = name if directory == "." else entry.path
+            display = entry.path if shown is None else name if shown == "." else os.path.join(shown, name)
+            relative = None if inside is None else f"{inside}/{name}" if inside else name
             try:
                 is_dir = entry.is_dir()
                 is_file = entry.is_file()
             except OSError as error:  # a symlink loop (ELOOP): report it, do not skip it silently
-                if entry.name.endswith(SOURCE_SUFFIXES) and not excluder.excluded(entry_path, False):
-                    problems.append(Problem(_display(entry_path, entry.path),
-                                            f"Cannot read: {error.strerror or error}"))
+                if name.endswith(SOURCE_SUFFIXES) and not excluder.excluded(entry_path, False, relative):
+                    problems.append(Problem(display, f"Cannot read: {error.strerror or error}"))
                 continue
             if is_dir:
-                if not excluder.excluded(entry_path, True):
+                if not excluder.excluded(entry_path, True, relative):
                     subdirs.append(entry_path)
-            elif is_file and entry.name.endswith(SOURCE_SUFFIXES):
-                if not excluder.excluded(entry_path, False):
-                    yield Candidate(str(entry_path), _display(entry_path, entry.path), False)
-            elif not is_file and not is_dir and entry.name.endswith(SOURCE_SUFFIXES):
+            elif is_file and name.endswith(SOURCE_SUFFIXES):
+                if not excluder.excluded(entry_path, False, relative):
+                    yield Candidate(entry_path, display, False)
+            elif not is_file and not is_dir and name.endswith(SOURCE_SUFFIXES):
                 if not os.path.exists(entry_path):
-                    problems.append(Problem(_display(entry_path, entry.path), "Broken symbolic link (or a link loop)"))
-                elif not excluder.excluded(entry_path, False):
+                    problems.append(Problem(display, "Broken symbolic link (or a link loop)"))
+                elif not excluder.excluded(entry_path, False, relative):
                     # A FIFO, device or socket: the reader reports it (DL902) without opening it.
-                    yield Candidate(str(entry_path), _display(entry_path, entry.path), False)
+                    yield Candidate(entry_path, display, False)
         stack.extend(reversed(subdirs))

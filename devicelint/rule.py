@@ -31,10 +31,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Optional
 
-from devicelint.runtime_spec import RuntimeSpec
-
 if TYPE_CHECKING:  # libcst is imported only when a file is actually parsed
     import libcst as cst
+
+    from devicelint.runtime_spec import RuntimeSpec
 
     from devicelint.context import FileContext
 

@@ -28,7 +28,6 @@ from devicelint.discovery import ProjectPaths, discover
 from devicelint.diagnostics import (
     SYNTAX_ERROR, UNREADABLE, UNUSED_SUPPRESSION, diagnostic, python_syntax_error, unreadable,
 )
-from devicelint.document import parse_document
 from devicelint import collector, project_index
 from devicelint.finding import Finding
 from devicelint.rule import rule_catalog, signature
@@ -89,6 +88,8 @@ def needs_parse(source: str, tokens: list[tuple[str, ...]], judge_suppressions: 
 def lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> list[Finding]:
     """The findings of the enabled `codes` in a file's bytes (`path` says what kind of file:
     a notebook or Python; findings are reported under `display`)."""
+    from devicelint.document import parse_document  # not needed when every file is cached
+
     try:
         document = parse_document(path, data)
     except ValueError as error:
@@ -214,11 +215,12 @@ def lint_paths(
         readable.append((candidate, data))
     index = _project_index(settings, readable, cache)
     holds: dict[int, bool] = {}  # whether each dependency row of the cache holds, this run
+    packages: dict[str, bool] = {}  # directory -> whether it holds an __init__.py
     for candidate, data in readable:
         # Rules see the path relative to the project root (DL010 exempts tests/ by path);
         # findings are reported under the path as the user wrote it.
         seen_as = candidate.relative or candidate.display
-        key = entry_key(data, candidate.relative, in_package_directory(candidate.path)) \
+        key = entry_key(data, candidate.relative, _in_package(candidate.path, packages)) \
             if cache is not None else ""
         hit = cache.get(key) if cache is not None else None
         if hit is not None and not _still_valid(index, cache, cache.dependencies(key), holds):
@@ -249,6 +251,17 @@ def lint_paths(
     findings = [f for f in findings if selected.keep(f, relative_of.get(f.path))]
     findings.sort(key=Finding.sort_key)
     return LintRun(findings, len(candidates), cached, codes, settings)
+
+
+def _in_package(path: str, known: dict[str, bool]) -> bool:
+    """`in_package_directory`, asked once per directory."""
+    if not path.endswith(".py"):
+        return in_package_directory(path)
+    folder = os.path.dirname(path)
+    found = known.get(folder)
+    if found is None:
+        found = known[folder] = in_package_directory(path)
+    return found
 
 
 def _project_index(settings: Settings, readable: list,
