@@ -149,25 +149,34 @@ class DeviceMismatch(Rule):
 
     def leave_Subscript(self, node: cst.Subscript) -> None:
         sem = self.ctx.semantic
+        # Only an index that may be a tensor can be on the device (`x[0]`, `x[:, 1:]`,
+        # `d["k"]` cannot): looked at first, it spares the indexed value's analysis.
+        indexes = [element.slice.value for element in node.slice
+                   if isinstance(element.slice, cst.Index) and not sem.never_tensor(element.slice.value)]
+        if not indexes:
+            return
         indexed = sem.value(node.value)
         if not (indexed.kind is Kind.TENSOR and indexed.place is Place.CPU):
             return
-        for element in node.slice:
-            if not isinstance(element.slice, cst.Index):
-                continue
-            index = sem.value(element.slice.value)
+        for index_node in indexes:
+            index = sem.value(index_node)
             if index.kind is Kind.TENSOR and index.place is Place.DEVICE \
                     and sem.on_gpu_path(node):
                 self.report(
                     node,
                     f"CPU tensor `{_short(self.ctx, node.value)}` is indexed with "
-                    f"`{_short(self.ctx, element.slice.value)}`, which is on the device"
+                    f"`{_short(self.ctx, index_node)}`, which is on the device"
                     f"{_hint(index)}",
                 )
                 return
 
     def _check(self, node: cst.CSTNode, operands: list[cst.BaseExpression], op: str) -> bool:
         sem = self.ctx.semantic
+        # A CPU tensor and a device tensor take two operands that may be tensors (`x * 2`
+        # has one): counted first, it spares the other operand's analysis.
+        operands = [operand for operand in operands if not sem.never_tensor(operand)]
+        if len(operands) < 2:
+            return False
         cpu: Optional[cst.BaseExpression] = None
         device: Optional[tuple[cst.BaseExpression, Value]] = None
         for operand in operands:

@@ -212,8 +212,6 @@ class RepeatedTransfer(Rule):
             return
         loop = loops[0]
         sem = self.ctx.semantic
-        if isinstance(loop, (cst.For, cst.While)) and sem.loops.facts(loop).runs_once:
-            return
         found = sem.syncs.callee(call)
         if found is not None:
             other, function = sem, found[0]
@@ -224,7 +222,11 @@ class RepeatedTransfer(Rule):
                 return
             other, function = foreign
             bound = dataflow.bind_arguments(function, call)
-        for upload in dataflow.per_call_uploads(other, function):
+        uploads = dataflow.per_call_uploads(other, function)
+        # (most callees copy nothing: the loop's facts are asked only when one does)
+        if not uploads or isinstance(loop, (cst.For, cst.While)) and sem.loops.facts(loop).runs_once:
+            return
+        for upload in uploads:
             if not all(name in bound and self._on_device(bound[name]) for name in upload.follows):
                 continue
             if not sem.on_gpu_path(call):

@@ -4,11 +4,14 @@ flows, checked to answer exactly as the full analysis does."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 
 from devicelint import safe_parse
 from devicelint.context import FileContext
+from devicelint.semantic.model import never_tensor
+from devicelint.semantic.values import Kind, Place
 
 
 def model_of(source: str):
@@ -115,3 +118,85 @@ def test_module_member_defs_only_for_names_bound_to_this_module():
     assert [d.kind for d in found] == ["def"]
     assert sem.module_member_defs(calls["x.zeros"].func) is None
     assert sem._this_module_names() == {"lib"}
+
+
+# -- cheap first looks checked against the full analysis on every fixture ------------------
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _fixture_models():
+    for path in sorted(FIXTURES.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        try:
+            module = safe_parse.parse_module(source)
+        except Exception:  # noqa: BLE001 - fixtures of syntax errors
+            continue
+        ctx = FileContext(str(path), source, module)
+        ctx.walk({}, {})
+        yield path, ctx, ctx.semantic
+
+
+def test_never_tensor_agrees_with_values_on_the_fixtures():
+    looked = 0
+    for path, ctx, sem in _fixture_models():
+        for node in ctx.nodes:
+            if isinstance(node, cst.BaseExpression) and never_tensor(node):
+                looked += 1
+                assert sem.value(node).kind is not Kind.TENSOR, (path, ctx.position(node), ctx.code(node))
+    assert looked > 1000  # the look answered for many expressions
+
+
+def test_never_tensor_by_syntax():
+    ctx, sem = model_of("""
+    import torch
+    x = torch.zeros(3)
+    a = (1, -2.0, "s", f"{x}", None, True, [x], {x}, {1: x}, [v for v in x], lambda: x, not x, x is None, ...)
+    b = (x, -x, ~x, x == 1, x[0], x.t(), -(x))
+    """)
+    tuples = [n.value for n in ctx.iter_nodes(cst.Assign) if isinstance(n.value, cst.Tuple)]
+    assert all(never_tensor(e.value) for e in tuples[0].elements)
+    assert not any(never_tensor(e.value) for e in tuples[1].elements)
+    assert all(sem.value(e.value).kind is Kind.TENSOR for e in tuples[1].elements)
+
+
+def test_a_name_bound_nowhere_reaches_nothing_without_a_flow():
+    ctx, sem = model_of("""
+    def f(x, *args, **kwargs):
+        return len(x), args, kwargs
+    """)
+    names = {n.value: n for n in ctx.iter_nodes(cst.Name)}
+    assert sem.defs(names["len"]) == []
+    assert sem._flows == {}  # a builtin: nothing analysed
+    assert [d.kind for d in sem.defs(names["args"])] == ["param"]  # `*args` binds (a field the walk skips)
+    assert [d.kind for d in sem.defs(names["kwargs"])] == ["param"]
+
+
+def test_defs_of_every_read_agree_with_the_flow_on_the_fixtures():
+    asked = skipped = 0
+    for path, ctx, sem in _fixture_models():
+        for name in ctx.iter_nodes(cst.Name):
+            full = sem._reaching_defs(name)
+            assert sem.defs(name) == full, (path, ctx.position(name), name.value)
+            asked += 1
+            skipped += name.value not in sem._bound_names_anywhere()
+    assert skipped > 100 and asked > skipped
+
+
+def test_call_sites_matched_once_per_function():
+    ctx, sem = model_of("""
+    import torch
+
+    def run(a, b, c):
+        return a + b + c
+
+    run(torch.zeros(2).cuda(), 1, 2)
+    run(torch.zeros(2).cuda(), 3, 4)
+    """)
+    function = next(iter(ctx.iter_nodes(cst.FunctionDef)))
+    a, b, c = function.params.params
+    assert sem.param_value(a).place is Place.DEVICE
+    assert sem.param_value(b).kind is Kind.NUMBER
+    calls, spawns = sem._sites[id(function)]
+    assert len(calls) == 2 and spawns == ()
+    sem._sites[id(function)] = ((), ())  # the table is what later parameters read
+    assert sem.param_value(c).kind is Kind.UNKNOWN

@@ -377,43 +377,7 @@ def invariant(sem, expr: cst.CSTNode, region: cst.CSTNode) -> bool:
     functions (PyTorch's, from the API table, not random; builtins that only read). A
     read of an attribute (`self.table`) is invariant when nothing in `region` stores to
     it or calls a method on its owner that is not a module or a pure PyTorch method."""
-    stack: list[cst.CSTNode] = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await) + COMPREHENSIONS):
-            return False
-        if isinstance(node, cst.Name):
-            if node.value in ("True", "False", "None"):
-                continue
-            defs = sem.defs(node)
-            if any(d.node is not None and within(sem, d.node, region) for d in defs):
-                return False
-            if defs and all(d.kind == "import" for d in defs):
-                continue  # a module: `torch` in `torch.tensor(...)`
-            if changes(sem, node, region):
-                return False
-            continue
-        if isinstance(node, cst.Attribute):
-            if node.attr.value in ("grad", "data") or sem.value(node.value).kind is Kind.MODULE:
-                return False  # gradients, and parameters and buffers, change as a model trains
-            if not _attribute_invariant(sem, node, region):
-                return False
-            stack.append(node.value)
-            continue
-        if isinstance(node, cst.Call):
-            if not _deterministic(sem, node):
-                return False
-            if isinstance(node.func, cst.Attribute):
-                stack.append(node.func.value)
-            stack.extend(arg.value for arg in node.args)
-            continue
-        if isinstance(node, cst.Subscript):
-            stack.append(node.value)
-            for element in node.slice:
-                stack.extend(sem.children(element.slice))
-            continue
-        stack.extend(sem.children(node))
-    return True
+    return _same_data(sem, expr, region, attribute_ok=lambda node: _attribute_invariant(sem, node, region))
 
 
 def same_every_call(sem, expr: cst.CSTNode, function: cst.FunctionDef) -> bool:
@@ -430,6 +394,28 @@ def same_every_call(sem, expr: cst.CSTNode, function: cst.FunctionDef) -> bool:
     if not params:
         return False
     this = params[0].name.value
+
+    def own_attribute(node: cst.Attribute) -> Optional[bool]:
+        if isinstance(node.value, cst.Name) and node.value.value == this \
+                and sem.defs(node.value) and all(d.kind == "param" for d in sem.defs(node.value)):
+            return _set_once(sem, owner, node.attr.value)
+        return None
+
+    return _same_data(sem, expr, function, unbound_ok=False, own_attribute=own_attribute,
+                      index_part=lambda part: not _size_only(sem, part))
+
+
+def _same_data(sem, expr: cst.CSTNode, region: cst.CSTNode, *, unbound_ok: bool = True,
+               own_attribute: Optional[Callable[[cst.Attribute], Optional[bool]]] = None,
+               attribute_ok: Optional[Callable[[cst.Attribute], bool]] = None,
+               index_part: Optional[Callable[[cst.CSTNode], bool]] = None) -> bool:
+    """The walk `invariant` and `same_every_call` share: whether `expr` computes the same
+    data each time `region` runs (names bound outside it and not changed in it,
+    deterministic calls, no gradients or module state). They differ in the decisions
+    passed in: `unbound_ok`, whether a name bound nowhere in the file (a builtin) is the
+    same each time; `own_attribute(node)`, a verdict on an attribute read taken before the
+    shared tests (None: none, go on); `attribute_ok(node)`, whether an attribute read stays
+    the same, after them; `index_part(part)`, whether a part of an index is followed."""
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
@@ -439,20 +425,24 @@ def same_every_call(sem, expr: cst.CSTNode, function: cst.FunctionDef) -> bool:
             if node.value in ("True", "False", "None"):
                 continue
             defs = sem.defs(node)
-            if not defs or any(d.node is not None and within(sem, d.node, function) for d in defs):
-                return False  # a parameter, or bound in the function
-            if all(d.kind == "import" for d in defs):
-                continue
-            if changes(sem, node, function):
+            if not defs and not unbound_ok:
+                return False  # (a parameter's data: `same_every_call`)
+            if any(d.node is not None and within(sem, d.node, region) for d in defs):
+                return False
+            if defs and all(d.kind == "import" for d in defs):
+                continue  # a module: `torch` in `torch.tensor(...)`
+            if changes(sem, node, region):
                 return False
             continue
         if isinstance(node, cst.Attribute):
-            if isinstance(node.value, cst.Name) and node.value.value == this \
-                    and sem.defs(node.value) and all(d.kind == "param" for d in sem.defs(node.value)):
-                if not _set_once(sem, owner, node.attr.value):
+            verdict = own_attribute(node) if own_attribute is not None else None
+            if verdict is not None:
+                if not verdict:
                     return False
                 continue
             if node.attr.value in ("grad", "data") or sem.value(node.value).kind is Kind.MODULE:
+                return False  # gradients, and parameters and buffers, change as a model trains
+            if attribute_ok is not None and not attribute_ok(node):
                 return False
             stack.append(node.value)
             continue
@@ -466,7 +456,8 @@ def same_every_call(sem, expr: cst.CSTNode, function: cst.FunctionDef) -> bool:
         if isinstance(node, cst.Subscript):
             stack.append(node.value)
             for element in node.slice:
-                stack.extend(part for part in sem.children(element.slice) if not _size_only(sem, part))
+                parts = sem.children(element.slice)
+                stack.extend(parts if index_part is None else filter(index_part, parts))
             continue
         stack.extend(sem.children(node))
     return True

@@ -57,6 +57,33 @@ _TENSOR_ATTRIBUTES = frozenset((
 ))
 
 
+# Expressions whose value `_value` never makes a tensor, whatever the file binds: literals,
+# displays and comprehensions (sequences, mappings), lambdas, `...`.
+_NEVER_TENSOR_TYPES = frozenset((
+    cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+    cst.FormattedString, cst.Tuple, cst.List, cst.Set, cst.Dict, cst.ListComp, cst.GeneratorExp,
+    cst.SetComp, cst.DictComp, cst.Lambda, cst.Ellipsis,
+))
+_IDENTITY_TESTS = (cst.In, cst.NotIn, cst.Is, cst.IsNot)
+
+
+def never_tensor(node: cst.CSTNode) -> bool:
+    """Whether `node`'s value is never a tensor, seen from its syntax alone: a first look
+    that spares asking `value` (and building flows) where a rule needs a tensor. Mirrors
+    `SemanticModel._value`: literals, `True`/`False`/`None`, displays, comprehensions,
+    lambdas, `...`, `not x`, `-1`, `in`/`is` tests."""
+    kind = type(node)
+    if kind in _NEVER_TENSOR_TYPES:
+        return True
+    if kind is cst.Name:
+        return node.value in ("True", "False", "None")
+    if kind is cst.UnaryOperation:
+        return type(node.operator) is cst.Not or never_tensor(node.expression)
+    if kind is cst.Comparison:
+        return any(isinstance(c.operator, _IDENTITY_TESTS) for c in node.comparisons)
+    return False
+
+
 def string_value(node: cst.CSTNode) -> Optional[str]:
     if isinstance(node, cst.SimpleString):
         try:
@@ -105,6 +132,7 @@ class SemanticModel:
         self._calls_by_name: Optional[dict[str, list[cst.Call]]] = None
         self._bound_names: Optional[dict[str, set[str]]] = None
         self._param_values: dict[int, Value] = {}
+        self._sites: dict[int, tuple[tuple, tuple]] = {}  # id(function) -> _call_sites
         self._returns: dict[int, Value] = {}
         self._gpu_exits: dict[int, int] = {}   # block -> index of an `if gpu: return` in it, or -1
         self._summaries: dict = {}
@@ -117,6 +145,7 @@ class SemanticModel:
         self._scopes: dict[int, cst.CSTNode] = {}  # id(node) -> scope_of(node)
         self._module_aliases: Optional[frozenset] = None
         self._non_imports: Optional[frozenset] = None
+        self._bound_anywhere: Optional[frozenset] = None
         self.children = children  # a node's child nodes in source order (devicelint.tree)
         self._project = False  # not looked up yet
         self._project_classes: dict[str, bool] = {}
@@ -245,6 +274,11 @@ class SemanticModel:
     def defs(self, name: cst.Name) -> list[Def]:
         """Bindings that may reach this read of a name, in source order; empty for names
         bound nowhere in the file (imports are bindings too)."""
+        if name.value not in self._bound_names_anywhere():
+            return []  # a builtin, a star import's name: no flow to build to learn that
+        return self._reaching_defs(name)
+
+    def _reaching_defs(self, name: cst.Name) -> list[Def]:
         scope = self.scope_of(name)
         self.flow(scope)
         found = self.reaching.get(id(name))
@@ -335,7 +369,12 @@ class SemanticModel:
                     names.add(node.name.value)
             for node in self.ctx.nodes:
                 kind = type(node)
-                if kind is cst.ExceptHandler or kind is cst.ExceptStarHandler:
+                if kind is cst.Parameters:
+                    # `*args`, `**kwargs`: the engine's walk skips these fields (`star...`)
+                    for star in (node.star_arg, node.star_kwarg):
+                        if type(star) is cst.Param:
+                            names.add(star.name.value)
+                elif kind is cst.ExceptHandler or kind is cst.ExceptStarHandler:
                     if node.name is not None:
                         add(node.name.name)
                 elif kind is cst.MatchAs or kind is cst.MatchStar:
@@ -354,6 +393,28 @@ class SemanticModel:
                         names.add(receiver.value)
             self._non_imports = frozenset(names)
         return self._non_imports
+
+    def _bound_names_anywhere(self) -> frozenset:
+        """Every name some binding of the file binds (`_non_import_names` and the names
+        imports bind): a Def of any scope has one of these names, so a read of another name
+        reaches none."""
+        if self._bound_anywhere is None:
+            names = set(self._non_import_names())
+            for node, _scope in self.ctx._binders:
+                kind = type(node)
+                if (kind is cst.Import or kind is cst.ImportFrom) and type(node.names) is not cst.ImportStar:
+                    for alias in node.names:
+                        bound = alias.asname.name if alias.asname is not None else alias.name
+                        while type(bound) is cst.Attribute:
+                            bound = bound.value
+                        if type(bound) is cst.Name:
+                            names.add(bound.value)
+            self._bound_anywhere = frozenset(names)
+        return self._bound_anywhere
+
+    @staticmethod
+    def never_tensor(node: cst.CSTNode) -> bool:
+        return never_tensor(node)
 
     def resolved_qualname(self, node: cst.CSTNode, depth: int = 0) -> Optional[str]:
         """The qualified name an expression stands for, through imports (as `qualname`) and
@@ -1046,23 +1107,13 @@ class SemanticModel:
         is_method = isinstance(self.parent(self.parent(function)), cst.ClassDef)
         if is_method and positional and positional[0] is param:
             return None  # `self`
-        name = function.name.value
-        calls = [c for c in self.calls_by_name().get(name, ())
-                 if self.resolve_function(c.func) is function or (
-                     is_method and isinstance(c.func, cst.Attribute)
-                     and self.syncs._instance_class(c.func.value) is self.parent(self.parent(function)))]
-        owner = self.parent(self.parent(function))
-        if name == "__init__" and isinstance(owner, cst.ClassDef):
-            # `Seq2Seq(encoder, decoder, device)` calls `Seq2Seq.__init__`.
-            calls += [c for c in self.calls_by_name().get(owner.name.value, ())
-                      if isinstance(c.func, cst.Name)
-                      and [d.node for d in self.defs(c.func)] == [owner]]
-        spawned = self._spawned_value(function, positional.index(param) if param in positional else None)
+        calls, spawns = self._call_sites(function, is_method)
+        index = positional.index(param) if param in positional else None
+        spawned = self._spawned_value(spawns, index)
         if spawned is not None:
             return spawned if not calls else None
         if not calls:
             return None
-        index = positional.index(param) if param in positional else None
         if is_method and index is not None:
             index -= 1
         values = []
@@ -1082,16 +1133,36 @@ class SemanticModel:
                 values.append(self.value(arg))
         return join_all(values)
 
-    def _spawned_value(self, function: cst.FunctionDef, index: Optional[int]) -> Optional[Value]:
-        """What `torch.multiprocessing.spawn(function, args=(a, b))` passes for the positional
-        parameter at `index`: the process index (a number: `rank`, the GPU it drives), then
-        the `args`; None when no such call in the file starts `function`."""
+    def _call_sites(self, function: cst.FunctionDef, is_method: bool) -> tuple[tuple, tuple]:
+        """(the calls of `function` in this file, the `torch.multiprocessing.spawn` calls
+        that start it): matched once per function, whichever of its parameters is asked."""
+        found = self._sites.get(id(function))
+        if found is not None:
+            return found
+        name = function.name.value
+        owner = self.parent(self.parent(function))
+        calls = [c for c in self.calls_by_name().get(name, ())
+                 if self.resolve_function(c.func) is function or (
+                     is_method and isinstance(c.func, cst.Attribute)
+                     and self.syncs._instance_class(c.func.value) is owner)]
+        if name == "__init__" and isinstance(owner, cst.ClassDef):
+            # `Seq2Seq(encoder, decoder, device)` calls `Seq2Seq.__init__`.
+            calls += [c for c in self.calls_by_name().get(owner.name.value, ())
+                      if isinstance(c.func, cst.Name)
+                      and [d.node for d in self.defs(c.func)] == [owner]]
+        spawns = [call for call in self.calls_by_name().get("spawn", ())
+                  if self.qualname(call.func) in ("torch.multiprocessing.spawn",
+                                                  "torch.multiprocessing.spawn.spawn")
+                  and call.args and self.resolve_function(call.args[0].value) is function]
+        found = self._sites[id(function)] = (tuple(calls), tuple(spawns))
+        return found
+
+    def _spawned_value(self, spawns: tuple, index: Optional[int]) -> Optional[Value]:
+        """What the `torch.multiprocessing.spawn(function, args=(a, b))` calls `spawns` pass
+        for the function's positional parameter at `index`: the process index (a number:
+        `rank`, the GPU it drives), then the `args`; None when there is no such call."""
         values = []
-        for call in self.calls_by_name().get("spawn", ()):
-            if self.qualname(call.func) not in ("torch.multiprocessing.spawn",
-                                                "torch.multiprocessing.spawn.spawn") \
-                    or not call.args or self.resolve_function(call.args[0].value) is not function:
-                continue
+        for call in spawns:
             if index == 0:
                 values.append(NUMBER)
                 continue
