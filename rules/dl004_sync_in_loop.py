@@ -7,7 +7,9 @@ import libcst as cst
 
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
+from devicelint.semantic import dataflow
 from devicelint.semantic.modules import holds_state
+from devicelint.semantic.syncs import COMPARING
 from devicelint.semantic.values import join_all
 from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Watch
 
@@ -27,7 +29,9 @@ class SyncInLoop(Rule):
     """## What it does
     Flags a host synchronisation or device→host round-trip that runs on every step of a
     training or inference loop: `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `.to("cpu")`,
-    `float(t)`/`int(t)`/`bool(t)`, `print(t)` or an f-string of a tensor, the truth value of
+    `float(t)`/`int(t)`/`bool(t)`, `print(t)` or an f-string of a tensor, `max()`/`min()`/
+    `sorted()` of device tensors (or of a list the code fills with them: each comparison is
+    a truth value), the truth value of
     a tensor (`if t > 0:`, `while loss > eps:`, `assert t`, a comprehension's `if w != end`,
     once per element), writing `t` into a CPU tensor (`attentions[i] = t`), and
     `torch.cuda.synchronize()`,
@@ -49,7 +53,7 @@ class SyncInLoop(Rule):
     A loop runs once per step when its body trains (`.backward()`, `.step()` on an
     optimizer or GradScaler), calls a module (or code the file does not show, such as a model
     loaded with `torch.load`, on device tensors the loop carries: greedy decoding), or walks a
-    DataLoader; a loop whose every
+    DataLoader (once per batch, even with a decoding loop inside); any other loop whose every
     iteration runs such a loop is an epoch loop, and what it runs outside the inner loop runs
     once per epoch (silent). A read under a throttle (`if step % log_every == 0:`,
     `if verbose:`) whose body does not train is silent; under a condition whose body also
@@ -165,7 +169,10 @@ class SyncInLoop(Rule):
                     if not self._timing_fence(loop):
                         found.append((read.node, read.what, None))
                     continue
-                evidence = self._on_device(read.operand, loop)
+                if _compares_elements(read):
+                    evidence = self._elements_on_device(read.operand)
+                else:
+                    evidence = self._on_device(read.operand, loop)
                 if evidence is not None:
                     found.append((read.node, read.what, evidence))
             if isinstance(candidate, cst.Call) and (_last_name(candidate.func) in helpers
@@ -417,6 +424,37 @@ class SyncInLoop(Rule):
             self._judging.discard(id(function))
         return Evidence(any(e.hint for e in found), any(e.opaque for e in found))
 
+    def _elements_on_device(self, iterable: cst.CSTNode) -> Optional[Evidence]:
+        """The elements of `iterable` live on the device: the rows of a device tensor, or a
+        list made empty (`[]`, `list()`) that the code only grows (`append`, `extend`,
+        `insert`) with device values (`scores.extend(top_k_scores[done])`)."""
+        sem = self.ctx.semantic
+        found = self._evidence(iterable, 0)
+        if found is not None or not isinstance(iterable, cst.Name):
+            return found
+        defs = sem.defs(iterable)
+        if not defs or not all(d.kind == "assign" and not d.path and _empty_list(d.value) for d in defs):
+            return None
+        added = []
+        for kind, change in dataflow.changes(sem, iterable, sem.scope_of(iterable)):
+            if kind != "method" or not isinstance(change.func, cst.Attribute):
+                return None
+            method = change.func.attr.value
+            given = [a.value for a in change.args if a.keyword is None and not a.star]
+            if method in ("append", "insert") and given:
+                found = self._evidence(given[-1], 0)
+            elif method == "extend" and len(given) == 1:
+                found = self._elements_on_device(given[0]) if isinstance(given[0], cst.Name) \
+                    else self._evidence(given[0], 0)
+            else:
+                return None
+            if found is None:
+                return None
+            added.append(found)
+        if not added:
+            return None
+        return Evidence(any(e.hint for e in added), any(e.opaque for e in added))
+
     def _partial(self, func: cst.BaseExpression) -> Optional[list]:
         """The arguments `functools.partial(target, *args)` binds, when every binding of
         the name called is such a partial of code the file does not show."""
@@ -546,6 +584,21 @@ def _walked(iterable: cst.BaseExpression, path: tuple) -> Optional[cst.BaseExpre
         else:
             break
     return iterable if not path else None
+
+
+def _compares_elements(read) -> bool:
+    """`max(xs)`, `min(xs)`, `sorted(xs)`: one operand, whose elements are compared."""
+    call = read.node
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) \
+        and call.func.value in COMPARING and read.operand is not None \
+        and len([a for a in call.args if a.keyword is None and not a.star]) == 1
+
+
+def _empty_list(value) -> bool:
+    if isinstance(value, cst.List):
+        return not value.elements
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name) \
+        and value.func.value == "list" and not value.args
 
 
 def _last_name(func: cst.BaseExpression) -> Optional[str]:

@@ -129,3 +129,54 @@ def test_a_submodule_of_a_module_class_of_another_file_is_on_its_parents_device(
     found = {(Path(f.path).name, f.line, f.code) for f in run.findings}
     expected = {(p.name, line, code) for p in sorted(root.glob("*.py")) for line, code in expected_findings(p)}
     assert found == expected and ("bad_decode.py", 16, "DL004") in found
+
+
+def test_a_loop_over_a_loader_with_a_decoding_loop_inside_is_a_step_loop():
+    import libcst as cst
+
+    from tests.test_semantic import model_of
+
+    ctx, sem = model_of("""
+        import torch
+        net = torch.nn.Linear(4, 4).to("cuda")
+        loader = torch.utils.data.DataLoader(range(8), batch_size=2)
+        for x in loader:
+            h = x.cuda()
+            for _ in range(5):
+                h = net(h)
+        for epoch in range(3):
+            for x in range(4):
+                h = net(torch.zeros(4, device="cuda") + x)
+    """)
+    roles = [sem.loops.role(loop) for loop in ctx.iter_nodes(cst.For)]
+    assert roles == ["step", "step", "epoch", "step"]
+
+
+def test_max_min_sorted_compare_their_operands_on_the_host():
+    import libcst as cst
+
+    from tests.test_semantic import model_of
+
+    ctx, sem = model_of("""
+        import torch
+        scores = [torch.ones((), device="cuda")]
+        a = max(scores)
+        b = min(scores[0], 1.0)
+        c = sorted(scores, reverse=True)
+    """)
+    reads = {}
+    for call in ctx.iter_nodes(cst.Call):
+        if isinstance(call.func, cst.Name):
+            reads.setdefault(ctx.position(call)[0], []).extend(r.what for r in sem.syncs.reads(call))
+    assert reads[4] == ["`max()` comparing tensors"]
+    assert reads[5] == ["`min()` comparing tensors"] * 2      # each operand
+    assert reads[6] == ["`sorted()` comparing tensors"]       # not the keyword
+    ctx, sem = model_of("""
+        import torch
+        def max(*xs):
+            return xs[0]
+        d = max([torch.ones((), device="cuda")])
+    """)
+    [own] = [c for c in ctx.iter_nodes(cst.Call)
+             if isinstance(c.func, cst.Name) and c.func.value == "max"]
+    assert sem.syncs.reads(own) == []                         # the file's own `max`

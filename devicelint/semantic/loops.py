@@ -4,8 +4,9 @@
   loops) trains (`.backward()`, `.step()` on an optimizer or a GradScaler), or calls a module,
   or the loop walks a DataLoader.
 - An *epoch loop* contains a step loop that runs on every one of its iterations (not under a
-  gate, not a fetch-one-batch `for ...: break`) and does not train itself: what it runs once
-  per iteration runs once per epoch.
+  gate, not a fetch-one-batch `for ...: break`) and neither trains itself nor walks a
+  DataLoader (a loop over batches with a decoding loop inside runs once per batch): what it
+  runs once per iteration runs once per epoch.
 - A *throttle* is an `if` inside a step loop whose test is a `%` schedule, an equality, or a
   plain flag, and whose body does not train: what it guards runs every N steps.
 """
@@ -300,7 +301,9 @@ class LoopModel:
         facts = self.facts(loop)
         if facts.runs_once:
             role = OTHER
-        elif facts.trains:
+        elif facts.trains or facts.walks_loader:
+            # A loop over a DataLoader's batches runs once per batch, whatever runs inside
+            # it (a beam search per image, a decoding loop per batch): a step loop.
             role = STEP
         elif any(self.role(inner) in (STEP, EPOCH) and not gated and not self.facts(inner).runs_once
                  for inner, gated in facts.nested) or any(not gated for _call, gated in facts.step_calls):

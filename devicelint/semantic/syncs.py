@@ -31,6 +31,7 @@ from devicelint.names import call_arg, dotted_name, keyword_arg
 from devicelint.semantic.values import Kind, Place
 
 CONVERSIONS = ("float", "int", "bool")
+COMPARING = ("max", "min", "sorted")   # builtins that compare what they are given
 _HOST_KINDS = (Kind.NUMBER, Kind.BOOL, Kind.STRING, Kind.SIZE, Kind.DTYPE, Kind.DEVICE, Kind.NONE,
                Kind.ARRAY, Kind.MODULE_CLASS, Kind.CALLABLE)
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -94,6 +95,12 @@ class SyncModel:
                 if func.value == "print":
                     return [HostRead(node, "`print(tensor)`", a.value)
                             for a in node.args if a.keyword is None and not a.star]
+            if isinstance(func, cst.Name) and func.value in COMPARING and not model.defs(func):
+                # `max(scores)` compares the elements pairwise on the host: the truth value
+                # of each `b > a` (the operand is what is iterated: `elements` of it).
+                given = [a.value for a in node.args if a.keyword is None and not a.star]
+                what = f"`{func.value}()` comparing tensors"
+                return [HostRead(node, what, a) for a in given]
             return []
         if isinstance(node, cst.FormattedStringExpression):
             return [HostRead(node.expression, "formatting a tensor in an f-string", node.expression)]
