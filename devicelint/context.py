@@ -7,14 +7,18 @@ when a rule asks: positions (only for nodes that produce findings), scope bindin
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 import libcst as cst
 
 from devicelint.names import ImportTable, dotted_name
 from devicelint.source import split_lines
-from devicelint.tree import FIELDS, NODE_TYPE, child_fields, children, field_reader, is_node  # noqa: F401 - children: for rules
+from devicelint.tree import (  # noqa: F401 - children: for rules
+    FIELDS, NODE_TYPE, child_fields, children, field_reader, is_node, walk_descendants,
+)
 
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -31,6 +35,7 @@ _BINDER_NAMES = frozenset({
 _SCOPE, _BINDS, _IMPORT, _IMPORT_FROM, _CLASS = 1, 2, 4, 8, 16
 _SHAPES: dict[type, tuple[str, Callable[[cst.CSTNode], tuple], int]] = {}
 _LEAVING = object()  # a stack entry that leaves its node
+_first = itemgetter(0)
 
 
 def _shape(cls: type) -> tuple[str, Callable[[cst.CSTNode], tuple], int]:
@@ -86,7 +91,13 @@ class FileContext:
         self.class_defs: list[cst.ClassDef] = []
         self._lines: Optional[list[str]] = None
         self._nodes: list[cst.CSTNode] = []  # every node, in source order (the traversal's)
-        self._by_type: Optional[dict[type, list[cst.CSTNode]]] = None  # iter_nodes
+        # The order of each node's parent (-1 for the module), by the node's order: a
+        # node's sub-tree is the slice of _nodes from it to the end of its last child's.
+        self._parents: list[int] = []
+        self._last_child: Optional[dict[int, int]] = None  # order -> its last child's order
+        # Per node type: the orders of its nodes (ascending) and the nodes (iter_nodes).
+        self._orders_by_type: Optional[dict[type, list[int]]] = None
+        self._by_type: dict[type, list[cst.CSTNode]] = {}
         self._semantic = None
 
     def release(self) -> None:
@@ -119,16 +130,18 @@ class FileContext:
         node) for each visit or leave that some rule handles, in source order."""
         info = self._info
         nodes = self._nodes
+        parents = self._parents
         binders = self._binders
         calls: list[tuple[list[Callable], cst.CSTNode]] = []
         shapes = _SHAPES
         node_type = NODE_TYPE
         counter = 0
-        stack: list[tuple] = [(self.module, None, self.module)]
+        # (node, parent, scope, the parent's order)
+        stack: list[tuple] = [(self.module, None, self.module, -1)]
         push = stack.append
         pop = stack.pop
         while stack:
-            node, parent, scope = pop()
+            node, parent, scope, parent_order = pop()
             if scope is _LEAVING:
                 calls.append((parent, node))  # parent: the node type's leave handlers
                 continue
@@ -136,12 +149,14 @@ class FileContext:
             shape = shapes.get(cls) or _shape(cls)
             name, fields, role = shape
             info[id(node)] = (parent, counter, scope)
+            parents.append(parent_order)
+            order = counter
             counter += 1
             nodes.append(node)
             if name in visitors:
                 calls.append((visitors[name], node))
             if name in leavers:
-                push((node, leavers[name], _LEAVING))
+                push((node, leavers[name], _LEAVING, -1))
             if role:
                 if role & _BINDS:
                     binders.append((node, scope))
@@ -162,11 +177,11 @@ class FileContext:
                     for item in reversed(value):
                         known = node_type.get(type(item))
                         if known or (known is None and is_node(item)):
-                            push((item, node, inner))
+                            push((item, node, inner, order))
                 else:
                     known = node_type.get(kind)
                     if known or (known is None and is_node(value)):
-                        push((value, node, inner))
+                        push((value, node, inner, order))
         return calls
 
     @property
@@ -185,16 +200,147 @@ class FileContext:
 
     def iter_nodes(self, node_type: type) -> Iterator[cst.CSTNode]:
         """Every node of a type, in source order (from the traversal's index)."""
-        if self._by_type is None:
-            by_type: dict[type, list[cst.CSTNode]] = {}
-            for node in self._nodes:
+        return iter(self._of_type(node_type))
+
+    def _of_type(self, node_type: type) -> list[cst.CSTNode]:
+        found = self._by_type.get(node_type)
+        if found is None:
+            nodes = self._nodes
+            found = self._by_type[node_type] = [nodes[i] for i in self._orders_of(node_type)]
+        return found
+
+    def _orders_of(self, node_type: type) -> list[int]:
+        """The orders of the nodes of a type (exactly that type), ascending."""
+        by_type = self._orders_by_type
+        if by_type is None:
+            by_type = self._orders_by_type = {}
+            for order, node in enumerate(self._nodes):
                 found = by_type.get(type(node))
                 if found is None:
-                    by_type[type(node)] = [node]
+                    by_type[type(node)] = [order]
                 else:
-                    found.append(node)
-            self._by_type = by_type
-        return iter(self._by_type.get(node_type, ()))
+                    found.append(order)
+        return by_type.get(node_type, [])
+
+    # -- sub-trees: slices of the pre-order node list --------------------------------
+    def span(self, node: cst.CSTNode) -> Optional[tuple[int, int]]:
+        """(start, end): `node` is nodes[start] and its sub-tree is nodes[start:end]. None
+        for a node the index does not hold (one a rule made, or of another tree)."""
+        entry = self._info.get(id(node))
+        if entry is None:
+            return None
+        start = entry[1]
+        return start, self.end(start)
+
+    def end(self, order: int) -> int:
+        """Where the sub-tree of the node at `order` ends in the node list: after its last
+        child's sub-tree (pre-order), found by descending through last children."""
+        last = self._last_child
+        if last is None:
+            # dict() keeps the last value given for a key: each parent's last child.
+            parents = self._parents
+            last = self._last_child = dict(zip(parents, range(len(parents))))
+        child = last.get(order)
+        while child is not None:
+            order = child
+            child = last.get(order)
+        return order + 1
+
+    def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+        """`inner` is `outer` or lies inside it (an integer comparison for indexed nodes)."""
+        if inner is outer:
+            return True
+        info = self._info
+        outer_entry = info.get(id(outer))
+        inner_entry = info.get(id(inner))
+        if outer_entry is None or inner_entry is None:
+            return False  # the parents of an indexed node are indexed; others have none
+        start = outer_entry[1]
+        return start < inner_entry[1] < self.end(start)
+
+    def descendants(self, node: cst.CSTNode, types: Optional[type | tuple[type, ...]] = None,
+                    skip: tuple[type, ...] = (), last_first: bool = False) -> list[cst.CSTNode]:
+        """The nodes under `node` (not itself) in source order, as the walk
+        `devicelint.tree.walk_descendants` lists them: only those of `types` (exact
+        types: a class or a tuple of classes) when given; the nodes of a `skip` type are
+        listed but their sub-trees not entered. A slice of the index's node list (per-type
+        lists cut by bisection for `types`); a walk for a node the index does not hold.
+        `last_first`: in the order of a walk that takes a node's last child first (a stack
+        of children), for code whose results were first found in that order."""
+        entry = self._info.get(id(node))
+        if entry is None:
+            return walk_descendants(node, types, skip, last_first)
+        if last_first:
+            # That walk's order is the reverse of a post-order: by sub-tree end, last
+            # first, then by start (ends and starts together are unique: no node compared).
+            order, end = self.order, self.end
+            keyed = []
+            for found in self.descendants(node, types, skip):
+                start = order(found)
+                keyed.append((-end(start), start, found))
+            keyed.sort()
+            return [found for _end, _start, found in keyed]
+        start = entry[1]
+        end = self.end(start)
+        pieces = self._pieces(start + 1, end, skip) if skip else ((start + 1, end),)
+        if types is None:
+            nodes = self._nodes
+            if len(pieces) == 1:
+                first, stop = pieces[0]
+                return nodes[first:stop]
+            found = []
+            for first, stop in pieces:
+                found.extend(nodes[first:stop])
+            return found
+        if type(types) is not tuple:
+            return self._typed(types, pieces)
+        if len(types) == 1:
+            return self._typed(types[0], pieces)
+        # Several types: merge their lists by order (orders are unique: no node compared).
+        pairs = []
+        for kind in types:
+            orders = self._orders_of(kind)
+            if not orders:
+                continue
+            of_kind = self._of_type(kind)
+            for first, stop in pieces:
+                low, high = bisect_left(orders, first), bisect_left(orders, stop)
+                pairs.extend(zip(orders[low:high], of_kind[low:high]))
+        pairs.sort(key=_first)
+        return [node for _order, node in pairs]
+
+    def _typed(self, kind: type, pieces) -> list[cst.CSTNode]:
+        orders = self._orders_of(kind)
+        if not orders:
+            return []
+        of_kind = self._of_type(kind)
+        if len(pieces) == 1:
+            first, stop = pieces[0]
+            return of_kind[bisect_left(orders, first):bisect_left(orders, stop)]
+        found = []
+        for first, stop in pieces:
+            found.extend(of_kind[bisect_left(orders, first):bisect_left(orders, stop)])
+        return found
+
+    def _pieces(self, first: int, stop: int, skip: tuple[type, ...]) -> list[tuple[int, int]]:
+        """The ranges of nodes[first:stop] outside the sub-trees of nodes of a `skip` type
+        (each such node stays, at the end of the range before it)."""
+        inner: list[int] = []
+        for kind in skip:
+            orders = self._orders_of(kind)
+            inner.extend(orders[bisect_left(orders, first):bisect_left(orders, stop)])
+        if not inner:
+            return [(first, stop)]
+        inner.sort()
+        pieces = []
+        for order in inner:
+            if order < first:
+                continue  # inside a skipped sub-tree
+            pieces.append((first, order + 1))
+            first = self.end(order)
+        if first < stop:
+            pieces.append((first, stop))
+        return pieces
 
     # -- tree queries ----------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
@@ -233,7 +379,15 @@ class FileContext:
         search stops at the enclosing function, lambda or class."""
         found = []
         child = node
-        for ancestor in self.ancestors(node):
+        # The climb reads the index's entries itself (not ancestors()): rules ask this of
+        # every call they look at, and most climbs meet no loop before the function.
+        info = self._info
+        entry = info.get(id(node))
+        while entry is not None:
+            ancestor = entry[0]
+            if ancestor is None:
+                break
+            entry = info.get(id(ancestor))
             kind = type(ancestor)  # exact types: isinstance() on libcst's ABCs is slow here
             if kind not in _LOOP_PARTS:
                 child = ancestor

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from operator import attrgetter
-from typing import Callable
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -78,4 +78,30 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
             known = node_type.get(kind)
             if known or (known is None and is_node(value)):
                 found.append(value)
+    return found
+
+
+def walk_descendants(node: cst.CSTNode, types: Optional[type | tuple[type, ...]] = None,
+                     skip: tuple[type, ...] = (), last_first: bool = False) -> list[cst.CSTNode]:
+    """The nodes under `node` (not itself) in source order, by a walk: only those of
+    `types` (exact types) when given; the nodes of a `skip` type are listed but their
+    sub-trees not entered; `last_first`: a node's last child (and what it holds) before
+    its first. FileContext.descendants gives the same list as a slice of its index; this
+    walk is for nodes outside the index (made by a rule, or of another tree)."""
+    wanted = None if types is None else (types if type(types) is tuple else (types,))
+    found: list[cst.CSTNode] = []
+    stack = children(node)
+    if not last_first:
+        stack.reverse()
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if wanted is None or kind in wanted:
+            found.append(current)
+        if kind in skip:
+            continue
+        below = children(current)
+        if not last_first:
+            below.reverse()
+        stack.extend(below)
     return found

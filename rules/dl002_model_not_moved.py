@@ -218,19 +218,18 @@ def _plain_container_holders(ctx) -> set[int]:
 def _filled(sem, owner: cst.ClassDef, attr: str) -> list[cst.CSTNode]:
     """What the class's methods append, extend, insert or store into `self.attr`."""
     found: list[cst.CSTNode] = []
-    stack: list[cst.CSTNode] = [owner.body]
-    while stack:
-        node = stack.pop()
-        kind = type(node)  # exact types: isinstance() on libcst's ABC-based classes is slow
-        if kind is cst.Call and type(node.func) is cst.Attribute \
-                and node.func.attr.value in _FILLS and _is_self_attr(sem, node.func.value, attr):
-            found.extend(a.value for a in node.args)
-        elif kind is cst.Assign:
+    # The calls and assignments of the class body (slices of the file's index), in the
+    # order of the walk the rule was written with (last child first).
+    for node in sem.ctx.descendants(owner.body, (cst.Call, cst.Assign), last_first=True):
+        if type(node) is cst.Call:  # exact types: isinstance() on libcst's ABCs is slow
+            if type(node.func) is cst.Attribute and node.func.attr.value in _FILLS \
+                    and _is_self_attr(sem, node.func.value, attr):
+                found.extend(a.value for a in node.args)
+        else:
             for target in node.targets:
                 if isinstance(target.target, cst.Subscript) \
                         and _is_self_attr(sem, target.target.value, attr):
                     found.append(node.value)
-        stack.extend(sem.children(node))
     return found
 
 
@@ -241,14 +240,10 @@ def _is_self_attr(sem, node: cst.CSTNode, attr: str) -> bool:
 
 def _registers_by_hand(sem, owner: cst.ClassDef) -> bool:
     """The class registers submodules itself (`add_module`, `setattr(self, ...)`)."""
-    stack: list[cst.CSTNode] = [owner.body]
-    while stack:
-        node = stack.pop()
-        if type(node) is cst.Call:
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _REGISTERS:
-                return True
-            if isinstance(func, cst.Name) and func.value == "setattr":
-                return True
-        stack.extend(sem.children(node))
+    for node in sem.ctx.descendants(owner.body, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _REGISTERS:
+            return True
+        if isinstance(func, cst.Name) and func.value == "setattr":
+            return True
     return False

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
-from devicelint.context import children
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic.model import keyword_arg, string_value
@@ -129,7 +127,7 @@ class UnregisteredTensorAttribute(Rule):
         if init_self is None:
             return
         registered = None  # walks every method: only once some store is a CPU tensor
-        stores = _attribute_stores(init, init_self)
+        stores = _attribute_stores(self.ctx, init, init_self)
         for attr, assigns in stores.items():
             assign = assigns[-1]  # the value __init__ leaves
             if not self._cpu_tensor(assign.value):
@@ -160,14 +158,14 @@ class UnregisteredTensorAttribute(Rule):
         names = set()
         for method in methods.values():
             me = _self_name(method)
-            for call in _nodes(method, cst.Call):
+            for call in _nodes(self.ctx, method, cst.Call):
                 func = call.func
                 if (isinstance(func, cst.Attribute) and func.attr.value in _REGISTER
                         and _is_name(func.value, me) and call.args):
                     name = string_value(call.args[0].value)
                     if name is not None:
                         names.add(name)
-            for attr, assigns in _attribute_stores(method, me).items():
+            for attr, assigns in _attribute_stores(self.ctx, method, me).items():
                 if any(not _plain_value(self, a.value) for a in assigns):
                     names.add(attr)
         return names
@@ -175,7 +173,7 @@ class UnregisteredTensorAttribute(Rule):
     def _moved_in_init(self, init: cst.FunctionDef, me: str, attr: str, assign) -> bool:
         """`self.x.to(device)` results kept (`self.x = self.x.cuda()`) or `self.x.data = ...`
         in `__init__` after the assignment: handled there."""
-        for call in _nodes(init, cst.Call):
+        for call in _nodes(self.ctx, init, cst.Call):
             func = call.func
             if (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")
                     and _is_self_attr(func.value, me, attr) and self._line(call) > self._line(assign)):
@@ -189,8 +187,8 @@ class UnregisteredTensorAttribute(Rule):
             if name == "__init__":
                 continue
             me = _self_name(method)
-            for assign in _attribute_stores(method, me).get(attr, []):
-                if not _reads_self_attr(assign.value, me, attr):
+            for assign in _attribute_stores(self.ctx, method, me).get(attr, []):
+                if not _reads_self_attr(self.ctx, assign.value, me, attr):
                     return True
         return False
 
@@ -201,7 +199,7 @@ class UnregisteredTensorAttribute(Rule):
             me = _self_name(method)
             if me is None:
                 continue
-            for read in _nodes(method, cst.Attribute):
+            for read in _nodes(self.ctx, method, cst.Attribute):
                 if _is_self_attr(read, me, attr):
                     use = self._use(read, name)
                     if use is not None:
@@ -332,7 +330,7 @@ class UnregisteredTensorAttribute(Rule):
         if super_line is None or super_line >= self._line(assign):
             return False
         for name, method in methods.items():
-            for other in _attribute_stores(method, _self_name(method)).get(attr, []):
+            for other in _attribute_stores(self.ctx, method, _self_name(method)).get(attr, []):
                 if other is not assign and (other.value is None or sem.value(other.value).kind is not Kind.TENSOR):
                     return False
         return True
@@ -360,28 +358,11 @@ def _self_name(method: cst.FunctionDef) -> Optional[str]:
     return params[0].name.value if params else None
 
 
-def _nodes(root: cst.CSTNode, kind) -> Iterator:
-    """Nodes of `kind` (a libcst class or a tuple of them) under `root` in source order, not
-    entering nested functions or classes."""
-    kinds = kind if type(kind) is tuple else (kind,)
-    # exact type tests: the classes asked for are concrete, and isinstance() against
-    # libcst's ABC-based classes is slow on this path
-    return (node for node in _flat(root) if type(node) in kinds)
-
-
-@lru_cache(maxsize=64)
-def _flat(root: cst.CSTNode) -> tuple:
-    """The nodes under `root` in source order, not entering nested functions or classes
-    (a class's methods are walked several times: once here; nodes hash by identity)."""
-    found = []
-    stack = list(reversed(children(root)))
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        if type(node) in _NESTED:
-            continue
-        stack.extend(reversed(children(node)))
-    return tuple(found)
+def _nodes(ctx, root: cst.CSTNode, kind) -> list:
+    """Nodes of `kind` (a concrete libcst class or a tuple of them) under `root` in source
+    order, not entering nested functions or classes: slices of the file's index, so the
+    several looks at a class's methods walk nothing."""
+    return ctx.descendants(root, kind, _NESTED)
 
 
 _NESTED = (cst.FunctionDef, cst.ClassDef)
@@ -395,21 +376,21 @@ def _is_self_attr(node: cst.CSTNode, me: Optional[str], attr: str) -> bool:
     return isinstance(node, cst.Attribute) and node.attr.value == attr and _is_name(node.value, me)
 
 
-def _reads_self_attr(node: Optional[cst.CSTNode], me: Optional[str], attr: str) -> bool:
+def _reads_self_attr(ctx, node: Optional[cst.CSTNode], me: Optional[str], attr: str) -> bool:
     if node is None:
         return False
     if _is_self_attr(node, me, attr):
         return True
-    return any(_reads_self_attr(child, me, attr) for child in children(node))
+    return any(_is_self_attr(read, me, attr) for read in ctx.descendants(node, cst.Attribute))
 
 
-def _attribute_stores(method: cst.FunctionDef, me: Optional[str]) -> dict[str, list]:
+def _attribute_stores(ctx, method: cst.FunctionDef, me: Optional[str]) -> dict[str, list]:
     """`self.x = value` statements of the method, by attribute name, in source order
     (the Assign / AnnAssign nodes; a store inside a tuple target counts with value None)."""
     found: dict[str, list] = {}
     if me is None:
         return found
-    for node in _nodes(method, (cst.Assign, cst.AnnAssign)):
+    for node in _nodes(ctx, method, (cst.Assign, cst.AnnAssign)):
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         for target in targets:
             if isinstance(target, cst.Attribute) and _is_name(target.value, me):

@@ -400,7 +400,69 @@ class ScopeFlow:
     # -- expressions -------------------------------------------------------------------
     def _expr(self, node: cst.CSTNode, state: State) -> None:
         """Record the reaching bindings of every name read in `node`, evaluating walrus
-        targets in order; nested scopes are analysed on their own."""
+        targets in order; nested scopes are analysed on their own.
+
+        The nodes are read in source order from the slice of the file's node list that
+        holds `node`'s sub-tree (FileContext.span), jumping over the sub-trees analysed
+        apart; `_expr_walk` does the same by a walk, for a node outside the index."""
+        kind = type(node)
+        if kind is cst.Name:
+            defs = state.get(node.value)
+            if defs is not None:
+                self.reaching[id(node)] = defs
+            return
+        ctx = self.model.ctx
+        span = ctx.span(node)
+        if span is None:
+            self._expr_walk(node, state)
+            return
+        index, end = span
+        nodes = ctx.nodes
+        reaching = self.reaching
+        not_read: set[int] = set()  # attribute names and keywords: no reads of a name
+        while index < end:
+            current = nodes[index]
+            kind = type(current)
+            # Exact type tests: isinstance() against libcst's ABC-based classes costs a
+            # Python-level __instancecheck__ for every miss, and this loop sees every node.
+            if kind is cst.Name:
+                if id(current) not in not_read:
+                    defs = state.get(current.value)
+                    if defs is not None:
+                        reaching[id(current)] = defs
+            elif kind is cst.Attribute:
+                not_read.add(id(current.attr))
+            elif kind is cst.Arg:
+                if current.keyword is not None:
+                    not_read.add(id(current.keyword))
+            elif kind in _SPECIAL_EXPRESSIONS and self._special(current, state):
+                index = ctx.end(index)  # analysed apart: its sub-tree is not read here
+                continue
+            index += 1
+
+    def _special(self, current: cst.CSTNode, state: State) -> bool:
+        """What _expr does at a walrus, comprehension, lambda, yield or await; True when
+        the names inside are not read in the current scope (or are read by this call)."""
+        if isinstance(current, cst.NamedExpr):
+            self._expr(current.value, state)
+            if isinstance(current.target, cst.Name):
+                self._define(state, Def(current.target.value, "walrus", current, current.value, (), self.scope))
+            return True
+        if isinstance(current, COMPREHENSIONS):
+            # The first iterable is evaluated here; the rest in the comprehension's scope.
+            self._expr(current.for_in.iter, state)
+            self.model.comprehension_entry_state[id(current)] = dict(state)
+            return True
+        if isinstance(current, cst.Lambda):
+            self._params_defaults(current.params, state)
+            self.model.function_entry_state[id(current)] = dict(state)
+            return True
+        if isinstance(current, cst.Yield):
+            self.yields = True
+        return False
+
+    def _expr_walk(self, node: cst.CSTNode, state: State) -> None:
+        """_expr by a walk of the tree, for a node the file's index does not hold."""
         stack = [node]
         while stack:
             current = stack.pop()
@@ -418,26 +480,8 @@ class ScopeFlow:
             if kind is cst.Arg:
                 stack.append(current.value)  # keyword names are not reads
                 continue
-            if kind not in _SPECIAL_EXPRESSIONS:
-                stack.extend(reversed(self.model.children(current)))
+            if kind in _SPECIAL_EXPRESSIONS and self._special(current, state):
                 continue
-            if isinstance(current, cst.NamedExpr):
-                self._expr(current.value, state)
-                if isinstance(current.target, cst.Name):
-                    target_scope = self.scope
-                    self._define(state, Def(current.target.value, "walrus", current, current.value, (), target_scope))
-                continue
-            if isinstance(current, COMPREHENSIONS):
-                # The first iterable is evaluated here; the rest in the comprehension's scope.
-                self._expr(current.for_in.iter, state)
-                self.model.comprehension_entry_state[id(current)] = dict(state)
-                continue
-            if isinstance(current, cst.Lambda):
-                self._params_defaults(current.params, state)
-                self.model.function_entry_state[id(current)] = dict(state)
-                continue
-            if isinstance(current, (cst.Yield, cst.Await)) and isinstance(current, cst.Yield):
-                self.yields = True
             stack.extend(reversed(self.model.children(current)))
 
     def _comprehension(self, comp, state: State) -> State:

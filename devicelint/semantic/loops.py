@@ -27,6 +27,9 @@ _NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 # isinstance() against libcst's ABC-based classes costs a Python-level check per miss.
 _NESTED_TYPES = frozenset(_NESTED_SCOPES)
 _LOOP_TYPES = frozenset(LOOPS)
+# What _body_parts lists from a loop body, and where it does not look inside.
+_PART_TYPES = (cst.Call, cst.If) + LOOPS
+_NOT_ENTERED = _NESTED_SCOPES + LOOPS
 
 STEP, EPOCH, OTHER = "step", "epoch", "other"
 
@@ -75,16 +78,10 @@ class LoopModel:
             facts.walks_loader = element.origin is Origin.BATCH or iterated.kind is Kind.LOADER
         body = loop.body
         facts.runs_once = _ends_with_break(body)
-        stack = [(child, False) for child in model.children(body)]
-        while stack:
-            node, gated = stack.pop()
-            kind = type(node)
-            if kind in _NESTED_TYPES:
-                continue
-            if kind in _LOOP_TYPES:
+        for node, gated in self._body_parts(body):
+            if type(node) in _LOOP_TYPES:
                 facts.nested.append((node, gated))
-                continue
-            if kind is cst.Call:
+            else:
                 if not facts.walks_loader and self._moves_element(node, loop):
                     facts.walks_loader = True   # each iteration sends a batch to the device
                 if self.is_training_call(node):
@@ -102,11 +99,53 @@ class LoopModel:
                             facts.calls_module = True
                         if helper.runs_steps:
                             facts.step_calls.append((node, gated))
+        return facts
+
+    def _body_parts(self, body: cst.CSTNode) -> list[tuple[cst.CSTNode, bool]]:
+        """The calls and loops in a loop's `body`, not inside a nested loop, function or
+        class, each with whether an `if` between gates it (the call is in the `if`'s body
+        or `else`, not its test). In the order of a walk that takes the last child first
+        (_body_parts_walk, which the facts were first collected with: helpers are asked in
+        that order), which is the reverse of a post-order: by the end of each one's
+        sub-tree, last first, then by start. Found from the slices of the file's index."""
+        ctx = self.model.ctx
+        if ctx.span(body) is None:
+            return self._body_parts_walk(body)
+        order, end = ctx.order, ctx.end
+        found = []
+        ifs: list[tuple[int, int, int]] = []  # the ifs around: (end, test start, test end)
+        for node in ctx.descendants(body, _PART_TYPES, _NOT_ENTERED):
+            start = order(node)
+            while ifs and ifs[-1][0] <= start:
+                ifs.pop()
+            if type(node) is cst.If:
+                test_start, test_end = ctx.span(node.test)
+                ifs.append((end(start), test_start, test_end))
+                continue
+            gated = any(not test_start <= start < test_end for _end, test_start, test_end in ifs)
+            found.append((-end(start), start, node, gated))
+        found.sort()  # (end, start) pairs differ: the nodes are never compared
+        return [(node, gated) for _end, _start, node, gated in found]
+
+    def _body_parts_walk(self, body: cst.CSTNode) -> list[tuple[cst.CSTNode, bool]]:
+        """_body_parts by a walk of the tree, for a body the file's index does not hold."""
+        model = self.model
+        found = []
+        stack = [(child, False) for child in model.children(body)]
+        while stack:
+            node, gated = stack.pop()
+            kind = type(node)
+            if kind in _NESTED_TYPES:
+                continue
+            if kind in _LOOP_TYPES or kind is cst.Call:
+                found.append((node, gated))
+                if kind is not cst.Call:
+                    continue
             is_if = kind is cst.If
             child_gated = gated or is_if
             for child in model.children(node):
                 stack.append((child, child_gated if not (is_if and child is node.test) else gated))
-        return facts
+        return found
 
     def helper_facts(self, call: cst.Call) -> Optional[HelperFacts]:
         """What calling the file's own function at `call` does (None for other calls)."""
@@ -120,17 +159,11 @@ class LoopModel:
         self._helpers[key] = None
         facts = HelperFacts()
         if not self.model.flow(function).yields:
-            stack = list(self.model.children(function.body))
-            while stack:
-                node = stack.pop()
-                kind = type(node)
-                if kind in _NESTED_TYPES:
-                    continue
-                if kind in _LOOP_TYPES:
+            for node, _gated in self._body_parts(function.body):
+                if type(node) in _LOOP_TYPES:
                     if self.role(node) in (STEP, EPOCH) and not self.facts(node).runs_once:
                         facts.runs_steps = True
-                    continue
-                if kind is cst.Call:
+                else:
                     if self.is_training_call(node):
                         facts.trains = True
                     elif self.is_module_call(node):
@@ -141,7 +174,6 @@ class LoopModel:
                             facts.trains |= inner.trains
                             facts.calls_module |= inner.calls_module
                             facts.runs_steps |= inner.runs_steps
-                stack.extend(self.model.children(node))
         self._helpers[key] = facts
         return facts
 

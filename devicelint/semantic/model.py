@@ -195,12 +195,7 @@ class SemanticModel:
         return self.ctx.module
 
     def _within(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
-        current: Optional[cst.CSTNode] = node
-        while current is not None:
-            if current is container:
-                return True
-            current = self.parent(current)
-        return False
+        return self.ctx.contains(container, node)  # an integer comparison in the index
 
     def _in_expression(self, node: cst.CSTNode, expression: cst.CSTNode) -> bool:
         """`_within(node, expression)` for an expression of a simple statement: the climb

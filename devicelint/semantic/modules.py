@@ -135,23 +135,20 @@ def class_holds_state(sem, owner: cst.ClassDef, depth: int = 0) -> Optional[bool
 
 
 def _body_makes_state(sem, owner: cst.ClassDef, depth: int) -> bool:
-    stack: list[cst.CSTNode] = [owner.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.ClassDef):
-            continue
-        if isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in (
-                    "register_buffer", "register_parameter", "add_module", "register_module"):
-                return True
-            if sem.qualname(func) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-                return True
-            value = sem.value(node)
-            if value.kind is Kind.MODULE and value.node is node \
-                    and holds_state(sem, value, depth + 1):
-                return True
-        stack.extend(sem.children(node))
+    # The calls of the class body outside nested classes (slices of the file's index), in
+    # the order the first walk met them (last child first): holds_state is memoised with
+    # cycle guards, so the order it is asked in is kept.
+    for node in sem.ctx.descendants(owner.body, cst.Call, (cst.ClassDef,), last_first=True):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in (
+                "register_buffer", "register_parameter", "add_module", "register_module"):
+            return True
+        if sem.qualname(func) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            return True
+        value = sem.value(node)
+        if value.kind is Kind.MODULE and value.node is node \
+                and holds_state(sem, value, depth + 1):
+            return True
     return False
 
 
@@ -296,12 +293,7 @@ def _may_run_before(sem, site: cst.CSTNode, at: cst.CSTNode) -> bool:
 
 
 def _within(sem, node: cst.CSTNode, container: cst.CSTNode) -> bool:
-    current: Optional[cst.CSTNode] = node
-    while current is not None:
-        if current is container:
-            return True
-        current = sem.parent(current)
-    return False
+    return sem.ctx.contains(container, node)  # an integer comparison in the index
 
 
 # -- attributes of the file's classes ------------------------------------------------------
