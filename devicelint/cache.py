@@ -30,7 +30,11 @@ CACHEDIR_TAG = b"Signature: 8a477f597d28d172789f06886806bc55\n# devicelint cache
 
 _KEY_RE = re.compile(r"^[0-9a-f]{32}$")
 _CODE_RE = re.compile(r"^[A-Z]+[0-9]+$")
-_STALE_NAME = re.compile(r"^(results-[0-9a-f]+\.(json|pickle)|\.tmp-[0-9]+-[0-9a-f]+)$")
+_STALE_NAME = re.compile(r"^((results|run)-[0-9a-f]+\.(json|pickle)|\.tmp-[0-9]+-[0-9a-f]+)$")
+RUN_FORMAT = "devicelint-run-1"
+# A path changed this recently when a run is recorded could change again within the same
+# timestamp tick (1-4 ms on Linux, 2 s on FAT) and keep its stat: such a run is not recorded.
+RACY_NS = 3_000_000_000
 _INT_MAX = 1 << 31
 
 
@@ -53,16 +57,35 @@ def entry_key(data: bytes, relative: str, in_package: bool = False) -> str:
     return hasher.hexdigest()
 
 
+def path_state(path: str) -> Optional[list[int]]:
+    """What a stat of `path` (links followed) says of its content and place: changed
+    content, a rename, a new or removed entry of a directory change one of these. None when
+    there is nothing there (or it cannot be looked at)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return [info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev]
+
+
+def _state(value: Any) -> bool:
+    return type(value) is list and len(value) == 5 and all(type(n) is int for n in value)
+
+
 def _today() -> int:
     return int(time.time() // 86400)
 
 
 class Cache:
-    """Open with `Cache(root, directory, fingerprint)`; `problem` says why it is off, if it is."""
+    """Open with `Cache(root, directory, fingerprint)`; `problem` says why it is off, if it is.
+    `lazy`: the results file is read by `load()`, not now (a run served whole by its
+    record, `last_run`, never reads it)."""
 
-    def __init__(self, root: Path, directory: Path, fingerprint: str) -> None:
+    def __init__(self, root: Path, directory: Path, fingerprint: str, lazy: bool = False) -> None:
         self.fingerprint = fingerprint
         self.file = f"results-{fingerprint}.json"
+        self.run_file = f"run-{fingerprint}.json"
+        self._unread = lazy
         # key -> [day last used, findings] or [day last used, findings, what they used of
         # other files: the numbers of their rows in `rows`]
         self.entries: dict[str, list[Any]] = {}
@@ -92,13 +115,91 @@ class Cache:
         except OSError:
             return
         if folder is None:
+            self._unread = False  # no cache directory yet: nothing to read
             return
         with folder:
-            self._read(folder)
+            if not lazy:
+                self._read(folder)
 
     @property
     def enabled(self) -> bool:
         return self.parts is not None and self.problem is None
+
+    def _folder(self, create: bool = False) -> Optional[SafeDir]:
+        try:
+            return SafeDir.inside(self.root, self.parts, create=create)
+        except (UnsafePath, OSError):
+            return None
+
+    def load(self) -> None:
+        """Read the results file, if `lazy` left it unread."""
+        if not self._unread:
+            return
+        self._unread = False
+        folder = self._folder()
+        if folder is not None:
+            with folder:
+                self._read(folder)
+
+    # -- the record of a whole run -------------------------------------------------------
+    # A run whose every file was served from the cache is recorded in a small file of its
+    # own: each file's findings (as stored rows) and the stat of every path the results
+    # depend on (the files, the directories above them, what the project index read, listed
+    # or climbed). The next run with the same files, settings and devicelint serves that
+    # record when every stat is unchanged, the same day, without reading the results file,
+    # hashing the files or checking their dependencies (issue 17: warm, nothing changed).
+    def last_run(self) -> Optional[dict]:
+        """The record of the last run served whole from the cache, checked field by field
+        (findings rows are checked by `unpack` when served); None when there is none, it is
+        from another day or its shape is wrong."""
+        if not self.enabled:
+            return None
+        folder = self._folder()
+        if folder is None:
+            return None
+        with folder:
+            payload = decode(RUN_FORMAT, folder.read(self.run_file, MAX_READ))
+        if not isinstance(payload, dict) or payload.get("fingerprint") != self.fingerprint \
+                or payload.get("day") != self.today or type(payload.get("index")) is not bool:
+            return None
+        files, paths = payload.get("files"), payload.get("paths")
+        if type(files) is not dict or type(paths) is not list:
+            return None
+        for rows in files.values():
+            if type(rows) is not list:
+                return None
+        for item in paths:
+            if type(item) is not list or len(item) != 2 or type(item[0]) is not str \
+                    or not (item[1] is None or _state(item[1])):
+                return None
+        return payload
+
+    def record_run(self, files: dict[str, list], states: dict[str, Optional[list]], index: bool) -> bool:
+        """Write the record of a run served whole (`files`: each file's relative path -> its
+        stored findings rows; `states`: path -> `path_state`); not when a path changed
+        within RACY_NS (then False)."""
+        if not self.enabled:
+            return False
+        racy = time.time_ns() - RACY_NS
+        if any(state is not None and (state[0] >= racy or state[1] >= racy) for state in states.values()):
+            return False
+        payload = {"fingerprint": self.fingerprint, "day": self.today, "index": index, "files": files,
+                   "paths": [[path, state] for path, state in states.items()]}
+        folder = self._folder(create=True)
+        if folder is None:
+            return False
+        with folder:
+            try:
+                folder.create(".gitignore", GITIGNORE)
+                folder.create("CACHEDIR.TAG", CACHEDIR_TAG)
+                folder.replace(self.run_file, encode(RUN_FORMAT, payload))
+            except OSError:
+                return False
+        return True
+
+    def rows_of(self, key: str) -> list:
+        """The stored findings rows of entry `key` (served: checked by `get`)."""
+        return self.entries[key][1]
 
     def _read(self, folder: SafeDir) -> None:
         info = folder.stat(self.file)
@@ -210,7 +311,7 @@ class Cache:
     def save(self) -> None:
         """Write atomically (entries unused for MAX_AGE_DAYS dropped, the file kept under
         MAX_BYTES); an unusable directory only means the next run is not cached."""
-        if not self.enabled:
+        if not self.enabled or self._unread:
             return
         oldest = self.today - MAX_AGE_DAYS
         expired = [k for k, v in [*self.entries.items(), *self.facts.items()] if v[0] < oldest]

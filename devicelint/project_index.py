@@ -659,6 +659,17 @@ class ProjectIndex:
     def identity_layout(info: ModuleInfo) -> str:
         return _hash(info.name, str(info.is_package), *info.search)
 
+    def consulted(self) -> tuple[list[str], list[str]]:
+        """(files, directories) this index's answers looked at on disk: the modules it read
+        or found unreadable, and the symbolic links among the names it listed (their
+        targets' stat); the directories it listed for module lookups or resolved. The
+        directories above each module (its name and search path) are the caller's to add.
+        The result cache's record of a whole run stats them all (devicelint.cache)."""
+        files = [*self.modules, *self._unreadable]
+        for folder, names in self._listings.items():
+            files.extend(os.path.join(folder, name) for name, kind in names.items() if kind == _LINK)
+        return files, [*self._listings, *self._real_dirs]
+
     def still_valid(self, rows: list) -> bool:
         """Whether every dependency a cached result noted (`finish_job`) is as it was."""
         checked = self._checked

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from devicelint import __version__
-from devicelint.cache import CACHE_DIR_NAME, Cache, entry_key
+from devicelint.cache import CACHE_DIR_NAME, Cache, entry_key, path_state, unpack
 from devicelint.cache import warn as cache_warning
 from devicelint.config import Settings, enabled_codes, expand_codes, load_settings
 from devicelint.discovery import ProjectPaths, discover
@@ -199,7 +199,16 @@ def lint_paths(
     candidates, problems = discover(list(paths), settings, bool(settings.force_exclude))
     findings = [diagnostic(UNREADABLE, p.display, p.message) for p in problems]
     project = ProjectPaths(settings.root)
-    cache = _open_cache(settings, project, codes) if use_cache else None
+    cache = _open_cache(settings, project, codes, lazy=True) if use_cache else None
+    if cache is not None and not problems:
+        whole = _served_whole(cache, candidates)
+        if whole is not None:
+            selected = FindingFilter(settings, codes, project)
+            relative_of = {c.display: c.relative for c in candidates}
+            whole = [f for f in whole if selected.keep(f, relative_of.get(f.path))]
+            whole.sort(key=Finding.sort_key)
+            return LintRun(whole, len(candidates), len(candidates), codes, settings)
+        cache.load()
     jobs_to_run = []
     keys = []
     cached = 0
@@ -215,6 +224,7 @@ def lint_paths(
         readable.append((candidate, data))
     index = _project_index(settings, readable, cache)
     holds: dict[int, bool] = {}  # whether each dependency row of the cache holds, this run
+    served: dict[str, list] = {}  # relative path -> the stored rows served for it
     packages: dict[str, bool] = {}  # directory -> whether it holds an __init__.py
     for candidate, data in readable:
         # Rules see the path relative to the project root (DL010 exempts tests/ by path);
@@ -227,6 +237,7 @@ def lint_paths(
             hit = None
         if hit is not None:
             cached += 1
+            served[candidate.relative] = cache.rows_of(key)
             findings.extend(Finding.from_dict({**f, "path": candidate.display}) for f in hit)
             continue
         jobs_to_run.append((candidate.path, seen_as, data, tuple(codes)))
@@ -247,10 +258,65 @@ def lint_paths(
             learnt.update(index.new_facts)
             cache.record_facts(index.facts_used, learnt)
         cache.save()
+        if not problems and candidates and len(served) == len(candidates) \
+                and not any(c.relative.startswith("../") for c in candidates):
+            _record_whole(cache, project, candidates, served, index)
     selected = FindingFilter(settings, codes, project)
     findings = [f for f in findings if selected.keep(f, relative_of.get(f.path))]
     findings.sort(key=Finding.sort_key)
     return LintRun(findings, len(candidates), cached, codes, settings)
+
+
+def _served_whole(cache: Cache, candidates: list) -> Optional[list[Finding]]:
+    """The findings of the cache's record of the last run (`Cache.last_run`) when it was a
+    run of these same files and nothing it depends on changed; else None."""
+    record = cache.last_run()
+    if record is None or record["index"] != project_index.ENABLED:
+        return None
+    files = record["files"]
+    if len(files) != len(candidates):
+        return None
+    found = []
+    for candidate in candidates:
+        rows = files.get(candidate.relative)
+        if rows is None:
+            return None
+        for row in rows:
+            finding = unpack(row)
+            if finding is None:
+                return None
+            found.append(Finding.from_dict({**finding, "path": candidate.display}))
+    for path, state in record["paths"]:
+        if path_state(path) != state:
+            return None
+    return found
+
+
+def _record_whole(cache: Cache, project: ProjectPaths, candidates: list, served: dict[str, list],
+                  index: Optional["project_index.ProjectIndex"]) -> None:
+    """Record a run whose every file was served from the cache: the paths its results
+    depend on (each file, the directories above it up to the root, and what the project
+    index read, listed or resolved, with the directories above those) with their stat."""
+    paths: dict[str, None] = {}
+
+    def with_parents(path: str, top: str) -> None:
+        paths[path] = None
+        folder = os.path.dirname(path)
+        while folder == top or folder.startswith(top.rstrip(os.sep) + os.sep):
+            paths[folder] = None
+            if folder == top:
+                break
+            folder = os.path.dirname(folder)
+
+    root = project.root
+    for candidate in candidates:
+        with_parents(os.path.join(root, *candidate.relative.split("/")), root)
+    if index is not None:
+        files, folders = index.consulted()
+        for path in files:
+            with_parents(path, index.root)
+        paths.update(dict.fromkeys(folders))
+    cache.record_run(served, {path: path_state(path) for path in paths}, project_index.ENABLED)
 
 
 def _in_package(path: str, known: dict[str, bool]) -> bool:
@@ -320,12 +386,14 @@ def lint_text(data: bytes, display: str, settings: Settings) -> LintRun:
     return LintRun(found, 1, 0, codes, settings)
 
 
-def _open_cache(settings: Settings, project: ProjectPaths, codes: list[str]) -> Optional[Cache]:
+def _open_cache(settings: Settings, project: ProjectPaths, codes: list[str],
+                lazy: bool = False) -> Optional[Cache]:
     """The project's cache, or None when its directory is refused (a symbolic link, outside
-    the project root): linting goes on uncached, with a warning."""
+    the project root): linting goes on uncached, with a warning. `lazy`: see Cache."""
     root = project.root
     directory = settings.cache_dir or os.path.join(root, CACHE_DIR_NAME)
-    cache = Cache(Path(root), Path(directory), settings.fingerprint(codes, f"{__version__}+{signature()}"))
+    cache = Cache(Path(root), Path(directory), settings.fingerprint(codes, f"{__version__}+{signature()}"),
+                  lazy=lazy)
     if cache.problem is not None:
         cache_warning(cache.problem)
         return None
