@@ -40,16 +40,31 @@ SNIPPET = (
 )
 
 
-def one(mode: str, corpus: Path, tree: Optional[Path] = None) -> tuple[float, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    pin = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
+def _launch(tree: Optional[Path]) -> dict:
+    """How to start a Python that imports `tree`'s devicelint (None: this checkout's)."""
     env = None
     if tree is not None:  # first on the path, before what the environment already has
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             p for p in (str(tree), os.environ.get("PYTHONPATH", "")) if p))
-    subprocess.run([*pin, sys.executable, "-c", SNIPPET, mode, str(corpus)], check=True,
-                   stdout=subprocess.DEVNULL, env=env)
+    # Run from the tree measured: `python -c` puts the working directory first on sys.path,
+    # before PYTHONPATH; a baseline started from this checkout's root imported this
+    # checkout's devicelint (session 4's baseline columns compared a tree with itself).
+    return {"env": env, "cwd": str(tree or ROOT)}
+
+
+def imported_from(tree: Optional[Path]) -> Path:
+    """Where the devicelint a run of `tree` imports lives."""
+    found = subprocess.run([sys.executable, "-c", "import devicelint; print(devicelint.__file__)"],
+                           check=True, capture_output=True, text=True, **_launch(tree))
+    return Path(found.stdout.strip()).resolve().parent.parent
+
+
+def one(mode: str, corpus: Path, tree: Optional[Path] = None) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    pin = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
+    subprocess.run([*pin, sys.executable, "-c", SNIPPET, mode, str(corpus.resolve())], check=True,
+                   stdout=subprocess.DEVNULL, **_launch(tree))
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -66,6 +81,9 @@ def main() -> None:
     trees: dict[str, Optional[Path]] = {"this": None}
     for number, tree in enumerate(args.baseline, 1):
         trees[f"baseline{number}" if len(args.baseline) > 1 else "baseline"] = tree.resolve()
+    for name, tree in trees.items():
+        if imported_from(tree) != (tree or ROOT):
+            sys.exit(f"{name}: the run imports devicelint from {imported_from(tree)}, not {tree or ROOT}")
     print("tree\tcorpus\tfiles\tcpu off\tcpu on\tcpu ratio\twall off\twall on\twall ratio")
     for corpus in args.corpora:
         if not corpus.is_dir():

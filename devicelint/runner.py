@@ -424,6 +424,8 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[tuple[list[dict], 
 
         enabled_rules(jobs_to_run[0][3])
     context = multiprocessing.get_context(method)
+    if method == "fork" and project_index.current() is not None:
+        project_index.current().share_facts()  # the workers read each module once between them
     # Largest files first, in small chunks: the workers finish together instead of one
     # of them parsing a big file alone at the end.
     order = sorted(range(len(jobs_to_run)), key=lambda i: -len(jobs_to_run[i][2]))

@@ -416,3 +416,35 @@ def test_a_run_without_a_result_cache_notes_no_dependencies(tmp_path, monkeypatc
         lambda cls, *args, **kwargs: built.append(original(cls, *args, **kwargs)) or built[-1]))
     assert [(f.path.rsplit("/", 1)[-1], f.code) for f in _run(tmp_path).findings] == [("net.py", "DL017")]
     assert [index.recording for index in built] == [False]
+
+
+def test_the_workers_of_a_run_read_each_module_once_between_them(tmp_path, monkeypatch) -> None:
+    """Forked workers share the module facts they read (a private directory, removed after
+    the run): a module every file asks about is read with `ast` once in the run, not once
+    per worker, and the findings are those of one process."""
+    import os
+
+    files = {f"user{i}.py": _USES.format(source="layers") for i in range(24)}
+    files["layers.py"] = "import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n"
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    log = tmp_path.parent / f"{tmp_path.name}-parses.log"
+    original = ProjectIndex._parse_facts
+
+    def logged(self, info, text):
+        with open(log, "a") as out:
+            out.write(f"{os.getpid()} {os.path.basename(info.path)}\n")
+        return original(self, info, text)
+
+    monkeypatch.setattr(ProjectIndex, "_parse_facts", logged)
+    shared = []
+    monkeypatch.setattr(ProjectIndex, "share_facts",
+                        lambda self, real=ProjectIndex.share_facts: real(self) or shared.append(self._shared))
+    one = lint_paths([str(tmp_path)], Overrides(select=["ALL"]), use_cache=False, jobs=1)
+    log.unlink(missing_ok=True)
+    two = lint_paths([str(tmp_path)], Overrides(select=["ALL"]), use_cache=False, jobs=2)
+    assert [f.to_dict() for f in two.findings] == [f.to_dict() for f in one.findings]
+    assert len([f for f in two.findings if f.code == "DL017"]) == 24
+    parses = log.read_text().split("\n")[:-1] if log.exists() else []
+    assert len(shared) == 1 and not os.path.exists(shared[0])  # made for the pool, removed after
+    assert [line.split()[1] for line in parses].count("layers.py") <= 1, parses
