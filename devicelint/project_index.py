@@ -88,6 +88,9 @@ class ProjectIndex:
         self.by_key: dict[str, ModuleInfo] = {}       # ctx.path -> module
         self._module_class: dict[tuple[str, str], bool] = {}
         self._models: dict[str, object] = {}
+        # What the semantic model works out from another module's text, under its own keys
+        # (dataflow.foreign_call_uploads), kept for the run.
+        self.derived: dict[tuple, object] = {}
         # Memos: a module lookup stats files; a name is resolved once per module.
         self._files: dict[tuple[str, tuple[str, ...]], list[str]] = {}
         self._listings: dict[str, dict[str, int]] = {}  # directory -> its names (_find_files)
@@ -859,6 +862,17 @@ class FileView:
             if model.parent(node) is model.ctx.module:
                 return model, node
         return None
+
+    def function_module(self, dotted: str) -> Optional[tuple[ModuleInfo, str]]:
+        """(the other local module, the function's name) for the top-level function that
+        `function` would find, without building that module's model (a cheap look at its
+        text first); its content is noted as a dependency, as `function` notes it."""
+        found = self.index.resolve(self.module, dotted)
+        if found is None or found.kind != "function" or found.module is self.module \
+                or self.context_type is None:
+            return None
+        self.index._deps[("model", found.module.path)] = (self.index.identity(found.module), "")
+        return found.module, found.name
 
     @_asked
     def model_of(self, module: ModuleInfo):

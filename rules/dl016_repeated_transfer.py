@@ -216,13 +216,13 @@ class RepeatedTransfer(Rule):
         if found is not None:
             other, function = sem, found[0]
             bound = {name: args[0] for name, args in found[1].items() if len(args) == 1}
+            uploads = dataflow.per_call_uploads(other, function)
         else:
-            foreign = sem.syncs.foreign_function(call)
+            foreign = dataflow.foreign_call_uploads(sem, call)
             if foreign is None:
                 return
-            other, function = foreign
+            other, function, uploads = foreign
             bound = dataflow.bind_arguments(function, call)
-        uploads = dataflow.per_call_uploads(other, function)
         # (most callees copy nothing: the loop's facts are asked only when one does)
         if not uploads or isinstance(loop, (cst.For, cst.While)) and sem.loops.facts(loop).runs_once:
             return

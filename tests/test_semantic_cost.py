@@ -200,3 +200,42 @@ def test_call_sites_matched_once_per_function():
     assert len(calls) == 2 and spawns == ()
     sem._sites[id(function)] = ((), ())  # the table is what later parameters read
     assert sem.param_value(c).kind is Kind.UNKNOWN
+
+
+def test_foreign_uploads_looked_at_with_ast_before_building_the_other_model(tmp_path):
+    from devicelint import project_index
+    from devicelint.project_index import ProjectIndex
+    from devicelint.semantic import dataflow
+
+    files = {
+        "utils.py": (
+            "import torch\n\n"
+            "def normalize(batch):\n    mean = batch.new_tensor([0.485, 0.456])\n    return batch - mean\n\n"
+            "def fill(x):\n    return x + torch.tensor([1.0], device='cuda')\n\n"
+            "def moved(x):\n    if x is None:\n        return x.to('cuda')\n    return x\n\n"
+            "def plain(x):\n    return x * 2\n"),
+        "train.py": (
+            "import torch\nimport utils\nfrom utils import plain\n\n"
+            "def run(loader):\n    for x in loader:\n        x = x.cuda()\n"
+            "        utils.normalize(x)\n        utils.fill(x)\n        utils.moved(x)\n        plain(x)\n"),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    index = ProjectIndex.build(str(tmp_path), [(str(tmp_path / n), n, t.encode()) for n, t in files.items()])
+    project_index.use(index)
+    try:
+        source = files["train.py"]
+        ctx = FileContext("train.py", source, safe_parse.parse_module(source))
+        ctx.walk({}, {})
+        sem = ctx.semantic
+        calls = _calls(ctx)
+        assert dataflow.foreign_call_uploads(sem, calls["plain"]) is None
+        assert index._models == {}  # `plain` copies nothing: utils.py's model was not built
+        for label in ("utils.normalize", "utils.fill", "utils.moved", "plain"):
+            other, function = sem.syncs.foreign_function(calls[label])  # the full analysis
+            full = dataflow.per_call_uploads(other, function)
+            cheap = dataflow.foreign_call_uploads(sem, calls[label])
+            assert (cheap[2] if cheap is not None else ()) == full, label
+            assert bool(full) == (label in ("utils.normalize", "utils.fill")), label
+    finally:
+        project_index.use(None)

@@ -15,12 +15,13 @@ region (assignments, loop and comprehension targets), to a bounded depth.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
-from devicelint.names import call_arg, keyword_arg
+from devicelint.names import call_arg, dotted_name, keyword_arg
 from devicelint.semantic.flow import COMPREHENSIONS, Def
 from devicelint.semantic.values import Kind, Place
 
@@ -774,6 +775,60 @@ def per_call_uploads(sem, function: cst.FunctionDef) -> tuple[CallUpload, ...]:
     if key not in memo:
         memo[key] = tuple(_per_call_uploads(sem, function))
     return memo[key]
+
+
+def foreign_call_uploads(sem, call: cst.Call):
+    """(the other file's model, its function, `per_call_uploads` of it) for a call of a
+    top-level function of another local module (`sem.syncs.foreign_function`); None when
+    the call runs no such function, or when no function of that name in that module makes
+    a call that could copy (`.new_tensor(...)`, `.to(...)`, `device=`): read with `ast`
+    first, that module's model is then not built."""
+    if not sem.syncs.runs_foreign_function(call):
+        return None
+    found = sem.project.function_module(dotted_name(call.func))
+    if found is None:
+        return None
+    module, name = found
+    copying = _copying_functions(sem.project.index, module)
+    if copying is not None and name not in copying:
+        return None
+    foreign = sem.syncs.foreign_function(call)
+    if foreign is None:
+        return None
+    other, function = foreign
+    return other, function, per_call_uploads(other, function)
+
+
+_COPYING_LOOK_MAX_CHARS = 1_000_000  # over this, no first look: the model is built as before
+
+
+def _copying_functions(index, module) -> Optional[frozenset]:
+    """The names of the functions (at any depth) of another module's text whose bodies make
+    a call `_constant_upload` could accept (its three cases each need `.new_tensor`, `.to`
+    or a `device=` keyword); None when the text is not looked at. Kept by the index."""
+    key = ("copying functions", module.path, index.identity(module))
+    if key in index.derived:
+        return index.derived[key]  # type: ignore[return-value]
+    text = module.text or ""
+    found: Optional[frozenset] = None
+    if len(text) <= _COPYING_LOOK_MAX_CHARS:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        if tree is not None:
+            found = frozenset(
+                node.name for node in ast.walk(tree)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and any(_may_copy(inner) for inner in ast.walk(node)))
+    index.derived[key] = found
+    return found
+
+
+def _may_copy(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and (
+        isinstance(node.func, ast.Attribute) and node.func.attr in ("new_tensor", "to")
+        or any(keyword.arg == "device" for keyword in node.keywords))
 
 
 def _per_call_uploads(sem, function: cst.FunctionDef) -> Iterator[CallUpload]:
