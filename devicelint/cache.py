@@ -1,6 +1,8 @@
 """Result cache: per (devicelint version and rules, enabled codes, settings) one JSON file in
 the project's cache directory, mapping each file's key (its content hash and its path relative
-to the project root) to its findings. Unchanged files cost a read and a hash.
+to the project root) to its findings. Unchanged files cost a read and a hash; a run in which
+nothing changed since the last one was served whole costs a stat of each path the results
+depend on (the run's record, `Cache.last_run`).
 
 The cache is data, never code (no pickle): a file that is truncated, mutated, planted or from
 another version is dropped, never fatal; every entry is checked field by field before it is
@@ -174,13 +176,15 @@ class Cache:
                 return None
         return payload
 
-    def record_run(self, files: dict[str, list], states: dict[str, Optional[list]], index: bool) -> bool:
+    def record_run(self, files: dict[str, list], states: dict[str, Optional[list]], index: bool,
+                   started: int) -> bool:
         """Write the record of a run served whole (`files`: each file's relative path -> its
         stored findings rows; `states`: path -> `path_state`); not when a path changed
-        within RACY_NS (then False)."""
+        after the run `started` (time.time_ns(): it may have been read before the change) or
+        within RACY_NS before (then False)."""
         if not self.enabled:
             return False
-        racy = time.time_ns() - RACY_NS
+        racy = started - RACY_NS
         if any(state is not None and (state[0] >= racy or state[1] >= racy) for state in states.values()):
             return False
         payload = {"fingerprint": self.fingerprint, "day": self.today, "index": index, "files": files,

@@ -193,6 +193,7 @@ def lint_paths(
     jobs: Optional[int] = None,
     settings: Optional[Settings] = None,
 ) -> LintRun:
+    started = time.time_ns()
     overrides = overrides or Overrides()
     settings = settings or resolve_settings(paths, overrides)
     codes = enabled_codes(settings, rule_catalog())
@@ -260,7 +261,7 @@ def lint_paths(
         cache.save()
         if not problems and candidates and len(served) == len(candidates) \
                 and not any(c.relative.startswith("../") for c in candidates):
-            _record_whole(cache, project, candidates, served, index)
+            _record_whole(cache, project, candidates, served, index, started)
     selected = FindingFilter(settings, codes, project)
     findings = [f for f in findings if selected.keep(f, relative_of.get(f.path))]
     findings.sort(key=Finding.sort_key)
@@ -293,7 +294,7 @@ def _served_whole(cache: Cache, candidates: list) -> Optional[list[Finding]]:
 
 
 def _record_whole(cache: Cache, project: ProjectPaths, candidates: list, served: dict[str, list],
-                  index: Optional["project_index.ProjectIndex"]) -> None:
+                  index: Optional["project_index.ProjectIndex"], started: int) -> None:
     """Record a run whose every file was served from the cache: the paths its results
     depend on (each file, the directories above it up to the root, and what the project
     index read, listed or resolved, with the directories above those) with their stat."""
@@ -316,7 +317,7 @@ def _record_whole(cache: Cache, project: ProjectPaths, candidates: list, served:
         for path in files:
             with_parents(path, index.root)
         paths.update(dict.fromkeys(folders))
-    cache.record_run(served, {path: path_state(path) for path in paths}, project_index.ENABLED)
+    cache.record_run(served, {path: path_state(path) for path in paths}, project_index.ENABLED, started)
 
 
 def _in_package(path: str, known: dict[str, bool]) -> bool:

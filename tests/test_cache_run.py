@@ -254,8 +254,31 @@ def test_a_run_after_a_recent_change_is_not_recorded(tmp_path, record_at_once, m
     old = time.time() - 10
     for path in (root / "dp.py", root / "pyproject.toml", root):
         os.utime(path, (old, old))
-    monkeypatch.setattr(cache_module, "time", type("Later", (), {"time_ns": staticmethod(
-        lambda: time.time_ns() + 10_000_000_000), "time": staticmethod(time.time)}))
+    now = time.time_ns
+    monkeypatch.setattr(time, "time_ns", lambda: now() + 10_000_000_000)  # ctime cannot be set back
     _lint(root)
     assert list((root / ".devicelint_cache").glob("run-*.json"))
     _checked(root, record_at_once, True)
+
+
+def test_a_file_changed_during_the_run_is_not_recorded(tmp_path, record_at_once, monkeypatch) -> None:
+    """A file read (and served) before it changed, later in the same run: the run's record
+    would hold its new stat with its old findings. Changed after the run started: no record."""
+    monkeypatch.setattr(cache_module, "RACY_NS", 20_000_000)  # over a timestamp tick
+    root = _project(tmp_path / "p", {"dp.py": DP, "b.py": "x = 1\n"})
+    _lint(root)
+    time.sleep(0.05)
+    get = cache_module.Cache.get
+
+    def changing(self, key):
+        found = get(self, key)
+        (root / "dp.py").write_text("x = 2  # no DataParallel any more\n")
+        time.sleep(0.1)  # the rest of the run takes a while: the change is not "recent" at its end
+        return found
+
+    monkeypatch.setattr(cache_module.Cache, "get", changing)
+    assert _lint(root).cached == 2  # both served, as they were read before the change
+    monkeypatch.setattr(cache_module.Cache, "get", get)
+    assert not list((root / ".devicelint_cache").glob("run-*.json"))
+    run = _checked(root, record_at_once, False)
+    assert not _found(run, root)
