@@ -64,7 +64,9 @@ class SyncInLoop(Rule):
     A call of a function of the same file that reads its argument on the host (an
     `accuracy()` helper ending in `.item()`, a metric accumulator doing `float(v)`) is
     reported at the call in the step loop, naming the helper's line, when the argument it
-    reads is on the device.
+    reads is on the device; so is a call of a module whose class the code shows (here or in
+    another local module: `decoder(imgs, caps, lengths)` whose `forward` does
+    `lengths.tolist()`).
 
     Silent on: reads after the step loop, reads of host values (dataset samples, tensors
     built without a device, NumPy arrays, Python numbers), code in branches that run only
@@ -176,7 +178,8 @@ class SyncInLoop(Rule):
                 if evidence is not None:
                     found.append((read.node, read.what, evidence))
             if isinstance(candidate, cst.Call) and (_last_name(candidate.func) in helpers
-                                                    or syncs.runs_foreign_function(candidate)):
+                                                    or syncs.runs_foreign_function(candidate)
+                                                    or sem.loops.is_module_call(candidate)):
                 loop = sem.loops.step_loop(candidate)
                 if loop is not None and sem.on_gpu_path(candidate):
                     shown = syncs.call_reads(candidate, self._arg_on_device(candidate, loop))

@@ -180,3 +180,50 @@ def test_max_min_sorted_compare_their_operands_on_the_host():
     [own] = [c for c in ctx.iter_nodes(cst.Call)
              if isinstance(c.func, cst.Name) and c.func.value == "max"]
     assert sem.syncs.reads(own) == []                         # the file's own `max`
+
+
+FORWARD = """
+    import torch
+    import torch.nn as nn
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 3)
+
+        def forward(self, x, lengths):
+            if x.is_cuda and x.size(0) > 1:
+                x = x.contiguous()
+            return self.proj(x[:, : max(lengths.tolist())])
+
+    def run(net, x, lengths):
+        net.eval()
+        return net(x, lengths)
+
+    def main(checkpoint):
+        if checkpoint:
+            tagger = torch.load(checkpoint)
+        else:
+            tagger = Tagger()
+        tagger = tagger.cuda()
+        run(tagger, torch.ones(2, 4, device="cuda"), torch.ones(2, device="cuda"))
+"""
+
+
+def test_a_module_call_runs_the_forward_of_the_only_class_its_bindings_construct():
+    import libcst as cst
+
+    from tests.test_semantic import model_of
+
+    ctx, sem = model_of(FORWARD)
+    calls = {ctx.code(c).split("(")[0]: c for c in ctx.iter_nodes(cst.Call)}
+    # `net` <- the call site's `tagger` <- `.cuda()` of `torch.load(...)` (no class shown)
+    # or of `Tagger()`: the one class shown
+    model, forward = sem.syncs.module_forward(calls["net"])
+    assert model is sem and forward.name.value == "forward"
+    # what `forward` reads on the host: the lengths (`.tolist()`), not `x.is_cuda`,
+    # `x.size(0)` (metadata) nor `max()` of the host list `.tolist()` gave
+    reads = sem.syncs.summary(forward)
+    assert [r.what for r in reads] == ["`.tolist()`"] and reads[0].params == frozenset({"lengths"})
+    [read] = sem.syncs.call_reads(calls["net"], lambda arg: True)
+    assert read.what == "`.tolist()`"

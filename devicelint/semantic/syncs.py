@@ -32,6 +32,11 @@ from devicelint.semantic.values import Kind, Place
 
 CONVERSIONS = ("float", "int", "bool")
 COMPARING = ("max", "min", "sorted")   # builtins that compare what they are given
+# A tensor's attributes the host knows without waiting for the GPU (PyTorch's API).
+METADATA = frozenset(("shape", "device", "dtype", "ndim", "layout", "is_cuda", "is_cpu", "is_xpu",
+                      "is_mps", "is_meta", "is_sparse", "is_quantized", "requires_grad", "is_leaf",
+                      "itemsize", "nbytes"))
+_HOST_RESULTS = ("number", "bool", "host-list", "array", "size", "dtype", "device")
 _HOST_KINDS = (Kind.NUMBER, Kind.BOOL, Kind.STRING, Kind.SIZE, Kind.DTYPE, Kind.DEVICE, Kind.NONE,
                Kind.ARRAY, Kind.MODULE_CLASS, Kind.CALLABLE)
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -234,6 +239,9 @@ class SyncModel:
         on_device = on_device or self.on_device
         found = self.callee(call)
         if found is None:
+            forward = self.module_forward(call)
+            if forward is not None:
+                return self._forward_reads(call, forward, on_device)
             return self._foreign_reads(call, on_device)
         function, bound = found
         reads = self.summary(function)
@@ -241,6 +249,70 @@ class SyncModel:
         for read in reads or ():
             if read.device or any(on_device(arg) for name in read.params for arg in bound.get(name, ())):
                 out.append(read)
+        return out
+
+    def module_forward(self, call: cst.Call):
+        """(the model of the file that defines it, its `forward`) for a call of a module whose
+        class the code shows (`decoder(imgs, caps)` with `decoder = DecoderWithAttention(...)`
+        moved to the device, here or in another local module): the only module class its
+        bindings, through `.to()`/`.cuda()` and the parameters' call sites, construct (a
+        binding the code does not show, `checkpoint["decoder"]`, adds none); else None."""
+        found = self._shown_classes(call.func, 0)
+        if len(found) != 1:
+            return None
+        model = self.model
+        cls = found.pop()
+        owner = model.module_classes().get(cls)
+        if owner is not None:
+            forward = model._method(owner, "forward")
+            return (model, forward) if forward is not None else None
+        other = model._project_class(cls)
+        if other is None:
+            return None
+        forward = other[0]._method(other[1], "forward")
+        return (other[0], forward) if forward is not None else None
+
+    def _shown_classes(self, node: cst.CSTNode, depth: int) -> set:
+        model = self.model
+        value = model.value(node)
+        if value.cls:
+            return {value.cls} if value.kind in (Kind.MODULE, Kind.MODULE_CLASS) else set()
+        if depth > 6 or value.kind not in (Kind.MODULE, Kind.TENSOR, Kind.UNKNOWN):
+            return set()
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+                return self._shown_classes(func.value, depth + 1)
+            made = model.value(func)
+            return {made.cls} if made.kind is Kind.MODULE_CLASS and made.cls else set()
+        if not isinstance(node, cst.Name):
+            return set()
+        found: set = set()
+        defs = list(model.defs(node))
+        seen = set()
+        while defs:
+            d = defs.pop()
+            if id(d) in seen:
+                continue
+            seen.add(id(d))
+            if d.kind == "effect":   # `decoder.train()`: the object is what reached it
+                defs.extend(d.prior)
+            elif d.kind in ("assign", "annassign") and not d.path and d.value is not None:
+                found |= self._shown_classes(d.value, depth + 1)
+            elif d.kind == "param":
+                for arg in self._param_arguments(d):
+                    found |= self._shown_classes(arg, depth + 1)
+        return found
+
+    def _param_arguments(self, d) -> list:
+        """What the calls of the file pass for the parameter bound by `d`."""
+        function = d.scope
+        if not isinstance(function, cst.FunctionDef):
+            return []
+        out = []
+        for call in self.model.calls_by_name().get(function.name.value, ()):
+            if self.model.resolve_function(call.func) is function:
+                out.extend(self._bind(function, call, False).get(d.name, ()))
         return out
 
     def runs_foreign_function(self, call: cst.Call) -> bool:
@@ -259,6 +331,18 @@ class SyncModel:
         if not self.runs_foreign_function(call):
             return None
         return self.model.project.function(dotted_name(call.func))
+
+    def _forward_reads(self, call: cst.Call, forward, on_device) -> list[SummaryRead]:
+        other, function = forward
+        bound = self._bind(function, call, True)
+        out = []
+        for read in other.syncs.summary(function) or ():
+            if read.device or any(on_device(arg) for name in read.params for arg in bound.get(name, ())):
+                if other is not self.model:
+                    line, column = other.ctx.position(read.node)[:2]
+                    read = replace(read, where=(other.ctx.path, line, column))
+                out.append(read)
+        return out
 
     def _foreign_reads(self, call: cst.Call, on_device) -> list[SummaryRead]:
         found = self.foreign_function(call)
@@ -375,7 +459,7 @@ class SyncModel:
         model = self.model
         if isinstance(node, cst.BaseExpression) and not isinstance(node, cst.Name):
             value = model.value(node)
-            if value.kind in _HOST_KINDS or value.place is Place.CPU:
+            if value.kind in _HOST_KINDS or value.place is Place.CPU or self._host_result(node):
                 return set()
         if isinstance(node, cst.Name):
             out: set = set()
@@ -393,6 +477,8 @@ class SyncModel:
         if isinstance(node, cst.Attribute):
             if isinstance(node.value, cst.Name) and self._is_self(node.value, function):
                 return set()
+            if node.attr.value in METADATA:
+                return set()   # `x.is_cuda`, `x.shape`: known on the host without waiting
             return self.param_deps(node.value, function)
         if isinstance(node, _NESTED):
             return set()
@@ -400,6 +486,15 @@ class SyncModel:
         for child in model.children(node):
             out |= self.param_deps(child, function)
         return out
+
+    def _host_result(self, node: cst.CSTNode) -> bool:
+        """`t.tolist()`, `t.item()`, `t.numpy()`, `t.cpu()`: what the read gave is on the host
+        (the read itself is the wait; what is done with its result waits for nothing); so are
+        metadata (`t.size()`, `t.dim()`: the table's host results)."""
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+            return False
+        spec = self.api.method(node.func.attr.value)
+        return spec is not None and (spec.place == "cpu" or spec.result in _HOST_RESULTS)
 
     def _is_self(self, name: cst.Name, function: cst.FunctionDef) -> bool:
         if not self._is_method(function):
