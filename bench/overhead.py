@@ -58,9 +58,18 @@ GROUPS = {"monitor-only": set(), "moves-only": {"MOVES"}, "syncs-only": {"SYNCS"
           "view-only": {"VIEWS"}}
 EVERY_COPY_AND_SYNC = {"MOVES", "FACTORIES", "SYNCS", "VIEWS"}
 # The finder (devicelint/runtime/finder.py): "finder" with the .item() line flagged too,
-# "finder-only" with no flagged line; both with the wrappers of the finder's rules.
+# "finder-only" with no flagged line; both with the wrappers `devicelint confirm` installs for
+# this file: the finder's rules' and, for the flagged line, DL004's (tests/test_runtime_overhead.py
+# checks that against the runtime plan).
 FINDER_MODES = ("finder", "finder-only")
 FINDER_WATCHES = {"MOVES", "FACTORIES", "SYNCS", "EMPTY_CACHE"}
+
+
+def watches_for(mode: str) -> set:
+    """The names of the Watch groups a mode installs."""
+    if mode in FINDER_MODES:
+        return FINDER_WATCHES
+    return GROUPS.get(mode, EVERY_COPY_AND_SYNC)
 
 
 def loop(flagged_line_holder):
@@ -114,8 +123,7 @@ def child(mode):
             finder = Finder([path])
             finder.install_module_sites()
         tracker = Tracker({path: {line: line}}, device_of, sim, finder=finder)
-        watches = EVERY_COPY_AND_SYNC | FINDER_WATCHES if finder else GROUPS.get(
-            mode, EVERY_COPY_AND_SYNC)
+        watches = watches_for(mode)
         if os.environ.get("LINE_EVENTS") == "0":
             tracker.start = lambda: None
         hooks.install(tracker, {Watch[name] for name in watches})

@@ -48,3 +48,38 @@ def test_overhead_rejects_an_unknown_step_size() -> None:
     proc = subprocess.run([sys.executable, "bench/overhead.py"], cwd=ROOT, capture_output=True,
                           text=True, env=dict(os.environ, STEP="huge"), timeout=120)
     assert proc.returncode != 0 and "STEP=huge" in proc.stderr
+
+
+def test_finder_modes_wrap_what_confirm_wraps() -> None:
+    """The finder modes time what `devicelint confirm` installs for bench/overhead.py: the
+    finder's rules' wrappers and those of DL004 (the flagged `.item()`), nothing more."""
+    import overhead
+
+    from devicelint.rule import all_rules
+    from devicelint.runtime.plan import Plan
+
+    plan = Plan()
+    plan.find_under([str(ROOT / "bench" / "overhead.py")])
+    plan.add_rule(all_rules()["DL004"])
+    for mode in overhead.FINDER_MODES:
+        assert {name.lower() for name in overhead.watches_for(mode)} == set(plan.watch)
+
+
+def test_a_real_device_tracker_answers_is_cuda_from_the_tensor() -> None:
+    """Every .item()/bool()/int() of the process asks is_cuda first (torch's own calls on CPU
+    tensors too): on a real device it reads the tensor's flag, not str(tensor.device)."""
+    import torch
+
+    from devicelint.runtime.tracker import Tracker
+
+    asked = []
+
+    def device_of(tensor):
+        asked.append(tensor)
+        return str(tensor.device)
+
+    tracker = Tracker({}, device_of)
+    assert tracker.is_cuda(torch.ones(2)) is False
+    assert tracker.is_cuda(torch.ones(2, device="meta")) is True  # not the host, as before
+    assert tracker.is_cuda(3) is False
+    assert asked == []

@@ -20,13 +20,14 @@ from devicelint.runtime_spec import CopyStats, CudaState, LineRecord, ViewSample
 def timed_call(tracker, original, *args, **kwargs):
     """Run a wrapped call with the tracker marked busy (calls it makes itself are not the
     user's), and return (its result, wall seconds)."""
-    tracker.busy(True)
+    local = tracker._local  # (tracker.busy, inlined: this runs on every recorded call)
+    local.busy = True
     try:
         start = clock()
         out = original(*args, **kwargs)
         return out, clock() - start
     finally:
-        tracker.busy(False)
+        local.busy = False
 
 
 def _nbytes(tensor) -> int:
@@ -136,20 +137,20 @@ def install_moves(tracker) -> None:
                 for rec in tracker.touch(sites):
                     rec.moves.module += 1
                 return original(self, *args, **kwargs)
-            src = tracker.device_of(self)
-            pinned = src == "cpu" and self.is_pinned()
-            non_blocking = bool(kwargs.get("non_blocking")) or any(
-                a is True for a in args if isinstance(a, bool))
             out, seconds = timed_call(tracker, original, self, *args, **kwargs)
             recs = tracker.touch(sites)
             for rec in recs:
                 rec.moves.count += 1
             if out is self or not isinstance(out, torch.Tensor):
+                # (a move to where the tensor already is, the commonest: nothing else asked)
                 for rec in recs:
                     rec.moves.noop += 1
                 return out
-            dst = tracker.device_of(out)
+            src, dst = tracker.device_of(self), tracker.device_of(out)
             if src != dst:
+                pinned = src == "cpu" and self.is_pinned()
+                non_blocking = bool(kwargs.get("non_blocking")) or any(
+                    a is True for a in args if isinstance(a, bool))
                 key = _source_key(self)
                 nbytes = _nbytes(out)
                 for rec in recs:

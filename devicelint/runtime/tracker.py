@@ -42,6 +42,11 @@ ERROR_MARKERS = (
     "should be the same",
 )
 
+
+def _off_host(tensor) -> bool:
+    return isinstance(tensor, torch.Tensor) and not tensor.is_cpu
+
+
 @dataclass
 class CapturedDataParallel:
     """A DataParallel built at a flagged line, and the first batch it was called with."""
@@ -53,6 +58,8 @@ class CapturedDataParallel:
 class Tracker:
     def __init__(self, lines: dict[str, object], device_of: Callable, sim=None,
                  finder=None) -> None:
+        """`device_of(tensor)`: its device as a string ("cpu", "cuda:0"): the simulated
+        device's tag with `sim`, else the tensor's own (`str(tensor.device)`)."""
         # path -> {line: head line of its flagged call}, or ALL_LINES to watch every line
         self.lines = lines
         self.device_of = device_of
@@ -74,6 +81,11 @@ class Tracker:
         self.driver_queried = False
         # Records every event of the user's code, flagged or not (runtime/finder.py)
         self.finder = finder
+        if sim is None:
+            # A real device: `device_of` reads the tensor's own device, and so can is_cuda,
+            # from its flag (a fifth of the cost of str(t.device), paid by every .item(),
+            # bool(), int() of the process, torch's own on CPU tensors included).
+            self.is_cuda = _off_host
 
     # -- attribution -------------------------------------------------------------------
     def _user_path(self, filename: str) -> Optional[str]:
@@ -223,32 +235,30 @@ class Tracker:
             if frame is bottom:
                 break
             filename = frame.f_code.co_filename
-            paths = both.get(filename)
-            if paths is None:
-                paths = self._frame_paths(filename)
-            watched, user = paths
-            if looking:
-                if depth >= 64:
-                    looking = False
-                elif watched is not None:
+            watched, user = both.get(filename) or self._frame_paths(filename)
+            if depth >= 64:
+                looking = False
+                if user is None and not chain:
+                    seeking = False
+            # (most frames are libraries': neither branch; f_lineno is read once, if at all)
+            if (looking and watched is not None) or (seeking and user is not None):
+                line = frame.f_lineno
+                if looking and watched is not None:
                     wanted = lines[watched]
                     if wanted is ALL_LINES:
                         if first:
-                            flagged, looking = (watched, frame.f_lineno), False
+                            flagged, looking = (watched, line), False
                     else:
-                        head = wanted.get(frame.f_lineno)
+                        head = wanted.get(line)
                         if head is not None:
                             flagged, looking = (watched, head), False
                     first = False
-            if seeking:
-                if user is not None:
-                    where = (user, frame.f_lineno)
+                if seeking and user is not None:
+                    where = (user, line)
                     # (a comprehension's frame and its function's share the line: one entry)
                     if not chain or chain[-1] != where:
                         chain.append(where)
                         seeking = len(chain) < _CHAIN
-                elif not chain and depth >= 64:
-                    seeking = False
             frame = frame.f_back
             depth += 1
         return flagged, ((chain[0], tuple(chain[1:])) if chain else None)
@@ -273,6 +283,7 @@ class Tracker:
         self._local.busy = flag
 
     def is_cuda(self, tensor) -> bool:
+        """On a device, not the host (the simulated device's tag; see __init__ otherwise)."""
         return isinstance(tensor, torch.Tensor) and self.device_of(tensor) != "cpu"
 
     # -- installation ------------------------------------------------------------------
