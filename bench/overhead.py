@@ -10,9 +10,9 @@ AdamW; BATCH rows already on the device; the loss read with `.item()` at the end
 step's time includes its GPU work). STEP picks its size:
 - `STEP=small` (default): WIDTH=512, BATCH=64, about 1 ms on an H100: host-bound, every
   microsecond the instrumentation adds on the host shows; the worst case, not a training step;
-- `STEP=train`: WIDTH=4096, BATCH=1024, about 0.4 TFLOP per step (fp32): GPU-bound, as a
-  real training step is (their forward and backward passes keep the GPU busy for milliseconds
-  while the host queues the next kernels).
+- `STEP=train`: WIDTH=4096, BATCH=1024, 0.34 TFLOP of fp32 matmuls per step: GPU-bound,
+  as a real training step is (its forward and backward passes keep the GPU busy for
+  milliseconds while the host queues the next kernels).
 WIDTH and BATCH override either.
 
 ROUNDS (default 5) fresh processes per mode, interleaved. Per mode it prints the median step
