@@ -998,7 +998,19 @@ def _piece_statements(text: str) -> Iterator[ast.stmt]:
         del tree
 
 
-def _collect(info: ModuleInfo, body: Iterable[ast.stmt]) -> None:
+# A module's facts come from what its top-level statements bind, read by one of two readers:
+# `_ast_bindings` (a module read on its own, with `ast`) or `_tree_bindings` (a linted file's
+# own libcst tree, no second parse). A reader only translates syntax into these tuples;
+# `_facts_from` alone decides what they mean, so that both give the same facts:
+#   ("import", dotted, bound or None)        import a.b [as c]
+#   ("from", module, name, bound or None)    from ..m import n [as c]; `module` keeps its dots;
+#                                            name "*" for `import *`
+#   ("class", name, bases)                   bases: the dotted text of each plain base
+#   ("def", name)
+#   ("self", name)                           name = sys.modules[__name__]
+#   ("alias", name, dotted)                  name = a.b.c (one plain name assigned)
+#   ("bind", name)                           a name bound any other way
+def _facts_from(info: ModuleInfo, bindings: Iterable[tuple]) -> None:
     meanings: dict[str, set] = {}
 
     def bind(name: str, meaning: object = None) -> None:
@@ -1006,58 +1018,81 @@ def _collect(info: ModuleInfo, body: Iterable[ast.stmt]) -> None:
         # at the top and again at the bottom) keeps its meaning; anything else is rebound.
         meanings.setdefault(name, set()).add(meaning if meaning is not None else object())
 
-    for statement in _top_level(body):
-        if isinstance(statement, ast.Import):
-            for alias in statement.names:
-                if alias.asname:
-                    info.imports[alias.asname] = alias.name
-                    bind(alias.asname, ("import", alias.name))
-                else:
-                    head = alias.name.split(".", 1)[0]
-                    info.imports[head] = head
-                    bind(head, ("import", head))
-        elif isinstance(statement, ast.ImportFrom):
-            module = "." * statement.level + (statement.module or "")
-            for alias in statement.names:
-                if alias.name == "*":
-                    target = _absolute(module, info) if module.startswith(".") else module
-                    if target:
-                        info.stars.append(target)
-                    continue
-                bound = alias.asname or alias.name
-                target = f"{module}.{alias.name}" if statement.module else f"{module}{alias.name}"
-                if target.startswith("."):
-                    target = _absolute(target, info) or ""
+    for binding in bindings:
+        kind, name = binding[0], binding[1]
+        if kind == "import":
+            bound = binding[2]
+            target = name if bound is not None else name.split(".", 1)[0]
+            bound = bound if bound is not None else target
+            info.imports[bound] = target
+            bind(bound, ("import", target))
+        elif kind == "from":
+            module, name, bound = binding[1:]
+            if name == "*":
+                target = _absolute(module, info) if module.startswith(".") else module
                 if target:
-                    info.imports[bound] = target
-                bind(bound, ("import", target))
-        elif isinstance(statement, ast.ClassDef):
-            info.classes[statement.name] = [t for t in (_dotted(b) for b in statement.bases) if t]
-            bind(statement.name, ("class",))
-        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            info.functions.add(statement.name)
-            bind(statement.name, ("def",))
-        elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            simple = len(targets) == 1 and isinstance(targets[0], ast.Name) and statement.value is not None
-            if simple and _is_self_module(statement.value):
-                info.self_names.add(targets[0].id)
-                bind(targets[0].id, ("self",))
-            elif simple and _dotted(statement.value) is not None:
-                info.aliases[targets[0].id] = _dotted(statement.value)
-                bind(targets[0].id, ("alias", _dotted(statement.value)))
-            else:
-                for target in targets:
-                    for name in _bound_names(target):
-                        bind(name)
-        elif isinstance(statement, (ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-            target = getattr(statement, "target", None)
-            for name in _bound_names(target) if target is not None else ():
-                bind(name)
+                    info.stars.append(target)
+                continue
+            bound = bound if bound is not None else name
+            target = f"{module}{name}" if module.endswith(".") else f"{module}.{name}"
+            if target.startswith("."):
+                target = _absolute(target, info) or ""
+            if target:
+                info.imports[bound] = target
+            bind(bound, ("import", target))
+        elif kind == "class":
+            info.classes[name] = list(binding[2])
+            bind(name, ("class",))
+        elif kind == "def":
+            info.functions.add(name)
+            bind(name, ("def",))
+        elif kind == "self":
+            info.self_names.add(name)
+            bind(name, ("self",))
+        elif kind == "alias":
+            info.aliases[name] = binding[2]
+            bind(name, ("alias", binding[2]))
+        else:
+            bind(name)
     info.rebound = {name for name, found in meanings.items() if len(found) > 1}
     for name in info.rebound:
         info.aliases.pop(name, None)
         info.self_names.discard(name)
+
+
+def _collect(info: ModuleInfo, body: Iterable[ast.stmt]) -> None:
+    """`info`'s facts from its top-level `ast` statements."""
+    _facts_from(info, _ast_bindings(body))
+
+
+def _ast_bindings(body: Iterable[ast.stmt]) -> Iterator[tuple]:
+    """What each top-level statement binds (the tuples `_facts_from` reads)."""
+    for statement in _top_level(body):
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                yield ("import", alias.name, alias.asname or None)
+        elif isinstance(statement, ast.ImportFrom):
+            module = "." * statement.level + (statement.module or "")
+            for alias in statement.names:
+                yield ("from", module, alias.name, alias.asname or None)
+        elif isinstance(statement, ast.ClassDef):
+            yield ("class", statement.name, [t for t in (_dotted(b) for b in statement.bases) if t])
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield ("def", statement.name)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            simple = len(targets) == 1 and isinstance(targets[0], ast.Name) and statement.value is not None
+            if simple and _is_self_module(statement.value):
+                yield ("self", targets[0].id)
+            elif simple and _dotted(statement.value) is not None:
+                yield ("alias", targets[0].id, _dotted(statement.value))
+            else:
+                for target in targets:
+                    for name in _bound_names(target):
+                        yield ("bind", name)
+        elif isinstance(statement, (ast.AugAssign, ast.For, ast.AsyncFor)):
+            for name in _bound_names(statement.target):
+                yield ("bind", name)
 
 
 def _top_level(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
@@ -1114,81 +1149,58 @@ def _absolute(relative: str, module: ModuleInfo) -> Optional[str]:
     return ".".join(parts) or None
 
 
-# -- the same facts from the libcst tree of a file being linted ----------------------------------
+# -- the same bindings from the libcst tree of a file being linted --------------------------------
 # A linted file's own facts come from the tree its lint already parsed (no `ast` parse of it):
-# what `_collect` reads from `ast`, statement for statement, so that both give equal facts
-# (tests/test_project_index.py compares them on every fixture and corpus file).
+# `_tree_bindings` yields what `_ast_bindings` yields, statement for statement
+# (tests/test_project_index.py compares them on every fixture file).
 _CONSTANT_NAMES = frozenset({"None", "True", "False"})  # names to libcst, constants to `ast`
 
 
 def _collect_tree(info: ModuleInfo, module) -> None:
+    """`info`'s facts from its libcst tree (a linted file's own)."""
+    _facts_from(info, _tree_bindings(module))
+
+
+def _tree_bindings(module) -> Iterator[tuple]:
+    """`_ast_bindings` of a libcst module."""
     import libcst as cst
-
-    meanings: dict[str, set] = {}
-
-    def bind(name: str, meaning: object = None) -> None:
-        meanings.setdefault(name, set()).add(meaning if meaning is not None else object())
 
     for statement in _tree_top_level(module.body):
         if isinstance(statement, cst.Import):
             for alias in statement.names:
                 full = _tree_dotted(alias.name)
-                if full is None:
-                    continue
-                if alias.asname is not None:
-                    bound = alias.asname.name.value
-                    info.imports[bound] = full
-                    bind(bound, ("import", full))
-                else:
-                    head = full.split(".", 1)[0]
-                    info.imports[head] = head
-                    bind(head, ("import", head))
+                if full is not None:
+                    yield ("import", full, alias.asname.name.value if alias.asname is not None else None)
         elif isinstance(statement, cst.ImportFrom):
             dotted = _tree_dotted(statement.module) if statement.module is not None else ""
             module_text = "." * len(statement.relative) + (dotted or "")
             if isinstance(statement.names, cst.ImportStar):
-                target = _absolute(module_text, info) if module_text.startswith(".") else module_text
-                if target:
-                    info.stars.append(target)
+                yield ("from", module_text, "*", None)
                 continue
             for alias in statement.names:
-                name = alias.name.value
-                bound = alias.asname.name.value if alias.asname is not None else name
-                target = f"{module_text}.{name}" if dotted else f"{module_text}{name}"
-                if target.startswith("."):
-                    target = _absolute(target, info) or ""
-                if target:
-                    info.imports[bound] = target
-                bind(bound, ("import", target))
+                yield ("from", module_text, alias.name.value,
+                       alias.asname.name.value if alias.asname is not None else None)
         elif isinstance(statement, cst.ClassDef):
-            info.classes[statement.name.value] = [
-                t for t in (_tree_dotted(b.value) for b in statement.bases if not b.star) if t]
-            bind(statement.name.value, ("class",))
+            yield ("class", statement.name.value,
+                   [t for t in (_tree_dotted(b.value) for b in statement.bases if not b.star) if t])
         elif isinstance(statement, cst.FunctionDef):
-            info.functions.add(statement.name.value)
-            bind(statement.name.value, ("def",))
+            yield ("def", statement.name.value)
         elif isinstance(statement, (cst.Assign, cst.AnnAssign)):
             targets = ([t.target for t in statement.targets] if isinstance(statement, cst.Assign)
                        else [statement.target])
             value = statement.value
             simple = len(targets) == 1 and _tree_name(targets[0]) is not None and value is not None
             if simple and _tree_self_module(value):
-                info.self_names.add(_tree_name(targets[0]))
-                bind(_tree_name(targets[0]), ("self",))
+                yield ("self", _tree_name(targets[0]))
             elif simple and _tree_dotted(value) is not None:
-                info.aliases[_tree_name(targets[0])] = _tree_dotted(value)
-                bind(_tree_name(targets[0]), ("alias", _tree_dotted(value)))
+                yield ("alias", _tree_name(targets[0]), _tree_dotted(value))
             else:
                 for target in targets:
                     for name in _tree_bound_names(target):
-                        bind(name)
+                        yield ("bind", name)
         elif isinstance(statement, (cst.AugAssign, cst.For)):
             for name in _tree_bound_names(statement.target):
-                bind(name)
-    info.rebound = {name for name, found in meanings.items() if len(found) > 1}
-    for name in info.rebound:
-        info.aliases.pop(name, None)
-        info.self_names.discard(name)
+                yield ("bind", name)
 
 
 def _tree_top_level(body) -> Iterable:

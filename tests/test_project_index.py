@@ -269,8 +269,9 @@ def test_a_linted_file_takes_its_own_facts_from_its_libcst_tree(tmp_path, monkey
 
 
 def test_facts_from_the_libcst_tree_equal_those_read_with_ast() -> None:
-    """`_collect_tree` (a linted file's own libcst tree) and `_collect` (`ast`) give the same
-    facts and the same calls of each top-level function, on every fixture file."""
+    """The two readers (`_tree_bindings`: a linted file's own libcst tree; `_ast_bindings`)
+    say the same of every top-level statement, so `_collect_tree` and `_collect` give the
+    same facts; and the same calls of each top-level function, on every fixture file."""
     import ast
 
     import libcst as cst
@@ -290,6 +291,7 @@ def test_facts_from_the_libcst_tree_equal_those_read_with_ast() -> None:
         by_ast, by_tree = (project_index.ModuleInfo(name="pkg.mod", path=str(path), key="", shown="",
                                                     digest="", is_package=False, search=())
                            for _ in range(2))
+        assert list(project_index._tree_bindings(tree)) == list(project_index._ast_bindings(body)), path
         project_index._collect(by_ast, body)
         project_index._collect_tree(by_tree, tree)
         assert project_index.facts_to_json(by_tree) == project_index.facts_to_json(by_ast), path
@@ -314,6 +316,9 @@ def test_facts_from_the_libcst_tree_cover_each_kind_of_statement() -> None:
             "kk = sys.modules[__name__,]\nll = True\n")
     by_ast, by_tree = (project_index.ModuleInfo(name="pkg.sub.mod", path="x", key="", shown="", digest="",
                                                 is_package=False, search=()) for _ in range(2))
+    bindings = list(project_index._ast_bindings(project_index._module_body(text)))
+    assert list(project_index._tree_bindings(cst.parse_module(text))) == bindings
+    assert {b[0] for b in bindings} == {"import", "from", "class", "def", "self", "alias", "bind"}
     project_index._collect(by_ast, project_index._module_body(text))
     project_index._collect_tree(by_tree, cst.parse_module(text))
     assert project_index.facts_to_json(by_tree) == project_index.facts_to_json(by_ast)
