@@ -13,7 +13,8 @@ step's time includes its GPU work). STEP picks its size:
 - `STEP=train`: WIDTH=4096, BATCH=1024, 0.34 TFLOP of fp32 matmuls per step: GPU-bound,
   as a real training step is (its forward and backward passes keep the GPU busy for
   milliseconds while the host queues the next kernels).
-WIDTH and BATCH override either.
+WIDTH and BATCH override either. Each process first runs untimed steps (20, and for WARMUP_S
+seconds, default 1 on a GPU), then times STEPS steps.
 
 ROUNDS (default 5) fresh processes per mode, interleaved. Per mode it prints the median step
 time of each process summarised over rounds: the median (the headline figure; the ratio is
@@ -53,6 +54,10 @@ if STEP not in SIZES:
 step_clock = time.process_time if DEVICE == "sim" else time.perf_counter
 WIDTH = int(os.environ.get("WIDTH", "32" if DEVICE == "sim" else SIZES[STEP][0]))
 BATCH = int(os.environ.get("BATCH", SIZES[STEP][1]))
+# Untimed steps first: at least this many, and for at least WARMUP_S seconds on a GPU, so that
+# its clocks and the allocator's caches settle before the timing starts.
+WARMUP_STEPS = 20
+WARMUP_S = float(os.environ.get("WARMUP_S", "1" if DEVICE == "cuda" else "0"))
 # Modes that install one group of wrappers each (none: line/raise monitoring only).
 GROUPS = {"monitor-only": set(), "moves-only": {"MOVES"}, "syncs-only": {"SYNCS"},
           "view-only": {"VIEWS"}}
@@ -84,16 +89,20 @@ def loop(flagged_line_holder):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     data = torch.randn(BATCH, WIDTH, device=device)
     times = []
-    for step in range(STEPS):
+    warmup_steps, began = 0, time.perf_counter()
+    while len(times) < STEPS:
         start = step_clock()
         x = data.view(BATCH, WIDTH).to(device)
         loss = model(x).float().pow(2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        value = loss.item()  # the flagged line
-        times.append(step_clock() - start)
-    return statistics.median(times[min(20, len(times) // 2):]), value  # (after warm-up)
+        loss.item()  # the flagged line
+        if warmup_steps >= WARMUP_STEPS and time.perf_counter() - began >= WARMUP_S:
+            times.append(step_clock() - start)
+        else:
+            warmup_steps += 1
+    return statistics.median(times), warmup_steps
 
 
 def child(mode):
@@ -127,8 +136,8 @@ def child(mode):
         if os.environ.get("LINE_EVENTS") == "0":
             tracker.start = lambda: None
         hooks.install(tracker, {Watch[name] for name in watches})
-    median, _ = loop(None)
-    print(json.dumps({"mode": mode, "median_ms": median * 1000}))
+    median, warmup_steps = loop(None)
+    print(json.dumps({"mode": mode, "median_ms": median * 1000, "warmup_steps": warmup_steps}))
 
 
 def main():
@@ -154,8 +163,10 @@ def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--json":
         with open(sys.argv[2], "w") as handle:
             json.dump({"steps": STEPS, "step": STEP, "width": WIDTH, "batch": BATCH,
-                       "device": DEVICE, "rounds": ROUNDS, "median_ms": results,
-                       "summary": summary}, handle, indent=1)
+                       "device": DEVICE, "rounds": ROUNDS, "warmup_s": WARMUP_S,
+                       "warmup_steps": {mode: [run["warmup_steps"] for run in values]
+                                        for mode, values in runs.items()},
+                       "median_ms": results, "summary": summary}, handle, indent=1)
 
 
 if __name__ == "__main__":

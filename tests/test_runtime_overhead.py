@@ -28,7 +28,7 @@ def test_paired_ratio_compares_each_round_with_its_own_baseline() -> None:
 def test_overhead_reports_median_best_and_paired_ratios(tmp_path) -> None:
     out = tmp_path / "overhead.json"
     env = dict(os.environ, DEVICE="cpu", MODES="finder", STEPS="24", ROUNDS="2", WIDTH="8",
-               BATCH="4", OMP_NUM_THREADS="1")
+               BATCH="4", OMP_NUM_THREADS="1", WARMUP_S="0.5")
     proc = subprocess.run([sys.executable, "bench/overhead.py", "--json", str(out)], cwd=ROOT,
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -41,6 +41,9 @@ def test_overhead_reports_median_best_and_paired_ratios(tmp_path) -> None:
     assert finder["ratio"] == pytest.approx(finder["median"] / plain["median"])
     assert finder["best_ratio"] == pytest.approx(finder["best"] / plain["best"])
     assert "paired_ratio" in finder
+    # untimed steps first: 20 at least, and for WARMUP_S seconds (a tiny step takes ~1 ms)
+    assert data["warmup_s"] == 0.5
+    assert all(n > 20 for runs in data["warmup_steps"].values() for n in runs)
     assert "finder      median step" in proc.stdout and "best" in proc.stdout
 
 
