@@ -66,7 +66,8 @@ class SyncInLoop(Rule):
     reported at the call in the step loop, naming the helper's line, when the argument it
     reads is on the device; so is a call of a module whose class the code shows (here or in
     another local module: `decoder(imgs, caps, lengths)` whose `forward` does
-    `lengths.tolist()`).
+    `lengths.tolist()`), and of a method of the class an enclosing `if isinstance(obj, Cls):`
+    names.
 
     Silent on: reads after the step loop, reads of host values (dataset samples, tensors
     built without a device, NumPy arrays, Python numbers), code in branches that run only
@@ -179,7 +180,8 @@ class SyncInLoop(Rule):
                     found.append((read.node, read.what, evidence))
             if isinstance(candidate, cst.Call) and (_last_name(candidate.func) in helpers
                                                     or syncs.runs_foreign_function(candidate)
-                                                    or sem.loops.is_module_call(candidate)):
+                                                    or sem.loops.is_module_call(candidate)
+                                                    or syncs.narrowed_method(candidate) is not None):
                 loop = sem.loops.step_loop(candidate)
                 if loop is not None and sem.on_gpu_path(candidate):
                     shown = syncs.call_reads(candidate, self._arg_on_device(candidate, loop))

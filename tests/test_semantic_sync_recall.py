@@ -227,3 +227,35 @@ def test_a_module_call_runs_the_forward_of_the_only_class_its_bindings_construct
     assert [r.what for r in reads] == ["`.tolist()`"] and reads[0].params == frozenset({"lengths"})
     [read] = sem.syncs.call_reads(calls["net"], lambda arg: True)
     assert read.what == "`.tolist()`"
+
+
+def test_isinstance_names_the_class_whose_method_a_call_runs():
+    import libcst as cst
+
+    from tests.test_semantic import model_of
+
+    ctx, sem = model_of("""
+        class Sampler:
+            def update(self, losses):
+                pass
+
+        class LossAware(Sampler):
+            def update(self, losses):
+                return [x.item() for x in losses]
+
+        def step(sampler, other, losses):
+            if isinstance(sampler, LossAware):
+                sampler.update(losses)
+                other.update(losses)
+            else:
+                sampler.update(losses)
+    """)
+    calls = [c for c in ctx.iter_nodes(cst.Call)
+             if isinstance(c.func, cst.Attribute) and c.func.attr.value == "update"]
+    narrowed, other, otherwise = calls
+    model, method = sem.syncs.narrowed_method(narrowed)
+    assert model is sem and ctx.position(method)[0] == 7      # LossAware.update
+    assert sem.syncs.narrowed_method(other) is None           # another object
+    assert sem.syncs.narrowed_method(otherwise) is None       # the `else:` arm
+    [read] = sem.syncs.call_reads(narrowed, lambda arg: True)
+    assert read.what == "`.item()`" and read.params == frozenset({"losses"})

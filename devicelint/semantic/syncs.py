@@ -32,8 +32,9 @@ from devicelint.semantic.values import Kind, Place
 
 CONVERSIONS = ("float", "int", "bool")
 COMPARING = ("max", "min", "sorted")   # builtins that compare what they are given
-# A tensor's attributes the host knows without waiting for the GPU (PyTorch's API).
-METADATA = frozenset(("shape", "device", "dtype", "ndim", "layout", "is_cuda", "is_cpu", "is_xpu",
+# A tensor's attributes the host knows without waiting for the GPU (PyTorch's API; not
+# `.device`: a tensor made with `device=x.device` lives where `x` does).
+METADATA = frozenset(("shape", "dtype", "ndim", "layout", "is_cuda", "is_cpu", "is_xpu",
                       "is_mps", "is_meta", "is_sparse", "is_quantized", "requires_grad", "is_leaf",
                       "itemsize", "nbytes"))
 _HOST_RESULTS = ("number", "bool", "host-list", "array", "size", "dtype", "device")
@@ -239,9 +240,9 @@ class SyncModel:
         on_device = on_device or self.on_device
         found = self.callee(call)
         if found is None:
-            forward = self.module_forward(call)
-            if forward is not None:
-                return self._forward_reads(call, forward, on_device)
+            method = self.module_forward(call) or self.narrowed_method(call)
+            if method is not None:
+                return self._method_reads(call, method, on_device)
             return self._foreign_reads(call, on_device)
         function, bound = found
         reads = self.summary(function)
@@ -271,6 +272,39 @@ class SyncModel:
             return None
         forward = other[0]._method(other[1], "forward")
         return (other[0], forward) if forward is not None else None
+
+    def narrowed_method(self, call: cst.Call):
+        """(the model of the file that defines it, the method) for `obj.method(...)` under
+        `if isinstance(obj, Cls):` (the same `obj`, in the `if`'s body) with `Cls` a class of
+        this file or of another local module; else None."""
+        model = self.model
+        func = call.func
+        receiver = dotted_name(func.value) if isinstance(func, cst.Attribute) else None
+        if receiver is None:
+            return None
+        child, parent = call, model.parent(call)
+        while parent is not None and not isinstance(parent, _NESTED):
+            if isinstance(parent, cst.If) and child is parent.body:
+                test = parent.test
+                if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) \
+                        and test.func.value == "isinstance" and not model.defs(test.func) \
+                        and len(test.args) == 2 and dotted_name(test.args[0].value) == receiver:
+                    return self._class_method(test.args[1].value, func.attr.value)
+            child, parent = parent, model.parent(parent)
+        return None
+
+    def _class_method(self, cls: cst.BaseExpression, name: str):
+        model = self.model
+        local = [d.node for d in model.defs(cls) if d.kind == "class"] if isinstance(cls, cst.Name) else []
+        if local:
+            method = model._method(local[0], name) if len(local) == 1 else None
+            return (model, method) if method is not None else None
+        qual = model.qualname(cls)
+        found = model._project_class(qual) if qual else None
+        if found is None:
+            return None
+        method = found[0]._method(found[1], name)
+        return (found[0], method) if method is not None else None
 
     def _shown_classes(self, node: cst.CSTNode, depth: int) -> set:
         model = self.model
@@ -332,8 +366,10 @@ class SyncModel:
             return None
         return self.model.project.function(dotted_name(call.func))
 
-    def _forward_reads(self, call: cst.Call, forward, on_device) -> list[SummaryRead]:
-        other, function = forward
+    def _method_reads(self, call: cst.Call, method, on_device) -> list[SummaryRead]:
+        """The reads of a method of a class (`forward`, or one `isinstance` shows) that a
+        call makes with its arguments (the first parameter is the object)."""
+        other, function = method
         bound = self._bind(function, call, True)
         out = []
         for read in other.syncs.summary(function) or ():
