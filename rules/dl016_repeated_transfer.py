@@ -45,7 +45,13 @@ class RepeatedTransfer(Rule):
       each call, in its straight-line body: `y = utils.normalize_batch(y)` in a training
       loop, where `normalize_batch` does `batch.new_tensor([0.485, 0.456, 0.406])` (the copy
       goes to the device of an argument that is on the device here, or to the accelerator).
-      Reported at the call, naming the copy's line.
+      Reported at the call, naming the copy's line;
+    - a function of this file that copies data its callers pass (`th.from_numpy(arr).to(
+      t.device)`, or a window its own helpers build from a size argument), where a caller
+      passes the same host data every time (a loop-invariant value, or `self.x` bound in
+      `__init__` alone) and runs again and again: in a loop (reported at its call, naming
+      the copy's line), or called from a loop of the file or a module's `forward` up to four
+      calls up (reported at the copy, naming the caller's line and the loop).
 
     It decides from values (where each value lives, where each binding is made), never from
     what variables are called; a device argument the code does not define (a parameter
@@ -129,6 +135,10 @@ class RepeatedTransfer(Rule):
         "`{call}(...)` copies the same host data to the device on every call (line "
         "{line}{where})"
     )
+    helper_message = (
+        "`{call}` copies the same host data to the device on every call of `{function}` "
+        "(line {site} passes it, {again})"
+    )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", "device=", ".cpu(", ".fill_(")
     fixable = True
@@ -176,7 +186,10 @@ class RepeatedTransfer(Rule):
         every step."""
         sem = self.ctx.semantic
         function = sem.function_of(call)
-        if function is None or function.name.value not in ("forward", "__call__"):
+        if function is None:
+            return
+        if function.name.value not in ("forward", "__call__"):
+            self.check_helper_copy(call, function)
             return
         owner = sem.parent(sem.parent(function))
         if not isinstance(owner, cst.ClassDef):
@@ -201,6 +214,46 @@ class RepeatedTransfer(Rule):
         self.report(call, self.per_call_message.format(
             call=label, function=function.name.value, line=self._line(function)) + suffix)
 
+    def check_helper_copy(self, call: cst.Call, function: cst.FunctionDef) -> None:
+        """A function's copy of data its callers decide (`th.from_numpy(arr).to(t.device)`),
+        where a caller passes the same data on every call (`self.alphas`, bound in
+        `__init__` alone) and runs again and again (called in a loop of the file, or in a
+        module's `forward`, a few calls up): the same copy every time. Reported here, where
+        the copy is; a caller in a loop is reported at its call (`check_uploading_call`)."""
+        sem = self.ctx.semantic
+        upload = next((u for u in dataflow.param_uploads(sem, function) if u.node is call), None)
+        if upload is None or not sem.on_gpu_path(call):
+            return
+        for site, bound in dataflow.call_sites(sem, function):
+            caller = sem.function_of(site)
+            if caller is None or caller is function or caller.name.value == "__init__" \
+                    or self.ctx.loops(site) or not self._passes_same_data(site, bound, upload):
+                continue
+            again = dataflow.repeats(sem, caller)
+            if again is None:
+                continue
+            if isinstance(again, cst.FunctionDef):
+                where = f"run by `{again.name.value}` at line {self._line(again)}"
+            else:
+                where = f"run by the loop at line {self._line(again)}"
+            label = f".{call.func.attr.value}()"  # type: ignore[union-attr]
+            self.report(call, self.helper_message.format(
+                call=label, function=function.name.value, site=self._line(site), again=where))
+            return
+
+    def _passes_same_data(self, site: cst.Call, bound: dict, upload) -> bool:
+        """`site` passes, for the parameters the copy's data comes from, the same data each
+        time it runs, and for those whose device it follows, data not on the CPU."""
+        for name in upload.data:
+            args = bound.get(name)
+            if args is None or len(args) != 1 or not dataflow.constant_at(self.ctx.semantic, args[0], site):
+                return False
+        for name in upload.follows:
+            args = bound.get(name)
+            if args is None or len(args) != 1 or self.ctx.semantic.value(args[0]).place is Place.CPU:
+                return False
+        return True
+
     def check_uploading_call(self, call: cst.Call) -> None:
         """A call, on every iteration of a loop, of a function (of this file or another local
         module) that copies the same constant host data to the device on each call
@@ -223,8 +276,10 @@ class RepeatedTransfer(Rule):
                 return
             other, function, uploads = foreign
             bound = dataflow.bind_arguments(function, call)
+        copies = dataflow.param_uploads(sem, function) if other is sem else ()
         # (most callees copy nothing: the loop's facts are asked only when one does)
-        if not uploads or isinstance(loop, (cst.For, cst.While)) and sem.loops.facts(loop).runs_once:
+        if not uploads and not copies \
+                or isinstance(loop, (cst.For, cst.While)) and sem.loops.facts(loop).runs_once:
             return
         for upload in uploads:
             if not all(name in bound and self._on_device(bound[name]) for name in upload.follows):
@@ -235,6 +290,11 @@ class RepeatedTransfer(Rule):
             self.report(call, self.call_message.format(
                 call=self._short(call.func), line=other.ctx.position(upload.node)[0], where=where))
             return
+        for copy in copies:
+            if self._passes_same_data(call, found[1], copy) and sem.on_gpu_path(call):
+                self.report(call, self.call_message.format(
+                    call=self._short(call.func), line=self._line(copy.node), where=""))
+                return
 
     def _on_device(self, expr: cst.BaseExpression) -> bool:
         value = self.ctx.semantic.value(expr)

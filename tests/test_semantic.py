@@ -602,3 +602,93 @@ def test_min_rank_from_what_the_code_reads_and_what_keeps_rank():
         if "#" in text:
             ranks[text.rsplit("# ", 1)[1]] = shapes.min_rank(sem, node.body[0].value)
     assert ranks == {"sized": 1, "sized2": 2, "unsized": 0, "batch": 1}
+
+
+_DEEP = """
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Blur(nn.Module):
+    def __init__(self, channels=3, size=11, average=True):
+        super().__init__()
+        self.channels = channels
+        self.size = size
+        self.average = average
+
+    def gaussian(self, size, sigma):
+        kernel = torch.tensor([math.exp((x - size // 2) ** 2 / (2 * sigma ** 2)) for x in range(size)])
+        return kernel / kernel.sum()
+
+    def window(self, size, channels):
+        one = self.gaussian(size, 1.5).unsqueeze(1)
+        two = one.mm(one.t()).float().unsqueeze(0).unsqueeze(0)
+        return two.expand(channels, 1, size, size).contiguous()
+
+    def score(self, a, b, size, channels, average):
+        device = a.device
+        window = self.window(size, channels).to(device)
+        mu = F.conv2d(a, window, padding=size // 2, groups=channels)
+        nu = F.conv2d(b, window, padding=size // 2, groups=channels)
+        both = mu * nu
+        if average:
+            out = both.mean()
+        else:
+            out = both.mean(1)
+        return out, both.mean()
+
+    def forward(self, a, b):
+        device = a.device
+        weights = torch.FloatTensor([0.1, 0.2, 0.3]).to(device)
+        outs = []
+        for _ in range(weights.size()[0]):
+            s, c = self.score(a, b, self.size, self.channels, self.average)
+            outs.append(s)
+            a = F.avg_pool2d(a, (2, 2))
+            b = F.avg_pool2d(b, (2, 2))
+        return torch.stack(outs)
+
+
+class Auto(nn.Module):
+    def __init__(self, channels, size=11):
+        super().__init__()
+        self.loss = Blur(channels, size, True)
+
+    def forward(self, x):
+        return self.loss(x, x)
+"""
+
+
+@pytest.mark.parametrize("operands_only, depth", [(False, 4), (True, 6), (True, 16), (False, 40)])
+def test_what_a_value_is_known_to_be_asked_first_is_not_lost_when_asked_later(monkeypatch, operands_only, depth):
+    """Each expression's value asked first, on a fresh model, is not lost when it is asked
+    after every other one: a cycle through call sites or returned values, or the depth
+    limit (_MAX_DEPTH, lowered here so that the chain from a comprehension's variable
+    through the call sites reaches it), must not leave a cut-short "unknown" memoised for
+    later questions (PyTorch-VAE's MSSIM window was a CPU tensor or "unknown" depending on
+    whether DL015 had asked about its arithmetic first, and DL016 lost it with
+    --select ALL). Asked later, a value may know more (what a shallower question computed
+    in full), never less."""
+    from devicelint.semantic import model as model_module
+
+    monkeypatch.setattr(model_module, "_MAX_DEPTH", depth)
+    ctx, sem = model_of(_DEEP)
+    nodes = [n for n in ctx._nodes if isinstance(n, cst.BaseExpression)]
+    for node in nodes:  # every expression, or the operands of arithmetic only (as DL015 asks)
+        if not operands_only:
+            sem.value(node)
+        elif isinstance(node, cst.BinaryOperation):
+            sem.value(node.left)
+            sem.value(node.right)
+    for index, node in enumerate(nodes):
+        if not isinstance(node, (cst.Call, cst.Name)):
+            continue  # (a fresh model per expression: calls and names are enough)
+        fresh_ctx, fresh = model_of(_DEEP)
+        first = fresh.value([n for n in fresh_ctx._nodes if isinstance(n, cst.BaseExpression)][index])
+        later = sem.value(node)
+        if first.kind is not Kind.UNKNOWN:
+            assert later.kind is first.kind, ctx.code(node)
+        if first.place is not Place.UNKNOWN:
+            assert later.place is first.place, ctx.code(node)

@@ -162,3 +162,65 @@ def test_per_call_uploads_are_copies_of_constants_on_every_call():
     assert found["to_cuda"] == [('torch.tensor([1.0, 2.0], device="cuda")', [])]
     assert found["given"] == []  # the caller's data
     assert found["sometimes"] == []  # under a condition
+
+
+_CALLER_DATA = """
+import math
+import numpy as np
+import torch
+
+def gather(table, t):
+    return torch.from_numpy(table).to(t.device)[t]
+
+class Window:
+    def __init__(self, size):
+        self.size = size
+        self.alphas = np.linspace(0.1, 0.9, size)
+
+    def kernel(self, size):
+        weights = torch.tensor([math.exp(-i) for i in range(size)])
+        return weights / weights.sum()
+
+    def blur(self, x, size):
+        device = x.device
+        return x * self.kernel(size).to(device).sum()
+
+    def noise(self, x, t):
+        return gather(self.alphas, t) * x
+
+    def step(self, x, t):
+        return self.noise(x, t)
+
+    def sample(self, x):
+        for i in range(4):
+            x = self.step(x, i)
+        return x
+
+    def once(self, t):
+        return gather(self.alphas, t)
+"""
+
+
+def test_param_uploads_name_the_parameters_the_copied_data_comes_from():
+    """`param_uploads`: a copy of data computed from the function's parameters alone, through
+    the file's own pure helpers (`self.kernel(size)`, a comprehension over `math.exp`), to
+    the device of a parameter (also through a local `device = x.device`)."""
+    ctx, sem = model_of(_CALLER_DATA)
+    functions = sem.functions()
+    [gather] = dataflow.param_uploads(sem, functions["gather"][0])
+    assert (gather.data, gather.follows) == ({"table"}, {"t"})
+    [blur] = dataflow.param_uploads(sem, functions["blur"][0])
+    assert (blur.data, blur.follows) == ({"size"}, {"x"})
+    assert dataflow.param_uploads(sem, functions["noise"][0]) == ()  # it copies nothing itself
+
+
+def test_repeats_finds_the_loop_a_few_calls_up_and_constant_at_the_call():
+    ctx, sem = model_of(_CALLER_DATA)
+    functions = sem.functions()
+    loop = dataflow.repeats(sem, functions["noise"][0])
+    assert isinstance(loop, cst.For) and ctx.code(loop).startswith("for i in range(4):")
+    assert dataflow.repeats(sem, functions["once"][0]) is None
+    [(site, bound)] = [s for s in dataflow.call_sites(sem, functions["gather"][0])
+                       if sem.function_of(s[0]).name.value == "noise"]
+    # self.alphas is bound in __init__ alone, and gather (which only reads it) changes nothing
+    assert dataflow.constant_at(sem, bound["table"][0], site)

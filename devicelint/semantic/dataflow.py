@@ -312,9 +312,29 @@ def changes(sem, name: cst.Name, region: cst.CSTNode) -> list[tuple[str, cst.CST
                 continue
             if parent.keyword is not None and parent.keyword.value == "out":
                 found.append(("out", call))
-            elif not _pure_call(sem, call):
+            elif not _pure_call(sem, call) and not _callee_leaves(sem, call, other):
                 found.append(("escape", call))
     return found
+
+
+def _callee_leaves(sem, call: cst.Call, arg: cst.BaseExpression) -> bool:
+    """`call` runs a function of this file that does not change in place the parameter
+    `arg` is passed as (it only reads it, or hands it to calls that only read it)."""
+    found = sem.syncs.callee(call)
+    if found is None:
+        return False
+    function, bound = found
+    name = next((n for n, args in bound.items() if any(a is arg for a in args)), None)
+    if name is None:
+        return False
+    memo = sem.__dict__.setdefault("_callee_leaves", {})
+    key = (id(function), name)
+    if key not in memo:
+        memo[key] = False  # a recursive call: taken to change it
+        reads = [n for n in _names_in(sem, function.body, name)
+                 if not _is_store(sem, n) and any(d.kind == "param" for d in sem.defs(n))]
+        memo[key] = not reads or not changes(sem, reads[0], function)
+    return memo[key]
 
 
 def _names_in(sem, region: cst.CSTNode, text: str) -> list[cst.Name]:
@@ -523,7 +543,8 @@ def _changed_here(sem, target: cst.Attribute) -> bool:
     if isinstance(parent, cst.Arg) and parent.value is target:
         call = sem.parent(parent)
         return isinstance(call, cst.Call) and (
-            (parent.keyword is not None and parent.keyword.value == "out") or not _pure_call(sem, call))
+            (parent.keyword is not None and parent.keyword.value == "out")
+            or not _pure_call(sem, call) and not _callee_leaves(sem, call, target))
     return False
 
 
@@ -534,7 +555,7 @@ def _deterministic(sem, call: cst.Call) -> bool:
     if qual is not None:
         if qual in RANDOM or qual.startswith(("numpy.random.", "random.")):
             return False
-        return sem.api.function(qual) is not None or qual in _DATA_FACTORIES
+        return sem.api.function(qual) is not None or qual in _DATA_FACTORIES or qual.startswith("math.")
     if isinstance(call.func, cst.Attribute):
         method = call.func.attr.value
         if method.endswith("_") or sem.api.method(method) is None:
@@ -925,3 +946,254 @@ def bind_arguments(function: cst.FunctionDef, call: cst.Call) -> dict[str, cst.B
         elif index < len(params):
             bound[params[index].name.value] = arg.value
     return bound
+
+
+# -- copies of data a function's callers pass -----------------------------------------------
+def param_data(sem, expr: cst.BaseExpression, function: cst.FunctionDef,
+               depth: int = 3) -> Optional[frozenset]:
+    """The parameters of `function` whose data `expr` is computed from, when it is computed
+    from nothing else: constants, deterministic calls (PyTorch's, `math`'s, builtins, and
+    the file's own functions that return such a value of their arguments), locals bound once
+    from such values, comprehensions over them, and `self.x` bound in `__init__` alone. None
+    when it reads anything else (a global that changes, random numbers, a loop variable)."""
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                     *function.params.kwonly_params)}
+    owner = sem.parent(sem.parent(function))
+    first = (function.params.posonly_params or function.params.params or [None])[0]
+    this = first.name.value if isinstance(owner, cst.ClassDef) and first is not None else None
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await)):
+            return None
+        if isinstance(node, cst.CompFor):
+            stack.append(node.iter)  # its target is the comprehension's own variable
+            stack.extend(test.test for test in node.ifs)
+            if node.inner_for_in is not None:
+                stack.append(node.inner_for_in)
+            continue
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False", "None"):
+                continue
+            defs = sem.defs(node)
+            if not defs:
+                return None
+            if all(d.kind == "import" for d in defs):
+                continue
+            if not any(d.node is not None and within(sem, d.node, function) for d in defs):
+                if changes(sem, node, function):
+                    return None
+                continue  # a module-level name the function does not change
+            if len(defs) != 1:
+                return None
+            d = defs[0]
+            if d.kind == "param" and node.value in params and node.value != this:
+                found.add(node.value)
+            elif d.kind in ("assign", "annassign") and d.value is not None and not d.path:
+                stack.append(d.value)
+            elif d.kind != "comp":
+                return None
+            continue
+        if isinstance(node, cst.Attribute):
+            if node.attr.value in ("grad", "data"):
+                return None
+            if this is not None and isinstance(node.value, cst.Name) and node.value.value == this:
+                if not _set_once(sem, owner, node.attr.value):
+                    return None
+                continue
+            stack.append(node.value)
+            continue
+        if isinstance(node, cst.Call):
+            if _deterministic(sem, node):
+                if isinstance(node.func, cst.Attribute):
+                    stack.append(node.func.value)
+                stack.extend(arg.value for arg in node.args)
+                continue
+            inner = _helper_result(sem, node, depth)
+            if inner is None:
+                return None
+            stack.extend(inner)
+            continue
+        if isinstance(node, cst.Subscript):
+            stack.append(node.value)
+            for element in node.slice:
+                stack.extend(sem.children(element.slice))
+            continue
+        stack.extend(sem.children(node))
+    return frozenset(found)
+
+
+def _helper_result(sem, call: cst.Call, depth: int) -> Optional[list]:
+    """For a call of the file's own function whose straight-line body returns a value of its
+    parameters alone (`param_data`), the arguments that value is computed from; else None."""
+    if depth <= 0:
+        return None
+    found = sem.syncs.callee(call)
+    if found is None:
+        return None
+    helper, bound = found
+    body = helper.body
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return None
+    if not all(isinstance(line, cst.SimpleStatementLine) for line in body.body):
+        return None  # branches or loops: what it returns may differ
+    last = body.body[-1].body[-1]
+    if not isinstance(last, cst.Return) or last.value is None:
+        return None
+    used = param_data(sem, last.value, helper, depth - 1)
+    if used is None:
+        return None
+    defaults = {p.name.value: p.default for p in (*helper.params.posonly_params, *helper.params.params,
+                                                  *helper.params.kwonly_params)}
+    arguments = []
+    for name in used:
+        given = bound.get(name)
+        if given is not None and len(given) == 1:
+            arguments.append(given[0])
+        elif given is None and defaults.get(name) is not None:
+            continue  # its default: evaluated once, when the function is defined
+        else:
+            return None
+    return arguments
+
+
+@dataclass(frozen=True)
+class ParamUpload:
+    """A host→device copy a function makes on every call, in its straight-line body, of data
+    computed from its parameters `data` alone (`param_data`), to the device of the
+    parameters `follows` (`.to(p.device)`) or to the accelerator."""
+
+    node: cst.Call
+    data: frozenset
+    follows: frozenset
+
+
+def param_uploads(sem, function: cst.FunctionDef) -> tuple[ParamUpload, ...]:
+    """The copies of `function` whose data its callers decide (`ParamUpload`): a caller
+    that passes the same data on every call makes the same copy every time
+    (`_extract_into_tensor(self.alphas, t, shape)`, `th.from_numpy(arr).to(t.device)`)."""
+    memo = sem.__dict__.setdefault("_param_uploads", {})
+    key = id(function)
+    if key not in memo:
+        memo[key] = tuple(_param_uploads(sem, function))
+    return memo[key]
+
+
+def _param_uploads(sem, function: cst.FunctionDef) -> Iterator[ParamUpload]:
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                     *function.params.kwonly_params)}
+    for call in _straight_line_calls(sem, function):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")) \
+                or any(arg.star for arg in call.args):
+            continue
+        follows: set[str] = set()
+        if func.attr.value == "to":
+            target = keyword_arg(call, "device") or call_arg(call, 0, "\0")
+            if target is None:
+                continue
+            followed = _device_of_param(_alias_of(sem, target, function), params)
+            if followed is not None:
+                follows.add(followed)
+            elif sem.device_place(target)[0] is not Place.DEVICE:
+                continue
+        value = sem.value(func.value)
+        if value.place is Place.DEVICE or value.kind not in (Kind.TENSOR, Kind.ARRAY, Kind.SEQUENCE):
+            continue
+        if value.kind is Kind.TENSOR and value.place is not Place.CPU:
+            continue
+        if fresh_fill(sem, func.value, depth=0) is not None:
+            continue  # a fresh fill: DL007 (create it on the device)
+        data = param_data(sem, func.value, function)
+        if data:
+            yield ParamUpload(call, data, frozenset(follows))
+
+
+def _straight_line_calls(sem, function: cst.FunctionDef) -> Iterator[cst.Call]:
+    """Calls that run once on every call of `function`: in its straight-line statements
+    (not under a condition, loop, `try` or `with`), not in nested functions or lambdas."""
+    body = function.body
+    if not isinstance(body, cst.IndentedBlock):
+        return
+    for line in body.body:
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue
+        stack: list[cst.CSTNode] = list(line.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (cst.Lambda, cst.IfExp, cst.BooleanOperation) + COMPREHENSIONS):
+                continue
+            if isinstance(node, cst.Call):
+                yield node
+            stack.extend(sem.children(node))
+
+
+def _alias_of(sem, node: cst.BaseExpression, function: cst.FunctionDef) -> cst.BaseExpression:
+    """What a local bound once in `function` stands for (`device = x.device`), else `node`."""
+    if isinstance(node, cst.Name):
+        defs = sem.defs(node)
+        if len(defs) == 1 and defs[0].kind == "assign" and defs[0].value is not None \
+                and not defs[0].path and within(sem, defs[0].node, function):
+            return defs[0].value
+    return node
+
+
+def constant_at(sem, arg: cst.BaseExpression, call: cst.Call) -> bool:
+    """`arg`, passed at `call`, is the same data every time the call runs: invariant in the
+    loop around the call, or in a method, read from what the object keeps unchanged."""
+    loops = sem.ctx.loops(call)
+    if loops and invariant(sem, arg, loops[0]):
+        return True
+    caller = sem.function_of(call)
+    return caller is not None and same_every_call(sem, arg, caller)
+
+
+def call_sites(sem, function: cst.FunctionDef) -> list[tuple[cst.Call, dict]]:
+    """The calls of `function` in the file, each with its arguments by parameter name."""
+    found = []
+    for call in sem.calls_by_name().get(function.name.value, ()):
+        resolved = sem.syncs.callee(call)
+        if resolved is not None and resolved[0] is function:
+            found.append((call, resolved[1]))
+    return found
+
+
+def repeats(sem, function: cst.FunctionDef, depth: int = 4) -> Optional[cst.CSTNode]:
+    """What runs `function` again and again, seen in the file: the loop (not one that runs
+    once) around a call of it, or around a call of a function that calls it (`depth` calls
+    up), or the `forward` of a module class / `__call__` it is; None when nothing shows it."""
+    memo = sem.__dict__.setdefault("_repeats", {})
+    key = (id(function), depth)
+    if key in memo:
+        return memo[key]
+    memo[key] = None  # a recursion adds nothing
+    found = _repeats(sem, function, depth)
+    memo[key] = found
+    return found
+
+
+def _repeats(sem, function: cst.FunctionDef, depth: int) -> Optional[cst.CSTNode]:
+    owner = sem.parent(sem.parent(function))
+    if isinstance(owner, cst.ClassDef) and (
+            function.name.value == "__call__"
+            or function.name.value == "forward" and owner in sem.module_classes().values()):
+        return function
+    callers = call_sites(sem, function)
+    for call, _bound in callers:
+        loops = sem.ctx.loops(call)
+        if loops and not (isinstance(loops[0], (cst.For, cst.While)) and sem.loops.facts(loops[0]).runs_once):
+            return loops[0]
+    if depth <= 0:
+        return None
+    for call, _bound in callers:
+        caller = sem.function_of(call)
+        if caller is not None and caller is not function:
+            found = repeats(sem, caller, depth - 1)
+            if found is not None:
+                return found
+    return None

@@ -125,15 +125,15 @@ class SemanticModel:
         self._active: dict = {}              # values being computed -> their depth
         self._placing: set = set()           # names whose bindings' places are being read
         self._low = _NO_CYCLE                # the shallowest of them a cycle reached
+        self._cuts = 0                       # values cut short at _MAX_DEPTH so far
+        self._short: dict = {}               # values computed from one -> their depth
         self._depth = 0
         self._module_classes: Optional[dict[str, cst.ClassDef]] = None
         self._dataset_classes: Optional[dict[str, cst.ClassDef]] = None
         self._functions: Optional[dict[str, list[cst.FunctionDef]]] = None
         self._calls_by_name: Optional[dict[str, list[cst.Call]]] = None
         self._bound_names: Optional[dict[str, set[str]]] = None
-        self._param_values: dict[int, Value] = {}
         self._sites: dict[int, tuple[tuple, tuple]] = {}  # id(function) -> _call_sites
-        self._returns: dict[int, Value] = {}
         self._gpu_exits: dict[int, int] = {}   # block -> index of an `if gpu: return` in it, or -1
         self._summaries: dict = {}
         self._loops = None
@@ -691,12 +691,31 @@ class SemanticModel:
     # -- values ------------------------------------------------------------------------
     def value(self, node: cst.CSTNode) -> Value:
         key = id(node)
-        found = self._values.get(key)
+        found = self._known(key)
         if found is not None:
             return found
         if self._depth > _MAX_DEPTH:
-            return UNKNOWN
+            return self._cut()
         return self._memoised(key, self._value, node)
+
+    def _cut(self) -> Value:
+        """"Unknown", for a value asked deeper than _MAX_DEPTH. What is computed from it is
+        kept with the depth it was computed at (`_short`), and computed again when asked
+        from a shallower depth, where the search has more room: a value must not depend on
+        which expression a rule happened to ask about first."""
+        self._cuts += 1
+        return UNKNOWN
+
+    def _known(self, key) -> Optional[Value]:
+        """The memoised value of `key`, unless it was cut short deeper than it is asked now."""
+        found = self._values.get(key)
+        if found is not None and self._short:
+            depth = self._short.get(key)
+            if depth is not None:
+                if self._depth < depth:
+                    return None
+                self._cuts += 1  # what uses it is cut short too
+        return found
 
     def _memoised(self, key, compute, arg) -> Value:
         """Compute once and remember, except what was computed while a value it depends on
@@ -710,6 +729,7 @@ class SemanticModel:
         depth = self._depth
         self._active[key] = depth
         self._depth += 1
+        cuts = self._cuts
         try:
             result = compute(arg)
         finally:
@@ -718,6 +738,10 @@ class SemanticModel:
         if self._low >= depth:
             self._low = _NO_CYCLE
             self._values[key] = result
+            if self._cuts != cuts:
+                self._short[key] = depth
+            else:
+                self._short.pop(key, None)
         return result
 
     def _value(self, node: cst.CSTNode) -> Value:
@@ -901,11 +925,11 @@ class SemanticModel:
 
     def def_value(self, d: Def) -> Value:
         key = ("def", id(d))
-        found = self._values.get(key)  # type: ignore[call-overload]
+        found = self._known(key)
         if found is not None:
             return found
         if self._depth >= _MAX_DEPTH:
-            return UNKNOWN
+            return self._cut()
         return self._memoised(key, self._def_value, d)
 
     def _def_value(self, d: Def) -> Value:
@@ -1040,14 +1064,14 @@ class SemanticModel:
 
     # parameters: annotation, then what every call site in the file agrees on
     def param_value(self, param: cst.Param) -> Value:
-        key = id(param)
-        found = self._param_values.get(key)
+        # Memoised as values are: a cycle through call sites answers "unknown" inside it,
+        # and what was computed from that is not kept (the answer would depend on which
+        # expression a rule asked about first).
+        key = ("param", id(param))
+        found = self._known(key)
         if found is not None:
             return found
-        self._param_values[key] = UNKNOWN
-        result = self._param_value(param)
-        self._param_values[key] = result
-        return result
+        return self._memoised(key, self._param_value, param)
 
     def _param_value(self, param: cst.Param) -> Value:
         annotated = self.annotation_value(param.annotation)
@@ -1597,11 +1621,13 @@ class SemanticModel:
         return tensor(place, shape, layout, node=call)
 
     def returned_value(self, function: cst.FunctionDef) -> Value:
-        key = id(function)
-        found = self._returns.get(key)
+        key = ("returns", id(function))  # memoised as values are (param_value)
+        found = self._known(key)
         if found is not None:
             return found
-        self._returns[key] = UNKNOWN
+        return self._memoised(key, self._returned_value, function)
+
+    def _returned_value(self, function: cst.FunctionDef) -> Value:
         flow = self.flow(function)
         if flow.yields:
             result = UNKNOWN
@@ -1611,7 +1637,6 @@ class SemanticModel:
             returns = [r for r in flow.returns if self.on_gpu_path(r)] or flow.returns
             values = [self.value(r.value) if r.value is not None else NONE for r in returns]
             result = join_all(values) if values else NONE
-        self._returns[key] = result
         return result
 
     def summary(self, function: cst.FunctionDef):
