@@ -14,7 +14,12 @@ torch's optimizers build every step), and `.view`. Each figure is CPU time per c
 (`time.process_time`) in ROUNDS (default 3) processes per mode, interleaved
 (bench/child_runs.py): the median of them, and the best in brackets.
 
-Usage: python bench/event_cost.py            (DEVICE=sim without a GPU: the simulated device)
+Usage: python bench/event_cost.py            (on a GPU)
+       DEVICE=sim: the simulated device; its own dispatch costs more than the wrappers (and
+       passes `.item()` through its wrapper twice), so its figures hide theirs;
+       DEVICE=host: no device at all: host tensors counted as device tensors (the tracker's
+       device_of says cuda:0), so every call takes the wrappers' path of a GPU run and the
+       plain call costs what a CPU op costs: the wrappers' own host cost, without a GPU.
        LINE_EVENTS=0: leave out the line/raise monitoring (see bench/overhead.py).
 """
 import json
@@ -35,7 +40,7 @@ def helper_read(t):
 
 
 def measure(torch) -> dict:
-    device = torch.device("cuda")
+    device = torch.device("cpu" if DEVICE == "host" else "cuda")
     t = torch.ones((), device=device)
     base = torch.ones(4, device=device)
     calls = {
@@ -81,6 +86,9 @@ def child(mode: str) -> None:
         if finder is not None:
             finder.install_module_sites()
         tracker = Tracker({path: {line: line}}, device_of, sim, finder=finder)
+        if DEVICE == "host":
+            tracker.device_of = lambda tensor: "cuda:0"
+            tracker.is_cuda = lambda tensor: isinstance(tensor, torch.Tensor)
         if os.environ.get("LINE_EVENTS") == "0":
             tracker.start = lambda: None
         hooks.install(tracker, {Watch.MOVES, Watch.FACTORIES, Watch.SYNCS, Watch.VIEWS,
