@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import CORPORA, corpus  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent.parent
 DEVICELINT = [sys.executable, "-m", "devicelint"]
 BIG_FILE_BYTES = 4_900_000  # under the default max-file-size (5,000,000)
 
@@ -168,11 +169,16 @@ def versus_torchfix(timm: Path, tmp: Path, tools: Path, devicelint: list[Tool]) 
 
 
 def startup(tmp: Path) -> None:
+    # Two small files: one no rule's tokens match (libcst is never imported) and a short
+    # training script the rules parse (libcst's import, the engine and every rule load).
     small = tmp / "one.py"
     small.write_text("import torch\nx = torch.zeros(3)\n")
-    walls = [timed(DEVICELINT + ["--no-cache", str(small)], tmp) for _ in range(10)]
-    print(f"\none small file, uncached: median {statistics.median(w for w, _, _ in walls):.3f} s wall, "
-          f"peak RSS {max(r for _, _, r in walls):.0f} MB")
+    script = tmp / "train_small.py"
+    script.write_text((ROOT / "fixtures" / "DL001" / "bad_dataset_samples.py").read_text(encoding="utf-8"))
+    for label, path in (("one small file, uncached", small), ("one small file the rules parse, uncached", script)):
+        walls = [timed(DEVICELINT + ["--no-cache", str(path)], tmp) for _ in range(10)]
+        print(f"\n{label}: median {statistics.median(w for w, _, _ in walls):.3f} s wall, "
+              f"median {statistics.median(c for _, c, _ in walls):.3f} s CPU, peak RSS {max(r for _, _, r in walls):.0f} MB")
 
 
 def big_file(tmp: Path) -> None:
