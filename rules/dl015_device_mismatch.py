@@ -173,13 +173,13 @@ class DeviceMismatch(Rule):
     def _check(self, node: cst.CSTNode, operands: list[cst.BaseExpression], op: str) -> bool:
         sem = self.ctx.semantic
         # A CPU tensor and a device tensor take two operands that may be tensors (`x * 2`
-        # has one): counted first, it spares the other operand's analysis.
+        # has one): once too few are left to fill both roles, the rest need no analysis.
         operands = [operand for operand in operands if not sem.never_tensor(operand)]
-        if len(operands) < 2:
-            return False
         cpu: Optional[cst.BaseExpression] = None
         device: Optional[tuple[cst.BaseExpression, Value]] = None
-        for operand in operands:
+        for position, operand in enumerate(operands):
+            if (cpu is None) + (device is None) > len(operands) - position:
+                return False
             value = sem.value(operand)
             if value.kind is not Kind.TENSOR:
                 continue

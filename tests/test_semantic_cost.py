@@ -239,3 +239,26 @@ def test_foreign_uploads_looked_at_with_ast_before_building_the_other_model(tmp_
             assert bool(full) == (label in ("utils.normalize", "utils.fill")), label
     finally:
         project_index.use(None)
+
+
+def test_dl015_asks_no_value_that_cannot_change_its_answer():
+    from devicelint.rules.dl015_device_mismatch import DeviceMismatch
+
+    ctx, sem = model_of("""
+    import torch
+
+    def f(a, b):
+        c = torch.zeros(3)
+        return a + b, c + b, c[0], c[b]
+    """)
+    rule = DeviceMismatch(ctx)
+    first, second = list(ctx.iter_nodes(cst.BinaryOperation))
+    assert rule._check(first, [first.left, first.right], "") is False
+    assert id(first.right) not in sem._values  # `a` is no tensor: `b` could not make a mismatch
+    assert rule._check(second, [second.left, second.right], "") is False
+    assert id(second.right) in sem._values  # `c` is a CPU tensor: `b` is asked
+    literal, named = list(ctx.iter_nodes(cst.Subscript))
+    rule.leave_Subscript(literal)
+    assert id(literal.value) not in sem._values  # `c[0]`: a literal index is never on the device
+    rule.leave_Subscript(named)
+    assert id(named.value) in sem._values
