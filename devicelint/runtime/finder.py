@@ -108,9 +108,13 @@ class Finder:
 
     def note(self, spot) -> None:
         site, callers = spot
-        chains = self.chains.setdefault(site, {})
-        if callers in chains or len(chains) < _CHAINS_KEPT:
-            chains[callers] = chains.get(callers, 0) + 1
+        chains = self.chains.get(site)
+        if chains is None:  # (not setdefault: it would build a dict on every event)
+            chains = self.chains[site] = {}
+        if callers in chains:
+            chains[callers] += 1
+        elif len(chains) < _CHAINS_KEPT:
+            chains[callers] = 1
 
     # -- per-row copies ----------------------------------------------------------------
     def note_source(self, site, source) -> None:

@@ -196,7 +196,14 @@ class Tracker:
     def touch(self, sites) -> list[LineRecord]:
         """The records of `sites` (see `sites`), marked as reached now."""
         now = clock()
-        return [self._record_in(store, key, now) for store, key in sites]
+        recs = []
+        for store, key in sites:
+            rec = store.get(key)
+            if rec is None:  # (a record, once made, is reached and has its first event)
+                rec = self._record_in(store, key, now)
+            rec.last = now
+            recs.append(rec)
+        return recs
 
     def _flagged_site(self, frame) -> Optional[tuple[str, int]]:
         return self._walk(frame, None)[0]
