@@ -95,8 +95,9 @@ class FileContext:
         # node's sub-tree is the slice of _nodes from it to the end of its last child's.
         self._parents: list[int] = []
         self._last_child: Optional[dict[int, int]] = None  # order -> its last child's order
-        # Per node type: the orders of its nodes (ascending) and the nodes (iter_nodes).
-        self._orders_by_type: Optional[dict[type, list[int]]] = None
+        # Per node type: the orders of its nodes (ascending; the index's), and the nodes
+        # (made when first asked: iter_nodes, descendants).
+        self._orders_by_type: dict[type, list[int]] = {}
         self._by_type: dict[type, list[cst.CSTNode]] = {}
         self._semantic = None
 
@@ -131,6 +132,7 @@ class FileContext:
         info = self._info
         nodes = self._nodes
         parents = self._parents
+        orders_by_type = self._orders_by_type
         binders = self._binders
         calls: list[tuple[list[Callable], cst.CSTNode]] = []
         shapes = _SHAPES
@@ -150,6 +152,11 @@ class FileContext:
             name, fields, role = shape
             info[id(node)] = (parent, counter, scope)
             parents.append(parent_order)
+            of_type = orders_by_type.get(cls)
+            if of_type is None:
+                orders_by_type[cls] = [counter]
+            else:
+                of_type.append(counter)
             order = counter
             counter += 1
             nodes.append(node)
@@ -211,16 +218,7 @@ class FileContext:
 
     def _orders_of(self, node_type: type) -> list[int]:
         """The orders of the nodes of a type (exactly that type), ascending."""
-        by_type = self._orders_by_type
-        if by_type is None:
-            by_type = self._orders_by_type = {}
-            for order, node in enumerate(self._nodes):
-                found = by_type.get(type(node))
-                if found is None:
-                    by_type[type(node)] = [order]
-                else:
-                    found.append(order)
-        return by_type.get(node_type, [])
+        return self._orders_by_type.get(node_type, [])
 
     # -- sub-trees: slices of the pre-order node list --------------------------------
     def span(self, node: cst.CSTNode) -> Optional[tuple[int, int]]:
