@@ -6,6 +6,7 @@ and the labelled judgement of devicelint on it (issues 12 and 13 are measured ag
     python bench/practitioner.py --score         # lint every repo, compare with the labels, print figures
     python bench/practitioner.py --score --unjudged --context 4   # also list findings with no label
     python bench/practitioner.py --score --repo nanoGPT --save-json /tmp/pr   # one repo; keep raw JSON
+    python bench/practitioner.py --score --held-out   # only the held-out repos (never tuned on)
 
 The code itself is never committed: `--materialise` reads each repository from its git mirror
 under /work/.mirror/<owner>+<name>/repo (the `fetch` tool's copy; `--mirrors DIR` for another place)
@@ -52,6 +53,9 @@ class Repo:
     commit: str
     include: tuple[str, ...]          # fnmatch patterns on repository paths (`*` crosses `/`)
     exclude: tuple[str, ...] = ()
+    # Held out: never used to tune rules. `--score` leaves these out; `--score --held-out` scores
+    # only these (docs/audit.md, "Held-out audit").
+    held_out: bool = False
 
     def selects(self, path: str) -> bool:
         if not path.endswith((".py", ".ipynb")) or "/.ipynb_checkpoints/" in f"/{path}":
@@ -101,6 +105,15 @@ REPOS: tuple[Repo, ...] = (
          "132907dd272e2cc92e3c10e6c4e783a87ff8893d", ("*",), ("learn_bpe.py", "apply_bpe.py")),
     Repo("pytorch-seq2seq", "bentrevett/pytorch-seq2seq", "b3cd54c72cd6e4e63f672d334c795b4fe744ef92",
          ("[1-3] - *.ipynb",)),
+    # Held out (session 5): labelled once, never tuned on.
+    Repo("udacity-dl", "udacity/deep-learning-v2-pytorch", "c9404fc86181fc3f0906b368697268257f348535",
+         ("*Solution*.ipynb", "*solution*.ipynb", "*/helpers.py", "*/helper.py", "*/utils.py",
+          "intro-to-pytorch/fc_model.py", "project-*/*.ipynb", "project-*/problem_unittests.py",
+          "cycle-gan/CycleGAN_Exercise.ipynb"),
+         ("keras/*", "tensorflow/*", "intro-neural-networks/*", "sentiment-analysis-network/*",
+          "cycle-gan/CycleGAN_Solution.ipynb"), held_out=True),
+    Repo("cnn-visualizations", "utkuozbulak/pytorch-cnn-visualizations",
+         "ba22fa07c9f31964e6cfa669e80f3461e11c4ebc", ("src/*",), held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
@@ -420,6 +433,17 @@ def score(repos: list[Repo], labels: list[Label], devicelint: str, save: Path | 
     return 0
 
 
+def chosen_repos(names: list[str] | None, held_out: bool, scoring: bool) -> list[Repo]:
+    """The repos named, else: scoring takes the tuned set, or only the held-out set with
+    `--held-out` (their figures are kept apart); materialising and listing take all repos,
+    or only the held-out ones with `--held-out`."""
+    if names:
+        return [BY_NAME[n] for n in names]
+    if scoring:
+        return [r for r in REPOS if r.held_out == held_out]
+    return [r for r in REPOS if r.held_out or not held_out]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group(required=True)
@@ -435,12 +459,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--missed", action="store_true", help="list labelled bugs that were not found")
     parser.add_argument("--context", type=int, default=0, help="source lines around unjudged findings")
     parser.add_argument("--by-repo", action="store_true", help="also print TP/FP/missed per repo")
+    parser.add_argument("--held-out", action="store_true",
+                        help="only the held-out repos (left out otherwise, unless named with --repo)")
     args = parser.parse_args(argv)
     if args.repo:
         unknown = [n for n in args.repo if n not in BY_NAME]
         if unknown:
             parser.error(f"unknown repo(s) {unknown}; known: {', '.join(BY_NAME)}")
-    repos = [BY_NAME[n] for n in args.repo] if args.repo else list(REPOS)
+    repos = chosen_repos(args.repo, args.held_out, scoring=args.score)
     # Each repo is linted from its own directory: a relative path to devicelint must not break.
     if os.sep in args.devicelint and Path(args.devicelint).exists():
         args.devicelint = str(Path(args.devicelint).resolve())

@@ -106,3 +106,15 @@ def test_repo_selection_patterns():
     assert not vae.selects("x/.ipynb_checkpoints/a.ipynb")
     assert len({r.name for r in P.REPOS}) == len(P.REPOS) >= 10
     assert all(len(r.commit) == 40 for r in P.REPOS)
+
+
+def test_held_out_repos_are_scored_apart():
+    held = {r.name for r in P.REPOS if r.held_out}
+    assert held and held < set(P.BY_NAME)
+    tuned = {r.name for r in P.chosen_repos(None, held_out=False, scoring=True)}
+    assert tuned and not tuned & held and tuned | held == set(P.BY_NAME)
+    assert {r.name for r in P.chosen_repos(None, held_out=True, scoring=True)} == held
+    assert {r.name for r in P.chosen_repos(None, held_out=False, scoring=False)} == set(P.BY_NAME)
+    assert {r.name for r in P.chosen_repos(None, held_out=True, scoring=False)} == held
+    some = sorted(held)[0]
+    assert [r.name for r in P.chosen_repos([some], held_out=False, scoring=True)] == [some]
