@@ -453,3 +453,24 @@ def test_the_workers_of_a_run_read_each_module_once_between_them(tmp_path, monke
     parses = log.read_text().split("\n")[:-1] if log.exists() else []
     assert len(shared) == 1 and not os.path.exists(shared[0])  # made for the pool, removed after
     assert [line.split()[1] for line in parses].count("layers.py") <= 1, parses
+
+
+def test_a_function_asked_about_after_its_module_is_dropped_is_parsed_alone(tmp_path, monkeypatch) -> None:
+    """The `ast` of the functions of the last modules read is kept; once a module's is
+    dropped, a question about one of its functions parses that function's lines only."""
+    import ast
+
+    text = ("import torch\n\n\ndef f(x):\n    return torch.relu(x)\n\n\n@torch.no_grad()\n"
+            "def g(x):\n    y = torch.sigmoid(x)\n    return y.cuda()\n\n\ndef h():\n    pass\n")
+    index = _index(tmp_path, {"m.py": text, "user.py": "from m import f, g\n"})
+    module = index.by_key["m.py"]
+    assert index.ready(module) and module.functions == {"f", "g", "h"}
+    index._defs.clear()  # as when many modules were read since
+    sources = []
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda source, *a, **k: sources.append(source) or real_parse(source, *a, **k))
+    view = index.view_of(module)
+    assert view.raw_calls("g") == {"torch.no_grad", "torch.sigmoid", "y.cuda"}
+    assert sources == ["@torch.no_grad()\ndef g(x):\n    y = torch.sigmoid(x)\n    return y.cuda()\n"]
+    assert view.raw_calls("f") == {"torch.relu"} and view.raw_calls("missing") == set()
+    assert len(sources) == 2
