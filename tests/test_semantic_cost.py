@@ -262,3 +262,34 @@ def test_dl015_asks_no_value_that_cannot_change_its_answer():
     assert id(literal.value) not in sem._values  # `c[0]`: a literal index is never on the device
     rule.leave_Subscript(named)
     assert id(named.value) in sem._values
+
+
+def test_copying_functions_in_one_pass_as_one_walk_per_function():
+    import ast
+
+    from devicelint.semantic import dataflow
+
+    class Index:
+        derived: dict = {}
+
+        @staticmethod
+        def identity(module):
+            return ""
+
+    class Module:
+        def __init__(self, path, text):
+            self.path, self.text = path, text
+
+    sources = [path.read_text(encoding="utf-8") for path in sorted(FIXTURES.rglob("*.py"))]
+    sources.append("def outer(x):\n    def inner(y):\n        return y.to('cuda')\n    return inner\n"
+                   "@deco(device='cuda')\ndef decorated():\n    pass\ndef plain(z):\n    return z\n")
+    for number, text in enumerate(sources):
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        walked = frozenset(node.name for node in ast.walk(tree)
+                           if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                           and any(dataflow._may_copy(inner) for inner in ast.walk(node)))
+        assert dataflow._copying_functions(Index(), Module(str(number), text)) == walked
+    assert walked == {"outer", "inner", "decorated"}

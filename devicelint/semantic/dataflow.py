@@ -838,10 +838,18 @@ def _copying_functions(index, module) -> Optional[frozenset]:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = None
         if tree is not None:
-            found = frozenset(
-                node.name for node in ast.walk(tree)
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and any(_may_copy(inner) for inner in ast.walk(node)))
+            # One pass, each node with the functions around it (a walk per function would
+            # walk nested ones again): a call that may copy names all of them.
+            names: set[str] = set()
+            stack: list[tuple[ast.AST, tuple[str, ...]]] = [(tree, ())]
+            while stack:
+                node, owners = stack.pop()
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    owners = owners + (node.name,)
+                elif owners and _may_copy(node):
+                    names.update(owners)
+                stack.extend((child, owners) for child in ast.iter_child_nodes(node))
+            found = frozenset(names)
     index.derived[key] = found
     return found
 
