@@ -30,7 +30,19 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = [ROOT / "bench/.corpora/torchvision-0.24.1/torchvision", ROOT / "bench/.corpora/practitioner"]
-SNIPPET = (
+# A baseline tree's rules: the editable install maps the name devicelint.rules to this
+# checkout's rules/ (a package_dir mapping, found whatever sys.path says), so a baseline
+# would lint with its own engine and this checkout's rules; bound to the tree's here.
+RULES_OF_TREE = (
+    "import importlib.util, os, sys\n"
+    "if len(sys.argv) > 3:\n"
+    "    spec = importlib.util.spec_from_file_location('devicelint.rules',\n"
+    "        os.path.join(sys.argv[3], '__init__.py'), submodule_search_locations=[sys.argv[3]])\n"
+    "    import devicelint\n"
+    "    sys.modules['devicelint.rules'] = devicelint.rules = importlib.util.module_from_spec(spec)\n"
+    "    spec.loader.exec_module(devicelint.rules)\n"
+)
+SNIPPET = RULES_OF_TREE + (
     "import sys\n"
     "import devicelint.project_index as index\n"
     "index.ENABLED = sys.argv[1] == 'on'\n"
@@ -52,19 +64,25 @@ def _launch(tree: Optional[Path]) -> dict:
     return {"env": env, "cwd": str(tree or ROOT)}
 
 
-def imported_from(tree: Optional[Path]) -> Path:
-    """Where the devicelint a run of `tree` imports lives."""
-    found = subprocess.run([sys.executable, "-c", "import devicelint; print(devicelint.__file__)"],
+def _rules(tree: Optional[Path]) -> list[str]:
+    rules = (tree or ROOT) / "rules"
+    return [str(rules)] if rules.is_dir() else []
+
+
+def imported_from(tree: Optional[Path]) -> set[Path]:
+    """Where the devicelint and the rules a run of `tree` imports live."""
+    show = "import devicelint, devicelint.rules; print(devicelint.__file__); print(devicelint.rules.__file__)"
+    found = subprocess.run([sys.executable, "-c", RULES_OF_TREE + show, "-", "-", *_rules(tree)],
                            check=True, capture_output=True, text=True, **_launch(tree))
-    return Path(found.stdout.strip()).resolve().parent.parent
+    return {Path(line).resolve().parent.parent for line in found.stdout.split()}
 
 
 def one(mode: str, corpus: Path, tree: Optional[Path] = None) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     pin = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
-    subprocess.run([*pin, sys.executable, "-c", SNIPPET, mode, str(corpus.resolve())], check=True,
-                   stdout=subprocess.DEVNULL, **_launch(tree))
+    subprocess.run([*pin, sys.executable, "-c", SNIPPET, mode, str(corpus.resolve()), *_rules(tree)],
+                   check=True, stdout=subprocess.DEVNULL, **_launch(tree))
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -82,7 +100,7 @@ def main() -> None:
     for number, tree in enumerate(args.baseline, 1):
         trees[f"baseline{number}" if len(args.baseline) > 1 else "baseline"] = tree.resolve()
     for name, tree in trees.items():
-        if imported_from(tree) != (tree or ROOT):
+        if imported_from(tree) != {tree or ROOT}:
             sys.exit(f"{name}: the run imports devicelint from {imported_from(tree)}, not {tree or ROOT}")
     print("tree\tcorpus\tfiles\tcpu off\tcpu on\tcpu ratio\twall off\twall on\twall ratio")
     for corpus in args.corpora:
