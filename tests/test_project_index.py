@@ -474,3 +474,30 @@ def test_a_function_asked_about_after_its_module_is_dropped_is_parsed_alone(tmp_
     assert sources == ["@torch.no_grad()\ndef g(x):\n    y = torch.sigmoid(x)\n    return y.cuda()\n"]
     assert view.raw_calls("f") == {"torch.relu"} and view.raw_calls("missing") == set()
     assert len(sources) == 2
+
+
+def test_shared_facts_of_a_killed_run_are_removed_by_the_next(tmp_path, monkeypatch) -> None:
+    """A run killed before its cleanup leaves its shared-facts directory behind; the next
+    run that shares facts removes those whose process is gone, not a live run's."""
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(project_index, "_shared_base", lambda: str(tmp_path))
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    abandoned = tmp_path / f"devicelint-facts-{ended.stdout.strip()}-abc"
+    live = tmp_path / f"devicelint-facts-{os.getppid()}-def"
+    other = tmp_path / "devicelint-facts-notapid"
+    for folder in (abandoned, live, other):
+        folder.mkdir()
+        (folder / "facts").write_text("{}")
+    index = ProjectIndex(str(tmp_path))
+    index.share_facts()
+    try:
+        assert os.path.dirname(index._shared) == str(tmp_path)
+        assert os.path.basename(index._shared).startswith(f"devicelint-facts-{os.getpid()}-")
+        assert not abandoned.exists() and live.exists() and other.exists()
+    finally:
+        index.stop_sharing()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
