@@ -33,7 +33,9 @@ class SyncInLoop(Rule):
     `sorted()` of device tensors (or of a list the code fills with them: each comparison is
     a truth value), the truth value of
     a tensor (`if t > 0:`, `while loss > eps:`, `assert t`, a comprehension's `if w != end`,
-    once per element), writing `t` into a CPU tensor (`attentions[i] = t`), and
+    once per element), writing `t` into a CPU tensor (`attentions[i] = t`), indexing a
+    Python list or NumPy array with `t` (`counts[label] += 1` with `label = y[i]`: `__index__`
+    reads it), `.type(torch.FloatTensor)` (a CPU tensor type: a copy to the host), and
     `torch.cuda.synchronize()`,
     where `t` is a value the code shows lives on the device (moved there, created there,
     computed from device values, or the output of a module that is on the device). What a
@@ -56,7 +58,11 @@ class SyncInLoop(Rule):
     DataLoader (once per batch, even with a decoding loop inside); any other loop whose every
     iteration runs such a loop is an epoch loop, and what it runs outside the inner loop runs
     once per epoch (silent). A read under a throttle (`if step % log_every == 0:`,
-    `if verbose:`) whose body does not train is silent; under a condition whose body also
+    `if verbose:`, `if i in np.linspace(0, n, 10, dtype=int):`, the loop counter in a
+    collection the loop does not build) whose body does not train is silent; a GPU flag
+    (`if use_cuda:`, bound to `torch.cuda.is_available()` or passed so by every call of the
+    function) is no throttle: with a GPU it holds on every step, and what the `else:` arm
+    binds does not run. Under a condition whose body also
     trains (`if i % n_critic == 0:` around a generator update), or under a flag whose two arms
     each run the model on this step's data (`if is_transformer: ... else: ...`), it runs per
     step and is reported. Several reads in one statement are one finding that counts them.
@@ -148,6 +154,9 @@ class SyncInLoop(Rule):
         self.candidates.append(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self.candidates.append(node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
         self.candidates.append(node)
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:

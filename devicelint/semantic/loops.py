@@ -434,6 +434,10 @@ class LoopModel:
             return self.is_throttle(test.left) or self.is_throttle(test.right)
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             return self.is_throttle(test.expression)
+        if self.model.gpu_truth(test) is not None:
+            # `if use_cuda:` (bound to `torch.cuda.is_available()`): the same on every step
+            # of a run, so not a throttle; with a GPU it runs what it guards every time.
+            return False
         value = self.model.value(test)
         if value.kind is Kind.TENSOR:
             return False
@@ -445,10 +449,38 @@ class LoopModel:
             if isinstance(current, cst.Comparison) and any(
                     isinstance(c.operator, cst.Equal) for c in current.comparisons):
                 return True
+            if isinstance(current, cst.Comparison) and self._counter_in_fixed_steps(current):
+                return True
             stack.extend(self.model.children(current))
         if isinstance(test, (cst.Name, cst.Attribute)):
             return True  # a flag
         return False
+
+    def _counter_in_fixed_steps(self, comparison: cst.Comparison) -> bool:
+        """`i in np.linspace(0, n, 10, dtype=int)`, `step in {100, 500}`: a loop counter (a
+        number a `for` target binds) tested for membership in a collection the loop does not
+        build, so the test holds on a few chosen iterations, a schedule like `%`."""
+        if len(comparison.comparisons) != 1 or not isinstance(comparison.comparisons[0].operator, cst.In):
+            return False
+        counter, steps = comparison.left, comparison.comparisons[0].comparator
+        model = self.model
+        if not isinstance(counter, cst.Name) or model.value(counter).kind is not Kind.NUMBER:
+            return False
+        counter_defs = model.defs(counter)
+        if not counter_defs or any(d.kind != "for" for d in counter_defs):
+            return False
+        if model.value(steps).kind is Kind.TENSOR:
+            return False
+        loops = [d.node for d in counter_defs]
+        stack = [steps]
+        while stack:   # the collection reads nothing the loop binds
+            current = stack.pop()
+            if type(current) is cst.Name and any(
+                    d.node in loops or any(self._inside(d.node, loop) for loop in loops)
+                    for d in model.defs(current)):
+                return False
+            stack.extend(model.children(current))
+        return True
 
 
 def _unwrapped(node: cst.BaseExpression, model) -> cst.BaseExpression:

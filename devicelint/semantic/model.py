@@ -871,6 +871,9 @@ class SemanticModel:
         taken = [(d, owner) for d in defs for owner in (self._gpu_taken_branch(d.node),) if owner is not None]
         if not taken:
             return defs
+        # A binding in the arm taken only without a GPU (`else: x = torch.LongTensor(x)`
+        # after `if use_cuda: x = torch.LongTensor(x).cuda()`) does not run with one.
+        defs = [d for d in defs if self.on_gpu_path(d.node)] or defs
         kept = []
         for d in defs:
             replaced = any(
@@ -1529,6 +1532,9 @@ class SemanticModel:
             return STRING
         if left.kind is Kind.SEQUENCE and right.kind is Kind.SEQUENCE and isinstance(operator, cst.Add):
             return join(left.with_(items=None), right.with_(items=None))
+        if isinstance(operator, cst.Multiply) and {left.kind, right.kind} == {Kind.SEQUENCE, Kind.NUMBER}:
+            # `[0.0] * n`: the list repeated.
+            return (left if left.kind is Kind.SEQUENCE else right).with_(items=None, node=node)
         return UNKNOWN
 
     def _matmul(self, operands: list[Value], node) -> Value:
@@ -1821,6 +1827,14 @@ class SemanticModel:
         spec = api.function(qual)
         if spec is not None:
             return self._apply(spec, None, node, qual)
+        if qual == "numpy.squeeze" and node.args:
+            # NumPy hands a non-array to its own `.squeeze()`: a tensor stays a tensor, where
+            # it was (`np.squeeze(pred.eq(y)).cpu()`); what the code does not show, unknown.
+            inner = self.value(node.args[0].value)
+            if inner.kind is Kind.TENSOR:
+                return tensor(inner.place, node=node)
+            if inner.kind is Kind.UNKNOWN:
+                return UNKNOWN
         if qual.startswith("numpy."):
             return Value(Kind.ARRAY, Place.CPU, node=node)
         if qual.startswith("time.") or qual.startswith("math."):
@@ -2110,10 +2124,41 @@ class SemanticModel:
                 for d in defs:
                     if d.kind in ("assign", "annassign") and d.value is not None and not d.path:
                         truths.add(self._gpu_truth(d.value, depth + 1))
+                    elif d.kind == "param" and isinstance(d.node, cst.Param):
+                        truths.add(self._param_gpu_truth(d.node, depth + 1))
                     else:
                         truths.add(None)
                 return truths.pop() if len(truths) == 1 else None
         return None
+
+    def _param_gpu_truth(self, param: cst.Param, depth: int) -> Optional[bool]:
+        """A parameter's truth with a GPU: the one every call of its function in this file
+        passes (`test(loader, net, use_cuda)` with `use_cuda = torch.cuda.is_available()`);
+        None with no call site, or when one passes something else."""
+        function = self._function_of_param(param)
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        params = function.params
+        positional = [*params.posonly_params, *params.params]
+        is_method = isinstance(self.parent(self.parent(function)), cst.ClassDef)
+        if is_method and positional and positional[0] is param:
+            return None
+        calls, spawns = self._call_sites(function, is_method)
+        if not calls or spawns:
+            return None
+        index = positional.index(param) if param in positional else None
+        if is_method and index is not None:
+            index -= 1
+        truths = set()
+        for call in calls:
+            if any(a.star for a in call.args):
+                return None
+            arg = call_arg(call, index, param.name.value) if index is not None \
+                else keyword_arg(call, param.name.value)
+            if arg is None:
+                arg = param.default
+            truths.add(self._gpu_truth(arg, depth + 1) if arg is not None else None)
+        return truths.pop() if len(truths) == 1 else None
 
     def _denoted_place(self, node: cst.BaseExpression) -> Optional[Place]:
         """For `device.type` / `str(device)` / `device`: the place the device denotes when a

@@ -87,6 +87,9 @@ class SyncModel:
                     if self._to_host(node):
                         return [HostRead(node, "`.to(\"cpu\")`", receiver)]
                     return []
+                if method == "type" and node.args and self._type_to_host(node):
+                    # `equals.type(torch.FloatTensor)`: a CPU tensor type, a copy to the host.
+                    return [HostRead(node, "`.type()` to a CPU tensor type", receiver)]
                 spec = self.api.method(method)
                 if spec is not None and spec.syncs and spec.place == "cpu" \
                         and model.value(receiver).kind is not Kind.MODULE:
@@ -123,10 +126,24 @@ class SyncModel:
                     if base.kind is Kind.TENSOR and base.place is Place.CPU:
                         return [HostRead(node.value, "copying a tensor into a CPU tensor", node.value)]
             return []
+        if isinstance(node, cst.Subscript):
+            # `counts[label]` with `counts` a Python list or a NumPy array and `label` a
+            # tensor: the index goes through `__index__`, which reads the tensor on the host.
+            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                    and model.value(node.value).kind in (Kind.SEQUENCE, Kind.ARRAY):
+                index = node.slice[0].slice.value
+                if model.value(index).kind in (Kind.TENSOR, Kind.UNKNOWN):
+                    return [HostRead(node, "indexing a Python list or NumPy array with a tensor", index)]
+            return []
         if isinstance(node, cst.CompIf):
             # `[i for i, w in enumerate(words) if w != end]`: one truth value per element.
             return [HostRead(o, "a comprehension's `if` on a tensor's value", o) for o in operands(node.test)]
         return []
+
+    def _type_to_host(self, call: cst.Call) -> bool:
+        target = call_arg(call, 0, "dtype")
+        place, hint = self.model.tensor_type_place(target)
+        return place is Place.CPU and not hint and self.model.value(call.func.value).kind is not Kind.MODULE
 
     def _to_host(self, call: cst.Call) -> bool:
 
