@@ -235,3 +235,14 @@ def test_a_sync_in_a_helper_counts_at_the_flagged_call():
     results, child = run_probe("probe_helper_sync.py", {"call": "DL004"}, "sim")
     assert results["call"]["status"] == "confirmed", child.stderr_tail
     assert results["call"]["count"] == 10
+
+
+def test_type_to_a_cpu_tensor_type_is_a_copy_and_a_sync():
+    # `.type(torch.FloatTensor)` of a CUDA tensor copies it to the host; `.type(dtype)` stays
+    # on the device and `.type()` only names the type.
+    codes = {"to-cpu-type": "DL004", "to-dtype": "DL004", "name": "DL004"}
+    results, child = run_probe("probe_type_copy.py", codes, "sim")
+    assert results["to-cpu-type"]["status"] == "confirmed", child.stderr_tail
+    assert results["to-cpu-type"]["count"] == 10
+    assert results["to-dtype"]["status"] == "refuted"
+    assert results["name"]["status"] == "refuted"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 import time
 
@@ -114,6 +115,14 @@ def _add_sync(rec: LineRecord, kind: str, seconds: float) -> None:
     syncs.kinds[kind] = syncs.kinds.get(kind, 0) + 1
 
 
+def _cpu_tensor_type(target) -> bool:
+    """`torch.FloatTensor` or `"torch.FloatTensor"`: a legacy CPU tensor type (not a dtype,
+    not `torch.cuda.FloatTensor`)."""
+    if not isinstance(target, str):
+        target = f"{getattr(target, '__module__', '')}.{getattr(target, '__name__', '')}"
+    return re.match(r"^torch\.[A-Z][A-Za-z0-9]*Tensor$", target) is not None
+
+
 def _note_source(tracker, sites, source) -> None:
     """Tell the finder what a host->device copy copied (per-row copies, runtime/finder.py)."""
     finder = tracker.finder
@@ -168,6 +177,27 @@ def install_moves(tracker) -> None:
 
     for method in ("to", "cuda", "cpu"):
         _wrap(torch.Tensor, method, lambda original, m=method: make(original, m))
+
+    def make_type(original):
+        # `.type(torch.FloatTensor)` of a CUDA tensor copies it to the host (a sync);
+        # `.type()` asking the name and `.type(dtype)` record nothing.
+        def wrapper(self, *args, **kwargs):
+            sites = tracker.sites(sys._getframe(1))
+            target = args[0] if args else kwargs.get("dtype")
+            if not sites or not isinstance(self, torch.Tensor) or not _cpu_tensor_type(target) \
+                    or not tracker.is_cuda(self):
+                return original(self, *args, **kwargs)
+            out, seconds = timed_call(tracker, original, self, *args, **kwargs)
+            for rec in tracker.touch(sites):
+                rec.moves.count += 1
+                _add_copy(rec, tracker.device_of(self), "cpu", _nbytes(self), seconds, False, False,
+                          key=_source_key(self))
+                _add_sync(rec, "type", seconds)
+            return out
+
+        return wrapper
+
+    _wrap(torch.Tensor, "type", make_type)
 
     def make_apply(original):
         def _apply(self, *args, **kwargs):

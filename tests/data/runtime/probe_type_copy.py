@@ -1,0 +1,12 @@
+"""`.type()` to a CPU tensor type copies a CUDA tensor to the host (DL004); `.type()` to a
+dtype, or asking for the type's name, does not."""
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+batch = torch.randn(8, 4).to(device)
+total = 0.0
+for step in range(10):
+    host = (batch * step).type(torch.FloatTensor)  # probe: to-cpu-type
+    same = (batch * step).type(torch.float64)  # probe: to-dtype
+    name = batch.type()  # probe: name
