@@ -1122,6 +1122,22 @@ class SemanticModel:
     def _call_site_value(self, function, param: cst.Param) -> Optional[Value]:
         """The value every call of `function` in this file passes for `param` (None when
         there is no call site or one cannot be matched)."""
+        passed = self._passed_arguments(function, param)
+        if passed is None:
+            return None
+        args, spawns, index = passed
+        spawned = self._spawned_value(spawns, index)
+        if spawned is not None:
+            return spawned if not args else None
+        if not args or any(arg is None for arg in args):
+            return None
+        return join_all([self.value(arg) for arg in args])
+
+    def _passed_arguments(self, function, param: cst.Param) -> Optional[tuple[list, tuple, Optional[int]]]:
+        """What each call of `function` in this file passes for `param` (its default where a
+        call passes nothing, None where it has none either), the `spawn` calls that start
+        `function`, and `param`'s position among the positional parameters; None for `self`,
+        for a call with `*args`/`**kwargs`, or when `function` is no function definition."""
         if not isinstance(function, cst.FunctionDef):
             return None
         params = function.params
@@ -1131,29 +1147,15 @@ class SemanticModel:
             return None  # `self`
         calls, spawns = self._call_sites(function, is_method)
         index = positional.index(param) if param in positional else None
-        spawned = self._spawned_value(spawns, index)
-        if spawned is not None:
-            return spawned if not calls else None
-        if not calls:
-            return None
-        if is_method and index is not None:
-            index -= 1
-        values = []
+        # A method's call passes `self` implicitly: its first argument is the second parameter.
+        at = index - 1 if is_method and index is not None else index
+        args = []
         for call in calls:
-            arg = None
             if any(a.star for a in call.args):
                 return None
-            if index is not None:
-                arg = call_arg(call, index, param.name.value)
-            else:
-                arg = keyword_arg(call, param.name.value)
-            if arg is None:
-                if param.default is None:
-                    return None
-                values.append(self.value(param.default))
-            else:
-                values.append(self.value(arg))
-        return join_all(values)
+            arg = call_arg(call, at, param.name.value) if at is not None else keyword_arg(call, param.name.value)
+            args.append(arg if arg is not None else param.default)
+        return args, spawns, index
 
     def _call_sites(self, function: cst.FunctionDef, is_method: bool) -> tuple[tuple, tuple]:
         """(the calls of `function` in this file, the `torch.multiprocessing.spawn` calls
@@ -2135,29 +2137,13 @@ class SemanticModel:
         """A parameter's truth with a GPU: the one every call of its function in this file
         passes (`test(loader, net, use_cuda)` with `use_cuda = torch.cuda.is_available()`);
         None with no call site, or when one passes something else."""
-        function = self._function_of_param(param)
-        if not isinstance(function, cst.FunctionDef):
+        passed = self._passed_arguments(self._function_of_param(param), param)
+        if passed is None:
             return None
-        params = function.params
-        positional = [*params.posonly_params, *params.params]
-        is_method = isinstance(self.parent(self.parent(function)), cst.ClassDef)
-        if is_method and positional and positional[0] is param:
+        args, spawns, _index = passed
+        if not args or spawns:
             return None
-        calls, spawns = self._call_sites(function, is_method)
-        if not calls or spawns:
-            return None
-        index = positional.index(param) if param in positional else None
-        if is_method and index is not None:
-            index -= 1
-        truths = set()
-        for call in calls:
-            if any(a.star for a in call.args):
-                return None
-            arg = call_arg(call, index, param.name.value) if index is not None \
-                else keyword_arg(call, param.name.value)
-            if arg is None:
-                arg = param.default
-            truths.add(self._gpu_truth(arg, depth + 1) if arg is not None else None)
+        truths = {self._gpu_truth(arg, depth + 1) if arg is not None else None for arg in args}
         return truths.pop() if len(truths) == 1 else None
 
     def _denoted_place(self, node: cst.BaseExpression) -> Optional[Place]:
