@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from child_runs import run_rounds, spread
+from child_runs import device_functions, flagged_line, instrument, run_rounds, spread
 
 CALLS = int(os.environ.get("CALLS", "20000"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
@@ -66,33 +66,18 @@ def child(mode: str) -> None:
 
     torch.set_num_threads(1)
     path = os.path.realpath(__file__)
-    device_of = lambda tensor: str(tensor.device)  # noqa: E731
-    sim = None
-    if DEVICE == "sim":
-        from devicelint.runtime.sim import Simulation
-
-        simulation = Simulation()
-        simulation.install()
-        device_of, sim = simulation.device_of, simulation.sim
+    device = device_functions(DEVICE)
     if mode != "plain":
-        from devicelint.runtime import hooks
-        from devicelint.runtime.finder import Finder
-        from devicelint.runtime.tracker import Tracker
         from devicelint.runtime_spec import Watch
 
-        source = open(path).read().splitlines()
-        line = next(i for i, text in enumerate(source, 1) if text.endswith("# the flagged line"))
-        finder = Finder([path]) if mode == "finder" else None
-        if finder is not None:
-            finder.install_module_sites()
-        tracker = Tracker({path: {line: line}}, device_of, sim, finder=finder)
-        if DEVICE == "host":
-            tracker.device_of = lambda tensor: "cuda:0"
-            tracker.is_cuda = lambda tensor: isinstance(tensor, torch.Tensor)
-        if os.environ.get("LINE_EVENTS") == "0":
-            tracker.start = lambda: None
-        hooks.install(tracker, {Watch.MOVES, Watch.FACTORIES, Watch.SYNCS, Watch.VIEWS,
-                                Watch.EMPTY_CACHE})
+        def host_as_device(tracker) -> None:
+            if DEVICE == "host":  # host tensors taken for device tensors: the GPU run's path
+                tracker.device_of = lambda tensor: "cuda:0"
+                tracker.is_cuda = lambda tensor: isinstance(tensor, torch.Tensor)
+
+        instrument(path, flagged_line(path), device, mode == "finder",
+                   {Watch.MOVES, Watch.FACTORIES, Watch.SYNCS, Watch.VIEWS, Watch.EMPTY_CACHE},
+                   adjust=host_as_device)
     print(json.dumps(measure(torch)))
 
 

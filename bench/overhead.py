@@ -40,7 +40,7 @@ import statistics
 import sys
 import time
 
-from child_runs import paired_ratio, run_rounds, spread
+from child_runs import device_functions, flagged_line, instrument, paired_ratio, run_rounds, spread
 
 STEPS = int(os.environ.get("STEPS", "300"))
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
@@ -109,33 +109,13 @@ def child(mode):
     import torch  # noqa: F401 - imported before the tracker, as in the real child
 
     path = os.path.realpath(__file__)
-    device_of = lambda t: str(t.device)  # noqa: E731
-    sim = None
-    if DEVICE == "sim":
-        from devicelint.runtime.sim import Simulation
-
-        simulation = Simulation()
-        simulation.install()
-        device_of, sim = simulation.device_of, simulation.sim
+    device = device_functions(DEVICE)
     if mode != "plain":
-        from devicelint.runtime import hooks
-        from devicelint.runtime.finder import Finder
-        from devicelint.runtime.tracker import Tracker
         from devicelint.runtime_spec import Watch
 
-        source = open(path).read().splitlines()
-        item_line = next(i for i, l in enumerate(source, 1) if "# the flagged line" in l)
-        line = item_line if mode in ("flagged", "finder") else 10**6
-        finder = None
-        if mode in FINDER_MODES:
-            # as `devicelint confirm` runs it: every event of this file recorded and judged
-            finder = Finder([path])
-            finder.install_module_sites()
-        tracker = Tracker({path: {line: line}}, device_of, sim, finder=finder)
-        watches = watches_for(mode)
-        if os.environ.get("LINE_EVENTS") == "0":
-            tracker.start = lambda: None
-        hooks.install(tracker, {Watch[name] for name in watches})
+        line = flagged_line(path) if mode in ("flagged", "finder") else 10**6
+        # finder modes: as `devicelint confirm` runs it, every event of this file recorded and judged
+        instrument(path, line, device, mode in FINDER_MODES, {Watch[name] for name in watches_for(mode)})
     median, warmup_steps = loop(None)
     print(json.dumps({"mode": mode, "median_ms": median * 1000, "warmup_steps": warmup_steps}))
 
