@@ -114,6 +114,15 @@ REPOS: tuple[Repo, ...] = (
           "cycle-gan/CycleGAN_Solution.ipynb"), held_out=True),
     Repo("cnn-visualizations", "utkuozbulak/pytorch-cnn-visualizations",
          "ba22fa07c9f31964e6cfa669e80f3461e11c4ebc", ("src/*",), held_out=True),
+    # Held out (session 6): labelled once, never tuned on.
+    Repo("stargan", "yunjey/stargan", "94dd002e93a2863d9b987a937b85925b80f7a19f", ("*",),
+         held_out=True),
+    Repo("pytorch-classification", "bearpaw/pytorch-classification",
+         "24f1c456f48c78133088c4eefd182ca9e6199b03", ("*",), held_out=True),
+    Repo("practical-pytorch", "spro/practical-pytorch", "c520c52e68e945d88fff563dba1c028b6ec0197b",
+         ("*",), held_out=True),
+    Repo("pytorch-vq-vae", "zalandoresearch/pytorch-vq-vae", "b98fde9a8f8f65486dbfaf12958049e8d33184a1",
+         ("*",), held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
