@@ -35,10 +35,11 @@ class CreateThenMove(Rule):
       `torch.ones(1, 1).fill_(v).type(torch.long).to(dev)`, `torch.arange(n).unsqueeze(0)
       .repeat(b, 1).to(dev)`, `torch.exp(-k * torch.arange(n) / n).to(dev)`,
       `torch.stack([torch.zeros(n) for _ in range(k)]).to(dev)`;
-    - through a name: `z = torch.randn(n, d)` then `z = z.to(dev)` on a later line, when that
-      binding is the only one reaching the move and nothing reads the CPU tensor before
-      the move (nor after it, unless the move rebinds the name). It is reported at the move,
-      naming the factory's line;
+    - through a name: `z = torch.randn(n, d)` then `z = z.to(dev)` on a later line, when
+      every binding reaching the move is such a fill (one, or one per arm of an if/else:
+      `t = torch.ones(n) * 0.9` / `t = torch.ones(n)`) and nothing reads the CPU tensor
+      before the move (nor after it, unless the move rebinds the name). It is reported at
+      the move, naming the factories' lines;
     - through a function of the file that returns such a fill (`mask = causal_mask(t)` then
       `mask.to(dev)`, with `def causal_mask(n): return torch.triu(torch.ones(n, n)) == 1`),
       when nothing in it reads the fill but the way to its `return`.
@@ -122,6 +123,9 @@ class CreateThenMove(Rule):
         "`{factory}(...)` at line {line} creates a CPU tensor copied to the device "
         "here"
     )
+    joined_message = (
+        "`{factories}` at lines {lines} create the CPU tensor copied to the device here"
+    )
     helper_message = (
         "`{call}()` creates a CPU tensor (`{factory}`, line {line}) copied to the device "
         "here"
@@ -150,9 +154,16 @@ class CreateThenMove(Rule):
         label = self.ctx.qualname(factory.func) or self.ctx.code(factory.func)
         suffix = self.hint_message.format(target=self.ctx.code(device).strip()) if hint else ""
         line = self.ctx.position(factory)[0]
+        # Several bindings reaching the move (the arms of an if/else): name each factory.
+        labels = list(dict.fromkeys(self.ctx.qualname(f.func) or self.ctx.code(f.func) for f in fill.factories))
+        lines = sorted({self.ctx.position(f)[0] for f in fill.factories})
         if fill.calls:
             callee = self.ctx.code(fill.calls[0].func).strip()
             message = self.helper_message.format(call=callee, factory=label, line=line) + suffix
+        elif len({id(name) for name, _ in fill.through}) < len(fill.through) and len(lines) > 1:
+            message = self.joined_message.format(
+                factories="` / `".join(f"{name}(...)" for name in labels),
+                lines=", ".join(str(n) for n in lines)) + suffix
         elif fill.through and line != self.ctx.position(node)[0]:
             message = self.later_message.format(factory=label, line=line) + suffix
         else:

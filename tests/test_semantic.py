@@ -503,6 +503,27 @@ def test_fresh_fill_through_one_binding_and_uses() -> None:
     assert dataflow.fresh_fill(sem, receiver, depth=0) is None
 
 
+def test_fresh_fill_through_the_bindings_of_both_arms() -> None:
+    from devicelint.semantic import dataflow
+
+    source = """\
+    import torch
+    def f(n, smooth, labels):
+        if smooth:
+            t = torch.ones(n) * 0.9
+        else:
+            t = torch.ones(n)
+        return t.to("cuda")  # here
+    """
+    _, sem, receiver = _move_receiver(textwrap.dedent(source), "here")
+    fill = dataflow.fresh_fill(sem, receiver)
+    assert fill is not None and len(fill.factories) == 2 and len(fill.through) == 2
+    # One arm that carries data: the copy is needed.
+    data = textwrap.dedent(source).replace("t = torch.ones(n)\n", "t = torch.tensor(labels)\n")
+    _, sem, receiver = _move_receiver(data, "here")
+    assert dataflow.fresh_fill(sem, receiver) is None
+
+
 def test_device_facts_from_api_not_names() -> None:
     source = """\
     import torch

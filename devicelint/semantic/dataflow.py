@@ -633,7 +633,7 @@ _SCALARS = frozenset({Kind.NUMBER, Kind.BOOL, Kind.DTYPE, Kind.STRING, Kind.NONE
 class Fill:
     """A tensor filled on the host by factories alone: `factories` are the calls that
     allocate it (`torch.zeros(n)`), `ops` the methods and functions applied on the way
-    (`long`, `exp`, `torch.cat`), `through` the names followed to their one binding."""
+    (`long`, `exp`, `torch.cat`), `through` the names followed to their bindings."""
 
     factories: tuple[cst.Call, ...]
     ops: tuple[str, ...] = ()
@@ -641,12 +641,17 @@ class Fill:
     calls: tuple[cst.Call, ...] = ()   # calls of the file's functions whose returns were followed
 
 
+# Bindings of one name followed into a fill at most (the arms of an if/elif chain).
+_MAX_JOINED_FILLS = 4
+
+
 def fresh_fill(sem, expr: cst.BaseExpression, depth: int = 4) -> Optional[Fill]:
     """How `expr` is a host tensor computed from factories that fill it themselves (sizes and
     scalars in, no other data): `torch.zeros(n).long()`, `torch.ones(1, 1).fill_(v)`,
     `torch.exp(-k * torch.arange(n) / n)`, `torch.stack([torch.zeros(n) for _ in ...])`,
-    `torch.Tensor(b, b).fill_(v)`. A name is followed when exactly one binding of it, an
-    assignment made in the same scope, reaches the read (up to `depth` names), and a call of
+    `torch.Tensor(b, b).fill_(v)`. A name is followed when every binding of it that reaches
+    the read (one, or the arms of an if/else) is an assignment made in the same scope and a
+    fill itself (up to `depth` names), and a call of
     a function of the file into what it returns (one function deep; `Fill.calls`). None
     when any part may carry other data, lives on the device, or is unknown."""
     parts: list[cst.Call] = []
@@ -671,14 +676,19 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
     while isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not):
         node = node.expression
     if isinstance(node, cst.Name):
+        # Every binding that reaches the read must be a fill: both arms of
+        # `if smooth: t = torch.ones(n) * 0.9` / `else: t = torch.ones(n)`.
         defs = sem.defs(node)
-        if depth <= 0 or len(defs) != 1:
+        if depth <= 0 or not defs or len(defs) > _MAX_JOINED_FILLS:
             return False
-        d = defs[0]
-        if d.kind != "assign" or d.path or d.value is None or d.scope is not sem.scope_of(node):
-            return False
-        through.append((node, d))
-        return _fill(sem, d.value, parts, ops, through, depth - 1)
+        scope = sem.scope_of(node)
+        for d in defs:
+            if d.kind != "assign" or d.path or d.value is None or d.scope is not scope:
+                return False
+            through.append((node, d))
+            if not _fill(sem, d.value, parts, ops, through, depth - 1):
+                return False
+        return True
     if isinstance(node, cst.BinaryOperation):
         if isinstance(node.operator, cst.MatrixMultiply):
             return False
