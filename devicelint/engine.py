@@ -20,7 +20,7 @@ from devicelint.document import Document
 from devicelint.finding import Finding, Fix
 from devicelint.notebook import blank_magics
 from devicelint.project_index import BIG_MODULE_CHARS, top_level_pieces
-from devicelint.rule import Rule, all_rules
+from devicelint.rule import Rule, RuleMeta, all_rules, rule_catalog, rule_class, rule_codes
 from devicelint.source import split_lines
 from devicelint.suppress import is_suppressed, parse_suppressions, skips_file
 
@@ -33,9 +33,10 @@ class FileResult:
     suppressions: Optional[dict] = None
 
 
-def rules_for(source: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
-    """Rules whose prefilter tokens occur in the text (a cheap check before parsing)."""
-    return [r for r in rules if not r.tokens or any(t in source for t in r.tokens)]
+def rules_for(source: str, rules: Sequence[type[Rule] | RuleMeta]) -> list[type[Rule]]:
+    """Rules whose prefilter tokens occur in the text (a cheap check before parsing), as
+    classes: a catalogue entry among `rules` is imported here, when first needed."""
+    return [rule_class(r) for r in rules if not r.tokens or any(t in source for t in r.tokens)]
 
 
 def _syntax_error(path: str, error: Exception, source: str) -> Finding:
@@ -53,11 +54,12 @@ def _syntax_error(path: str, error: Exception, source: str) -> Finding:
     return diagnostic(SYNTAX_ERROR, path, f"Cannot parse: {error}")
 
 
-def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
+def lint_source(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], *,
                 honour_noqa: bool = True, disk_path: Optional[str] = None,
                 parse: Optional[Callable[[str], cst.Module]] = None,
                 starts: Optional[Callable[[cst.Module], Optional[list]]] = None) -> FileResult:
-    """Lint one file's text with the given (enabled) rule classes. `honour_noqa=False`
+    """Lint one file's text with the given (enabled) rules: classes, or catalogue entries
+    (devicelint.rule.RuleMeta) imported only if the text holds their tokens. `honour_noqa=False`
     leaves `# noqa` comments to the caller (the flake8 plugin: flake8 applies them).
     `disk_path`: where the file is, when `path` (what findings name) is not a path from the
     working directory (a run names files relative to the project root). `parse`: what
@@ -86,7 +88,7 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule]], *,
         return _lint_module(path, source, rules, active, honour_noqa, disk_path, parse, starts)
 
 
-def _lint_module(path: str, source: str, rules: Sequence[type[Rule]], active: list[type[Rule]],
+def _lint_module(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], active: list[type[Rule]],
                  honour_noqa: bool, disk_path: Optional[str], parse=None, starts=None) -> FileResult:
     try:
         module = (parse or safe_parse.parse_module)(source)  # libcst's, guarded against stack overflow
@@ -113,7 +115,7 @@ def _lint_module(path: str, source: str, rules: Sequence[type[Rule]], active: li
         ctx.release()
 
 
-def _lint_in_pieces(path: str, source: str, pieces: list[tuple[int, str]], rules: Sequence[type[Rule]],
+def _lint_in_pieces(path: str, source: str, pieces: list[tuple[int, str]], rules: Sequence[type[Rule] | RuleMeta],
                     honour_noqa: bool, disk_path: Optional[str]) -> FileResult:
     """A module over BIG_MODULE_CHARS, linted one group of top-level statements at a time
     (devicelint.project_index.top_level_pieces), so that peak memory follows the largest
@@ -174,7 +176,7 @@ def _suppressions(source: str, honour_noqa: bool) -> dict:
     return table
 
 
-def _unused(path: str, source: str, table: dict, rules: Sequence[type[Rule]]) -> list[Finding]:
+def _unused(path: str, source: str, table: dict, rules: Sequence[type[Rule] | RuleMeta]) -> list[Finding]:
     """DL901: suppression comments naming enabled rules that suppressed nothing, DL codes no
     rule has, entries that are no code, and `# noqa DL005` without its colon (a bare noqa).
     Only codes of enabled rules can be judged unused (a disabled rule never had the chance
@@ -184,7 +186,7 @@ def _unused(path: str, source: str, table: dict, rules: Sequence[type[Rule]]) ->
     judged = {rule.code for rule in rules} - {UNUSED_SUPPRESSION}
     if not table:
         return []
-    known = set(all_rules()) | judged
+    known = rule_codes() | judged
     lines = split_lines(source)
     found = []
     for line in sorted(table):
@@ -257,7 +259,7 @@ def _suppression_fix(suppression, text: str, drop: set[str]) -> Optional[Fix]:
                description="Remove the unused suppression")
 
 
-def _findings(ctx: FileContext, rules: Sequence[type[Rule]] = (), honour_noqa: bool = True) -> FileResult:
+def _findings(ctx: FileContext, rules: Sequence[type[Rule] | RuleMeta] = (), honour_noqa: bool = True) -> FileResult:
     suppressions = _suppressions(ctx.source, honour_noqa)
     findings = []
     seen = set()
@@ -320,7 +322,7 @@ def _fix(ctx: FileContext, report) -> Optional[Fix]:
     return Fix(line, column, end_line, end_column, content, report.fix_safe, report.fix_description)
 
 
-def lint_document(document: Document, display: str, rules: Sequence[type[Rule]], *,
+def lint_document(document: Document, display: str, rules: Sequence[type[Rule] | RuleMeta], *,
                   honour_noqa: bool = True) -> FileResult:
     """Lint a document (devicelint.document) under the name `display`. A notebook's findings
     gain their cell positions; a notebook cell that does not parse is reported on its own and
@@ -334,7 +336,7 @@ def lint_document(document: Document, display: str, rules: Sequence[type[Rule]],
     return result
 
 
-def _without_broken_cells(document: Document, display: str, rules: Sequence[type[Rule]],
+def _without_broken_cells(document: Document, display: str, rules: Sequence[type[Rule] | RuleMeta],
                           honour_noqa: bool) -> FileResult:
     errors = []
     parts = []
@@ -357,3 +359,10 @@ def _without_broken_cells(document: Document, display: str, rules: Sequence[type
 def enabled_rules(codes: Iterable[str]) -> list[type[Rule]]:
     registry = all_rules()
     return [registry[code] for code in codes if registry[code].handlers()]
+
+
+def enabled_entries(codes: Iterable[str]) -> list[RuleMeta]:
+    """What `enabled_rules` returns, as catalogue entries: the linting functions above import
+    each rule when a text holds its tokens (a run over a few files imports only those)."""
+    catalog = rule_catalog()
+    return [catalog[code] for code in codes if catalog[code].has_handlers]

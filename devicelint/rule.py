@@ -179,6 +179,32 @@ class RuleMeta:
     has_handlers: bool
     hint: str = ""
     why: str = ""  # the first sentence of the docstring's "Why is this bad?"
+    module: str = ""  # where the class is defined: a run imports only the rules it needs
+
+
+# A built-in rule's module: the only kind `rule_class` imports by the name a catalogue names
+# (a plugin's rules are loaded through its entry point, by `all_rules`).
+BUILTIN_RULE_MODULE = re.compile(r"^devicelint\.rules\.[a-z][a-z0-9_]*$")
+
+
+def rule_class(rule: type[Rule] | RuleMeta) -> type[Rule]:
+    """The class of `rule`; a catalogue entry (RuleMeta) stands for a rule not imported yet,
+    and only its own module is imported (issue 17: linting a small file imports the rules
+    whose tokens occur in it, and the parts of the semantic model those use, not all)."""
+    if not isinstance(rule, RuleMeta):
+        return rule
+    if _registry is not None:  # the rules are imported already (or a test swapped them)
+        return _registry[rule.code]
+    if BUILTIN_RULE_MODULE.match(rule.module):
+        for found in _rules_in_module(importlib.import_module(rule.module)):
+            if found.code == rule.code:
+                return found
+    return all_rules()[rule.code]
+
+
+def rule_codes() -> set[str]:
+    """Every known rule's code, without importing the rules when they are not imported yet."""
+    return set(_registry if _registry is not None else rule_catalog())
 
 
 def why_sentence(docs: str) -> str:
@@ -236,7 +262,7 @@ def _plugin_declarations() -> list[str]:
     return found
 
 
-CATALOG_FORMAT = "devicelint-rules-2"
+CATALOG_FORMAT = "devicelint-rules-3"
 
 
 def _catalog_dir() -> tuple[str, str]:
@@ -267,7 +293,7 @@ def _catalog_from(payload: object) -> Optional[dict[str, RuleMeta]]:
 
 _META_TYPES = {
     "code": str, "name": str, "summary": str, "severity": str, "default_enabled": bool,
-    "tokens": list, "fixable": bool, "has_handlers": bool, "hint": str, "why": str,
+    "tokens": list, "fixable": bool, "has_handlers": bool, "hint": str, "why": str, "module": str,
 }
 
 
@@ -294,7 +320,7 @@ def _metadata(registry: dict[str, type[Rule]]) -> dict[str, RuleMeta]:
             code=code, name=rule.name, summary=rule.summary, severity=rule.severity,
             default_enabled=rule.default_enabled, tokens=tuple(rule.tokens),
             fixable=bool(getattr(rule, "fixable", False)), has_handlers=bool(rule.handlers()),
-            hint=rule.hint, why=why_sentence(rule.docs()),
+            hint=rule.hint, why=why_sentence(rule.docs()), module=rule.__module__,
         )
         for code, rule in registry.items()
     }

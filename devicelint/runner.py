@@ -102,9 +102,10 @@ def lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> li
         if not needs_parse(document.text, tokens, judge_suppressions=UNUSED_SUPPRESSION in codes):
             # No enabled rule can match: the engine (and libcst) is not even imported.
             return python_syntax_error(display, document.text) if SYNTAX_ERROR in codes else []
-    from devicelint.engine import enabled_rules, lint_document
+    from devicelint.engine import enabled_entries, lint_document
 
-    return lint_document(document, display, enabled_rules(codes)).findings
+    # Catalogue entries: the engine imports only the rules whose tokens occur in the text.
+    return lint_document(document, display, enabled_entries(codes)).findings
 
 
 def read_file(path: str, display: str, max_size: int) -> tuple[Optional[bytes], Optional[Finding]]:
