@@ -125,6 +125,10 @@ REPOS: tuple[Repo, ...] = (
          ("*",), ("seq2seq-translation/seq2seq-translation-batched.py",), held_out=True),
     Repo("pytorch-vq-vae", "zalandoresearch/pytorch-vq-vae", "b98fde9a8f8f65486dbfaf12958049e8d33184a1",
          ("*",), held_out=True),
+    Repo("object-detection", "sgrvinod/a-PyTorch-Tutorial-to-Object-Detection",
+         "5d5b75968c3cf1ffd2718bf828a7560b7ee8e8b5", ("*",), held_out=True),
+    Repo("pyGAT", "Diego999/pyGAT", "3664f2dc90cbf971564c0bf186dc794f12446d0c", ("*",),
+         held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
