@@ -129,6 +129,10 @@ REPOS: tuple[Repo, ...] = (
          "5d5b75968c3cf1ffd2718bf828a7560b7ee8e8b5", ("*",), held_out=True),
     Repo("pyGAT", "Diego999/pyGAT", "3664f2dc90cbf971564c0bf186dc794f12446d0c", ("*",),
          held_out=True),
+    Repo("ng-video-lecture", "karpathy/ng-video-lecture", "52201428ed7b46804849dea0b3ccf0de9df1a5c3",
+         ("*",), held_out=True),
+    Repo("makemore", "karpathy/makemore", "988aa59e4d8fefa526d06f3b453ad116258398d4", ("*",),
+         held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
