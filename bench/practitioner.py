@@ -133,6 +133,11 @@ REPOS: tuple[Repo, ...] = (
          ("*",), held_out=True),
     Repo("makemore", "karpathy/makemore", "988aa59e4d8fefa526d06f3b453ad116258398d4", ("*",),
          held_out=True),
+    # moco at its last public-release commit (later commits are Meta's internal reformatting).
+    Repo("moco", "facebookresearch/moco", "7397dfe146c7ca6bbb58e9c382498069178ba764",
+         ("main_*.py", "moco/*"), held_out=True),
+    Repo("SimCLR", "sthalles/SimCLR", "1848fc934ad844ae630e6c452300433fe99acfd9", ("*",),
+         held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
