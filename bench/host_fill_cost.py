@@ -39,6 +39,9 @@ def main():
              "ones(device=)", lambda: torch.ones(*shape, device=dev)),
             ("noise.data.copy_(randn)", lambda: noise.data.copy_(torch.randn(*shape)),
              "noise.normal_()", lambda: noise.normal_()),
+            ("from_numpy(uniform).cuda()",
+             lambda: torch.from_numpy(np.random.uniform(-1, 1, shape)).float().cuda(),
+             "rand(device=)*2-1", lambda: torch.rand(*shape, device=dev) * 2 - 1),
         ]
         for host_name, host, device_name, on_device in rows:
             a, b = timed(host), timed(on_device)

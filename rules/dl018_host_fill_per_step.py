@@ -7,7 +7,7 @@ import libcst as cst
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow
-from devicelint.semantic.model import positional_args
+from devicelint.semantic.model import keyword_arg, positional_args
 
 # NumPy calls that make new host data from sizes and scalars alone (no input data).
 NUMPY_FILLS = {f"numpy.{name}" for name in ("ones", "zeros", "full", "empty", "eye", "arange",
@@ -20,6 +20,15 @@ TORCH_FOR = {"normal": "torch.randn", "randn": "torch.randn", "standard_normal":
              "full": "torch.full", "empty": "torch.empty", "eye": "torch.eye",
              "arange": "torch.arange", "linspace": "torch.linspace", "identity": "torch.eye"}
 
+# Calls that make a host tensor of a NumPy array's data (a copy, or the same memory).
+ARRAY_TENSORS = {"torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.asarray", "torch.Tensor",
+                 "torch.FloatTensor", "torch.DoubleTensor", "torch.HalfTensor", "torch.LongTensor",
+                 "torch.IntTensor", "torch.BoolTensor", "torch.ByteTensor"}
+# Tensor methods on the way to the move that keep the drawn data (conversions, shapes).
+KEEPING_METHODS = {"float", "double", "half", "bfloat16", "long", "int", "bool", "type", "to", "view",
+                   "reshape", "unsqueeze", "squeeze", "contiguous", "t", "permute", "transpose",
+                   "flatten", "clone", "detach", "requires_grad_", "unsqueeze_", "squeeze_"}
+
 
 class HostFillPerStep(Rule):
     """## What it does
@@ -29,6 +38,11 @@ class HostFillPerStep(Rule):
       fill just made: `torch.cuda.FloatTensor(np.random.normal(0, 1, (b, d)))`, or
       `Tensor(np.ones(shape))` with `Tensor = torch.cuda.FloatTensor if cuda else
       torch.FloatTensor` (the type the code uses with a GPU);
+    - a tensor made of such an array and then moved: `z = np.random.uniform(-1, 1, (b, d))`,
+      `z = torch.from_numpy(z).float()`, `z = z.cuda()` (also `torch.tensor(np.random...)`,
+      `torch.FloatTensor(np.ones(...))`, `Variable(...)`, then `.to(device)`), when the
+      array is made in the same step as the move (in the step loop, or in the function
+      the step calls); reported at the move;
     - a device tensor refilled from a new host tensor: `noise.data.copy_(torch.randn(b, d))`.
 
     It reports a call that runs once per step of a step loop (a loop that trains, calls a
@@ -39,7 +53,8 @@ class HostFillPerStep(Rule):
     whatever flag picks it), where the array comes from, where the refilled tensor lives.
     It stays silent on a draw made once before the loop, on scripts
     that run on the CPU (`Tensor = torch.FloatTensor`, code in CPU-only branches), on
-    arrays of loaded data (a copy is needed then: DL001/DL016 judge those), and on
+    arrays of loaded data or of a draw mixed with such data (a copy is needed then:
+    DL001/DL016 judge those), on a draw made before the loop and moved in it (DL016's), and on
     `torch.cuda.FloatTensor(b, d)` with sizes (allocated on the device).
 
     ## Why is this bad?
@@ -57,7 +72,9 @@ class HostFillPerStep(Rule):
     | 64×3×64×64 | 17.5 ms | 1.09 ms | 3.32 ms | 8.1–10.7 µs |
 
     ("on the device": `torch.randn(..., device=)`, `torch.ones(..., device=)`,
-    `noise.normal_()`.) `devicelint confirm` has no probe for DL018 yet: it reports the
+    `noise.normal_()`.) `torch.from_numpy(np.random.uniform(...)).float().cuda()` does the
+    same host draw and pageable copy as the first column (bench/host_fill_cost.py has a row
+    for it; not yet measured on a GPU). `devicelint confirm` has no probe for DL018 yet: it reports the
     line as inconclusive.
 
     ## Example
@@ -67,6 +84,7 @@ class HostFillPerStep(Rule):
         z = Variable(Tensor(np.random.normal(0, 1, (imgs.shape[0], latent_dim))))
         valid = Tensor(np.ones((imgs.shape[0], 1)))
         noise.data.copy_(torch.randn(batch, nz, 1, 1))
+        fake = torch.from_numpy(np.random.uniform(-1, 1, (batch, nz))).float().cuda()
         ...
     ```
 
@@ -77,6 +95,7 @@ class HostFillPerStep(Rule):
         z = torch.randn(imgs.shape[0], latent_dim, device=device)
         valid = torch.ones(imgs.shape[0], 1, device=device)
         noise.normal_()           # refill the device tensor in place
+        fake = torch.rand(batch, nz, device=device) * 2 - 1
         ...
     ```
 
@@ -96,7 +115,7 @@ class HostFillPerStep(Rule):
 
     def leave_Call(self, node: cst.Call) -> None:
         sem = self.ctx.semantic
-        found = self._legacy_cuda_fill(node) or self._refill(node)
+        found = self._legacy_cuda_fill(node) or self._refill(node) or self._moved_draw(node)
         if found is None or not sem.on_gpu_path(node):
             return
         what, use = found
@@ -122,6 +141,77 @@ class HostFillPerStep(Rule):
         label = "np.random." + short if source.startswith("numpy.random.") else "np." + short
         return f"{label}(...)", TORCH_FOR.get(short, "torch.randn")
 
+    def _moved_draw(self, node: cst.Call) -> Optional[tuple[str, str]]:
+        """`<tensor of a new NumPy array>.to(device)` / `.cuda()`: `torch.from_numpy(z).float()`
+        with `z = np.random.uniform(...)` (or `torch.tensor(np.ones(...))`), the array made in
+        the same step (inside the step loop around the move, or in the function that holds
+        it)."""
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda") \
+                or any(arg.star for arg in node.args) or isinstance(self.ctx.parent(node), cst.Expr):
+            return None  # (a discarded move is DL006's)
+        sem = self.ctx.semantic
+        if func.attr.value == "to":
+            target = keyword_arg(node, "device")
+            if target is None:
+                first = positional_args(node)
+                target = first[0] if first else None
+            if target is None or sem.value(target).kind is Kind.TENSOR:
+                return None
+            place, hint = sem.device_place(target)
+            if place is not Place.DEVICE or hint:
+                return None
+        region = sem.loops.step_loop(node) or sem.function_of(node)
+        if region is None:
+            return None
+        source = self._array_tensor_source(func.value, region, depth=3)
+        if source is None:
+            return None
+        short = source.rsplit(".", 1)[-1]
+        label = "np.random." + short if source.startswith("numpy.random.") else "np." + short
+        return f"{label}(...)", TORCH_FOR.get(short, "torch.randn")
+
+    def _array_tensor_source(self, expr: cst.BaseExpression, region: cst.CSTNode,
+                             depth: int) -> Optional[str]:
+        """The NumPy draw or fill that the host tensor `expr` holds (through conversions,
+        `Variable(...)` and names every binding of which `region` makes), else None."""
+        sem = self.ctx.semantic
+        if isinstance(expr, cst.Name):
+            defs = sem.defs(expr)
+            if depth <= 0 or not defs or any(kind != "escape" for kind, _ in dataflow.changes(sem, expr, region)):
+                return None
+            found = None
+            for d in defs:
+                if d.kind != "assign" or d.path or d.value is None or d.node is None \
+                        or not dataflow.within(sem, d.node, region):
+                    return None
+                found = self._array_tensor_source(d.value, region, depth - 1)
+                if found is None:
+                    return None
+            return found
+        if not isinstance(expr, cst.Call) or any(arg.star for arg in expr.args):
+            return None
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in KEEPING_METHODS:
+            method = expr.func.attr.value
+            for arg in expr.args:
+                kind = sem.value(arg.value).kind
+                if method in ("type", "to") and kind is not Kind.DTYPE:
+                    return None  # a move or a tensor type: not a conversion
+                if kind in (Kind.TENSOR, Kind.ARRAY):
+                    return None
+            return self._array_tensor_source(expr.func.value, region, depth)
+        qual = sem.qualname(expr.func)
+        args = positional_args(expr)
+        if len(args) != 1:
+            return None
+        if qual == "torch.autograd.Variable":
+            return self._array_tensor_source(args[0], region, depth)
+        if qual not in ARRAY_TENSORS or any(
+                arg.keyword is not None and arg.keyword.value not in ("dtype", "requires_grad")
+                for arg in expr.args):
+            return None
+        return self._numpy_source(args[0], depth, region)
+
     def _cuda_tensor_type(self, func: cst.BaseExpression, depth: int = 3) -> bool:
         sem = self.ctx.semantic
         qual = sem.qualname(func)
@@ -137,14 +227,16 @@ class HostFillPerStep(Rule):
         values = [d.value for d in defs if d.kind in ("assign", "annassign") and not d.path]
         return any(v is not None and self._cuda_tensor_type(v, depth - 1) for v in values)
 
-    def _numpy_source(self, expr: cst.BaseExpression, depth: int) -> Optional[str]:
+    def _numpy_source(self, expr: cst.BaseExpression, depth: int,
+                      region: Optional[cst.CSTNode] = None) -> Optional[str]:
         """The NumPy call that makes the array `expr` is, through arithmetic with numbers,
-        `.astype()` and one-binding names: `numpy.random.normal`, `numpy.ones`; else None."""
+        `.astype()` and one-binding names (bound inside `region` when given):
+        `numpy.random.normal`, `numpy.ones`; else None."""
         sem = self.ctx.semantic
         if isinstance(expr, cst.UnaryOperation):
-            return self._numpy_source(expr.expression, depth)
+            return self._numpy_source(expr.expression, depth, region)
         if isinstance(expr, cst.BinaryOperation):
-            found = [self._numpy_source(side, depth) for side in (expr.left, expr.right)]
+            found = [self._numpy_source(side, depth, region) for side in (expr.left, expr.right)]
             kinds = [sem.value(side).kind for side in (expr.left, expr.right)]
             for source, other in ((found[0], kinds[1]), (found[1], kinds[0])):
                 if source is not None and other in (Kind.NUMBER, Kind.BOOL):
@@ -153,14 +245,15 @@ class HostFillPerStep(Rule):
         if isinstance(expr, cst.Name) and depth > 0:
             defs = sem.defs(expr)
             if len(defs) == 1 and defs[0].kind == "assign" and not defs[0].path and defs[0].value is not None \
+                    and (region is None or dataflow.within(sem, defs[0].node, region)) \
                     and not any(kind != "escape" for kind, _ in dataflow.changes(sem, expr, sem.scope_of(expr))):
                 # (an array written into, `y[range(n), labels] = 1`, holds other data)
-                return self._numpy_source(defs[0].value, depth - 1)
+                return self._numpy_source(defs[0].value, depth - 1, region)
             return None
         if not isinstance(expr, cst.Call):
             return None
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "astype":
-            return self._numpy_source(expr.func.value, depth)
+            return self._numpy_source(expr.func.value, depth, region)
         qual = sem.qualname(expr.func)
         if qual is None:
             return None
