@@ -37,7 +37,10 @@ class UnregisteredTensorAttribute(Rule):
     method of the module then uses with data that follows the model's device: combined
     with the method's inputs or the outputs of its submodules (`x * self.scale`,
     `torch.matmul(x, self.w)`, `self.embed(self.codes)`), or copied to their device by hand
-    on each call (`self.P.to(x.device)`, `self.prior = self.prior.cuda(dev)`).
+    on each call (`self.P.to(x.device)`, `self.prior = self.prior.cuda(dev)`), also through
+    local names (`dist = self.dist`, `words = torch.multinomial(dist, k)`, `words.to(dev)`).
+    The tensor may come in through a constructor argument (`self.dist = dist`) when every
+    call of the class in the file passes a CPU tensor (`Model(..., dist=torch.from_numpy(p))`).
 
     It decides from what the code does: the class derives from `nn.Module` (directly or
     through classes of the file), the value is a tensor the model places on the CPU (a
@@ -206,15 +209,19 @@ class UnregisteredTensorAttribute(Rule):
                         return use
         return None
 
-    def _use(self, read: cst.Attribute, method: str) -> Optional[Use]:
+    def _use(self, read: cst.BaseExpression, method: str, hops: int = 2) -> Optional[Use]:
         """How the expression around `read` uses the tensor: with data that follows the
-        model's device, or copied to a device by hand; None when only on the host."""
+        model's device, or copied to a device by hand; None when only on the host. A local
+        name bound to it (`dist = self.dist`, `words = torch.multinomial(self.dist, k)`) is
+        followed to its reads (`hops` names at most)."""
         sem = self.ctx.semantic
         node: cst.CSTNode = read
         for _ in range(12):
             parent = sem.parent(node)
             if isinstance(parent, cst.Subscript) and parent.value is node:
                 node = parent
+            elif isinstance(parent, cst.Assign) and parent.value is node:
+                return self._use_through(parent, method, hops)
             elif isinstance(parent, cst.Attribute) and parent.value is node:
                 call = sem.parent(parent)
                 if isinstance(call, cst.Call) and call.func is parent:
@@ -265,6 +272,22 @@ class UnregisteredTensorAttribute(Rule):
                     return None
             else:
                 return None
+        return None
+
+    def _use_through(self, assign: cst.Assign, method: str, hops: int) -> Optional[Use]:
+        """The first use, by `_use`, among the reads of the one local name `assign` binds."""
+        if hops <= 0 or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+            return None
+        target = assign.targets[0].target
+        function = self.ctx.semantic.function_of(assign)
+        if function is None:
+            return None
+        for name in _nodes(self.ctx, function, cst.Name):
+            if name.value == target.value and name is not target \
+                    and any(d.node is assign for d in self.ctx.semantic.defs(name)):
+                use = self._use(name, method, hops - 1)
+                if use is not None:
+                    return use
         return None
 
     def _moves_off_host(self, call: cst.Call) -> bool:
