@@ -755,6 +755,11 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
 
 
 def _fill_function(sem, node: cst.Call, qual: str, parts, ops, through, depth) -> bool:
+    spec = sem.api.function(qual)
+    if spec is not None and spec.result == "same":
+        # An identity wrapper (`Variable(torch.zeros(n))`): the fill itself, no op on the way.
+        inner = call_arg(node, 0, "data")
+        return inner is not None and len(node.args) == 1 and _fill(sem, inner, parts, ops, through, depth)
     if qual in _LEGACY_FACTORIES:
         # `torch.Tensor(b, b)` allocates by sizes; `torch.Tensor(data)` copies data: one
         # argument must be a number to be a size.

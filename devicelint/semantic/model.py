@@ -1807,8 +1807,9 @@ class SemanticModel:
         if qual.startswith(api.module_factory_prefixes) and qual.rsplit(".", 1)[-1][:1].islower() \
                 or qual.startswith("torchvision.models.") and qual.rsplit(".", 1)[-1][:1].isupper():
             return Value(Kind.MODULE, self.built_place(node), cls=qual, node=node)
-        if qual in ("torch.autograd.Variable", "torch.autograd.variable.Variable"):
-            inner = call_arg(node, 0, "data")  # a legacy wrapper: the tensor itself
+        identity = api.function(qual)
+        if identity is not None and identity.result == "same":
+            inner = call_arg(node, 0, "data")  # a legacy wrapper (`Variable(x)`): the tensor itself
             return self.value(inner) if inner is not None else UNKNOWN
         if qual in ("torch.compile", "torch.jit.script", "torch.jit.trace"):
             inner = call_arg(node, 0, "model")

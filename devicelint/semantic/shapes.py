@@ -263,6 +263,11 @@ def apply_rank(spec, first: Optional[Value], call: cst.Call, model) -> Optional[
             if all(isinstance(i, int) for i in ints):
                 return (ints[0],) if len(ints) == 1 else (max(ints[1] - ints[0], 0),)
             return (None,)
+        if name == "torch.range" and len(args) >= 2:  # deprecated; its end is included
+            ints = [model.value(a).literal for a in args[:2]]
+            if all(isinstance(i, int) for i in ints) and len(args) == 2:
+                return (max(ints[1] - ints[0] + 1, 0),)
+            return (None,)
         if name in ("torch.linspace", "torch.logspace", "torch.randperm"):
             return (None,)
         if name == "torch.eye" and args:
@@ -500,7 +505,6 @@ def _splits_only(shape, new_shape) -> bool:
     return same >= len(shape) - 1
 
 
-_WRAPPERS = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
 _MOVES = ("to", "cuda", "cpu")
 
 
@@ -553,11 +557,11 @@ def _same_rank_input(model, expr: cst.BaseExpression) -> Optional[cst.BaseExpres
         if func.attr.value in _MOVES or (spec is not None and spec.rank == "same"):
             return func.value
         return None
-    if qual in _WRAPPERS:
-        return call_arg(expr, 0, "data")
     spec = model.api.function(qual) if qual is not None else None
     if spec is None:
         return None
+    if spec.result == "same":  # an identity wrapper (`Variable(x)`)
+        return call_arg(expr, 0, "data")
     first = call_arg(expr, 0, "input")
     if spec.rank in ("same", "like"):
         return first

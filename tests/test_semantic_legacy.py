@@ -1,0 +1,77 @@
+"""Older PyTorch code in the semantic model: legacy wrappers and factories (torch_api.toml),
+read as what they do in torch 2.13. Each fact is checked against torch itself too."""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+
+import libcst as cst
+import torch
+
+from devicelint import safe_parse
+from devicelint.context import FileContext
+from devicelint.semantic import Kind, Place, dataflow
+
+
+def _model(source: str):
+    source = textwrap.dedent(source)
+    ctx = FileContext("t.py", source, safe_parse.parse_module(source))
+    ctx.walk({}, {})
+    return ctx, ctx.semantic
+
+
+def _marked(ctx, marker: str) -> cst.BaseExpression:
+    """The value of the assignment or expression on the line ending with `# <marker>`."""
+    for node in ctx.iter_nodes(cst.SimpleStatementLine):
+        if ctx.code(node).rstrip().endswith(f"# {marker}"):
+            return node.body[0].value
+    raise AssertionError(marker)
+
+
+def test_variable_is_an_identity_on_tensors() -> None:
+    from torch.autograd import Variable
+
+    x = torch.zeros(3, 4).t()
+    wrapped = Variable(x)
+    assert type(wrapped) is torch.Tensor and wrapped.stride() == x.stride()
+    ctx, sem = _model("""
+    import torch
+    from torch.autograd import Variable
+    x = Variable(torch.zeros(3, 4).t())  # here
+    """)
+    value = sem.value(_marked(ctx, "here"))
+    assert value.kind is Kind.TENSOR and value.place is Place.CPU
+    assert value.shape == (4, 3) and value.layout.state == "permuted"
+    assert sem.api.function("torch.autograd.Variable").result == "same"
+
+
+def test_a_host_fill_wrapped_in_variable_is_still_a_fresh_fill() -> None:
+    ctx, sem = _model("""
+    import torch
+    from torch.autograd import Variable
+    def f(n):
+        h = Variable(torch.zeros(2, 1, n))
+        h = h.cuda()  # here
+        data = Variable(torch.LongTensor([[0]])).cuda()  # data
+        grad = Variable(torch.zeros(n), requires_grad=True).cuda()  # leaf
+    """)
+    fill = dataflow.fresh_fill(sem, _marked(ctx, "here").func.value)
+    assert fill is not None and [sem.qualname(f.func) for f in fill.factories] == ["torch.zeros"]
+    assert fill.ops == ()  # the wrapper is no op: the fix may put `device=` in the factory
+    assert dataflow.fresh_fill(sem, _marked(ctx, "data").func.value) is None
+    assert dataflow.fresh_fill(sem, _marked(ctx, "leaf").func.value) is None
+
+
+def test_torch_range_is_a_host_factory_with_its_end_included() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert torch.range(2, 6).shape == (5,)
+    ctx, sem = _model("""
+    import torch
+    r = torch.range(2, 6)  # here
+    m = torch.range(0, n - 1).long()  # sized
+    """)
+    value = sem.value(_marked(ctx, "here"))
+    assert value.kind is Kind.TENSOR and value.place is Place.CPU and value.shape == (5,)
+    assert dataflow.fresh_fill(sem, _marked(ctx, "sized")) is not None
