@@ -47,7 +47,7 @@ LAYERS = {
     "top": {
         "devicelint.runtime", "devicelint.runtime.*", "devicelint.integrations",
         "devicelint.integrations.*", "devicelint.flake8_plugin", "devicelint.cli",
-        "devicelint.__main__",
+        "devicelint.__main__", "devicelint.dataclass_code",
     },
 }
 ORDER = list(LAYERS)

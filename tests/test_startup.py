@@ -18,6 +18,9 @@ _PROBE = """
 import atexit, json, sys
 def _report():
     names = sorted(m for m in sys.modules if m.startswith(("devicelint.rules.", "importlib.metadata", "libcst")))
+    table = sys.modules["devicelint.dataclass_code"]._table
+    if table is not None and table.codes is not None:
+        names.append("(the dataclass code table)")
     print("MODULES " + json.dumps(names), file=sys.stderr)
 atexit.register(_report)
 sys.argv = ["devicelint", *sys.argv[1:]]
@@ -40,6 +43,7 @@ def test_a_run_imports_only_the_rules_whose_tokens_occur(tmp_path: Path) -> None
     first, _ = _run(args, tmp_path, tmp_path / "xdg")  # builds the rule catalogue: imports every rule
     output, modules = _run(args, tmp_path, tmp_path / "xdg")
     assert output == first and "DL005" in output
+    assert "(the dataclass code table)" in modules  # read once libcst is imported
     rules = [m for m in modules if m.startswith("devicelint.rules.")]
     assert rules == ["devicelint.rules.dl005_data_parallel"], rules
     # Plugins are found through entry points only when some distribution declares them.
@@ -51,7 +55,7 @@ def test_a_file_no_rule_matches_imports_no_rule_and_no_libcst(tmp_path: Path) ->
     _run(["--no-cache", "one.py"], tmp_path, tmp_path / "xdg")
     output, modules = _run(["--no-cache", "one.py"], tmp_path, tmp_path / "xdg")
     assert "All checks passed" in output
-    assert modules == [], modules
+    assert modules == [], modules  # nor is devicelint.dataclass_code's table read
 
 
 def test_a_catalogue_entry_imports_only_a_builtin_rule_module(monkeypatch) -> None:
@@ -76,3 +80,137 @@ def test_a_catalogue_entry_imports_only_a_builtin_rule_module(monkeypatch) -> No
     monkeypatch.setattr(rule_module, "_registry", None)
     assert rule_class(forged) is registry["DL005"]
     assert "antigravity" not in imported and "antigravity" not in sys.modules
+
+
+# Every method that dataclasses compiled for a class of libcst or devicelint (the modules a
+# lint of every rule imports), as bytes: the code object whole (bytecode, constants, names,
+# file name, line table) and the annotations.
+_METHODS = """
+import hashlib, json, marshal, sys, types
+if sys.argv[1] == "install":
+    from devicelint import dataclass_code
+    dataclass_code.install()
+import libcst
+from devicelint.rule import all_rules
+from devicelint import engine
+all_rules()
+found = {}
+for name, module in sorted(sys.modules.items()):
+    if not name.startswith(("libcst", "devicelint")):
+        continue
+    for cls in list(vars(module).values()):
+        if not isinstance(cls, type) or cls.__module__ != name:
+            continue
+        for attr, value in vars(cls).items():
+            if isinstance(value, types.FunctionType) and value.__code__.co_filename == "<string>":
+                notes = repr(sorted((k, getattr(v, "__name__", repr(v))) for k, v in value.__annotations__.items()))
+                found[f"{name}.{cls.__qualname__}.{attr}"] = hashlib.sha256(
+                    marshal.dumps(value.__code__) + notes.encode()).hexdigest()
+from devicelint import dataclass_code
+table = dataclass_code._table
+print(json.dumps({"methods": found, "new": len(table.new) if table else None}))
+"""
+
+
+def _methods(mode: str, prefix: Path) -> dict:
+    # The table goes where Python's bytecode goes: a private prefix here, written (the
+    # development machine sets PYTHONDONTWRITEBYTECODE).
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(prefix), "PYTHONPATH": str(ROOT)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    done = subprocess.run([sys.executable, "-c", _METHODS, mode], env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    return json.loads(done.stdout)
+
+
+def test_served_methods_are_the_ones_python_compiles(tmp_path: Path) -> None:
+    from devicelint import dataclass_code
+
+    plain = _methods("plain", tmp_path)
+    assert len(plain["methods"]) > 600  # libcst's nodes, devicelint's own dataclasses
+    cold = _methods("install", tmp_path)  # compiles every text, writes the table at exit
+    package = Path(dataclass_code.__file__).resolve().parent
+    table = tmp_path.joinpath(*package.parts[1:], dataclass_code.file_name())
+    assert cold["new"] > 600 and table.is_file()
+    warm = _methods("install", tmp_path)  # served from the table
+    assert warm["new"] == 0
+    assert cold["methods"] == plain["methods"]
+    assert warm["methods"] == plain["methods"]
+
+
+def test_only_libcst_and_devicelint_classes_are_served() -> None:
+    from devicelint.dataclass_code import Table
+
+    text = "def __create_fn__():\n def f(self, x: int = 0):\n  return 1\n return f"
+    table = Table(dict)
+    namespace: dict = {}
+    table.exec(text, {"__name__": "user_module", "int": int}, namespace)
+    made = namespace["__create_fn__"]()
+    assert made(None) == 1 and table.new == {} and not table.codes
+    assert made.__annotations__ == {"x": int}  # not "int": no __future__ flag of ours leaks in
+    table.exec(text, {"__name__": "libcst._nodes.expression"}, namespace)
+    assert list(table.new) == [text]
+    forged = compile("def __create_fn__():\n return lambda self: 2", "<string>", "exec")
+    table = Table(lambda: {text: forged})
+    table.exec(text, {"__name__": "user_module"}, namespace)
+    assert namespace["__create_fn__"]()(None) == 1  # never served to another package's class
+    table.exec(text, {"__name__": "devicelint.finding"}, namespace)
+    assert namespace["__create_fn__"]()(None) == 2
+
+
+def _private_prefix(tmp_path: Path, monkeypatch) -> Path:
+    """Where the table goes with sys.pycache_prefix at tmp_path (not the package's folder)."""
+    from devicelint import dataclass_code
+
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    package = Path(dataclass_code.__file__).resolve().parent
+    return tmp_path.joinpath(*package.parts[1:])
+
+
+def test_a_table_is_read_only_when_whole_and_not_world_writable(tmp_path: Path, monkeypatch) -> None:
+    import marshal
+
+    from devicelint import dataclass_code
+
+    folder = _private_prefix(tmp_path, monkeypatch)
+    code = compile("x = 1", "<string>", "exec")
+    data = dataclass_code.HEADER + marshal.dumps({"x = 1": code})
+    assert dataclass_code.parse(data) == {"x = 1": code}
+    for broken in (data[:-3], data[1:], dataclass_code.HEADER + marshal.dumps({"x = 1": "text"}),
+                   dataclass_code.HEADER + marshal.dumps([code]), b"", dataclass_code.HEADER + b"\xff"):
+        assert dataclass_code.parse(broken) == {}
+    folder.mkdir(parents=True)
+    path = folder / dataclass_code.file_name()
+    path.write_bytes(data)
+    path.chmod(0o644)
+    assert dataclass_code._load() == {"x = 1": code}
+    path.chmod(0o646)  # anyone may write it: it is code, so it is not read
+    assert dataclass_code._load() == {}
+    path.unlink()
+    path.symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").write_bytes(data)
+    assert dataclass_code._load() == {}
+
+
+def test_a_full_table_keeps_what_the_last_run_used(tmp_path: Path, monkeypatch) -> None:
+    from devicelint import dataclass_code
+
+    _private_prefix(tmp_path, monkeypatch)
+    code = {text: compile(text, "<string>", "exec") for text in ("a = 1", "b = 2", "c = 3")}
+    table = dataclass_code.Table(lambda: {"a = 1": code["a = 1"], "b = 2": code["b = 2"]})
+    monkeypatch.setattr(dataclass_code, "_table", table)
+    owner = {"__name__": "devicelint.x"}
+    table.exec("b = 2", owner, {})  # served
+    table.exec("c = 3", owner, {})  # compiled anew
+    monkeypatch.setattr(dataclass_code, "MAX_ENTRIES", 2)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # as PYTHONDONTWRITEBYTECODE: no write
+    dataclass_code.save()
+    assert dataclass_code._load() == {}
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    dataclass_code.save()
+    assert sorted(dataclass_code._load()) == ["b = 2", "c = 3"]
+    assert table.new == {}
+    table.exec("d = 4", owner, {})
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    dataclass_code.save(force=True)  # `python -m devicelint.dataclass_code` writes anyway
+    assert sorted(dataclass_code._load()) == ["b = 2", "d = 4"]
