@@ -8,7 +8,7 @@ import textwrap
 import libcst as cst
 
 from devicelint.context import FileContext
-from devicelint.semantic import Place
+from devicelint.semantic import Kind, Place
 from devicelint.semantic.modules import handed_off, holds_state
 
 HEAD = """\
@@ -218,3 +218,53 @@ def test_a_module_moved_to_an_unknown_target_is_of_unknown_place():
     """)
     call = find(ctx, cst.Call, "use(a, b)")
     assert [sem.value(arg.value).place for arg in call.args] == [Place.UNKNOWN, Place.CPU]
+
+
+def test_a_statement_moving_an_attribute_moves_the_module_for_the_other_methods():
+    # `nn.Module.to` moves the module in place and returns it: `self.net.to(device)` alone,
+    # after the method's bindings of `self.net` (in both arms, or under an `if` taken with a
+    # GPU), changes what `self.net` holds for the class's other methods and for later reads.
+    ctx, sem = semantic("""
+        class Solver:
+            def __init__(self, wide):
+                if wide:
+                    self.net = nn.Sequential(nn.Linear(2, 4), nn.Linear(4, 2))
+                else:
+                    self.net = nn.Linear(2, 2)
+                early = use(self.net)
+                self.net.to(device)
+                if torch.cuda.is_available():
+                    self.head = nn.Linear(2, 2)
+                self.head = nn.Linear(2, 2)
+                if torch.cuda.is_available():
+                    self.head.cuda()
+                self.scale = torch.ones(2)
+                self.scale.to(device)
+                self.probe = nn.Linear(2, 2)
+                self.fp16 = nn.Linear(2, 2)
+                self.fp16.to(torch.float16)
+            def probe_on_gpu(self):
+                self.probe.cuda()
+            def step(self, x):
+                return use(self.net, self.net(x), self.head, self.scale, self.probe, self.fp16)
+    """)
+    early = find(ctx, cst.Call, "use(self.net)")
+    assert sem.value(early.args[0].value).place is Place.CPU  # read before the move
+    call = find(ctx, cst.Call, "use(self.net, self.net(x), self.head, self.scale, self.probe, self.fp16)")
+    places = [sem.value(arg.value).place for arg in call.args]
+    # a tensor does not move in place; a move in a method that may not run is undecided;
+    # a dtype-only `.to` leaves the module where it was
+    assert places == [Place.DEVICE, Place.DEVICE, Place.DEVICE, Place.CPU, Place.UNKNOWN, Place.CPU]
+    assert sem.value(call.args[0].value).kind is Kind.MODULE
+
+
+def test_autograd_gradients_live_where_their_inputs_do():
+    ctx, sem = semantic("""
+        def f(x):
+            x = x.to(device)
+            grad = torch.autograd.grad(outputs=x.sum(), inputs=x, create_graph=True)[0]
+            return use(grad)
+    """)
+    value = sem.value(find(ctx, cst.Call, "use(grad)").args[0].value)
+    assert value.place is Place.DEVICE
+    assert value.layout.state != "narrowed"  # a gradient, not a split's piece

@@ -384,6 +384,10 @@ class ScopeFlow:
             prior = state.get(receiver.value, frozenset())
             if prior:
                 self._define(state, Def(receiver.value, "effect", value, value, (), self.scope, prior))
+        elif isinstance(receiver, cst.Attribute) and value.func.attr.value in IN_PLACE_MODULE_METHODS:
+            # `self.D.to(self.device)` in a method: the object `self.D` holds changes place
+            # for the class's other methods (devicelint.semantic.modules.attribute_moves).
+            self.model.record_attribute_move(self.scope, receiver, value)
 
     def _bind_target(self, target: cst.CSTNode, state: State, template: Def) -> None:
         if isinstance(target, cst.Name):

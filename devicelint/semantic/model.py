@@ -26,7 +26,7 @@ import libcst as cst
 from devicelint.names import call_arg, dotted_name, int_value, keyword_arg, positional_args  # noqa: F401 - also model's API
 from devicelint.semantic.api import OpSpec, torch_api
 from devicelint.tree import children
-from devicelint.semantic.modules import holds_state
+from devicelint.semantic.modules import attribute_moves, holds_state
 from devicelint.semantic.flow import COMPREHENSIONS, FUNCTIONS, IN_PLACE_MODULE_METHODS, Def, ScopeFlow, target_parts
 from devicelint.semantic.values import (
     BOOL, CONTIGUOUS, LAYOUT_EXPANDED, LAYOUT_NARROWED, LAYOUT_PERMUTED, NONE, NUMBER, STRING,
@@ -120,6 +120,8 @@ class SemanticModel:
         self.comprehension_entry_state: dict[int, dict] = {}
         self.function_entry_state: dict[int, dict] = {}
         self.attribute_defs: dict[tuple[int, str], list[tuple[cst.CSTNode, Def]]] = {}
+        # `self.x.to(device)` statements: (id(class), "x") -> [(the `self.x` node, the call)]
+        self.attribute_moves: dict[tuple[int, str], list[tuple[cst.Attribute, cst.Call]]] = {}
         self._flows: dict[int, ScopeFlow] = {}
         self._values: dict[int, Value] = {}
         self._active: dict = {}              # values being computed -> their depth
@@ -249,6 +251,12 @@ class SemanticModel:
             return
         d = Def(target.attr.value, template.kind, template.node, template.value, template.path, scope)
         self.attribute_defs.setdefault((id(owner), target.attr.value), []).append((target, d))
+
+    def record_attribute_move(self, scope: cst.CSTNode, target: cst.Attribute, call: cst.Call) -> None:
+        """`self.x.to(device)` as a statement in a method: remembered per class and attribute."""
+        owner = self._self_class(target.value, scope)
+        if owner is not None:
+            self.attribute_moves.setdefault((id(owner), target.attr.value), []).append((target, call))
 
     def _self_class(self, node: cst.CSTNode, scope: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The class whose instance `node` is, when `node` is a method's first parameter."""
@@ -962,18 +970,22 @@ class SemanticModel:
                 return Value(Kind.MODULE_CLASS, cls=d.name, node=d.node)
             return Value(Kind.CALLABLE, node=d.node)
         if kind == "effect":
-            prior = join_all(self.def_value(p) for p in d.prior)
-            if prior.kind is Kind.MODULE:
-                return self._module_methods(prior, d.value)
-            if prior.kind is Kind.UNKNOWN and prior.origin is Origin.NONE \
-                    and d.value.func.attr.value in ("to", "cuda"):
-                # `model.to(device)` as a statement on something of unknown kind (a class from
-                # another module): only a module moves in place, so it is on the device now.
-                moved = self._moved(tensor(prior.place), d.value)
-                if moved.place is Place.DEVICE:
-                    return Value(place=Place.DEVICE, hint=moved.hint)
-            return prior
+            return self.in_place_effect(join_all(self.def_value(p) for p in d.prior), d.value)
         return UNKNOWN
+
+    def in_place_effect(self, prior: Value, call: cst.Call) -> Value:
+        """The value of the receiver after a statement `x.to(device)` / `x.cuda()` (a chain of
+        module methods): a module moves in place (`to` returns `self`); a tensor does not."""
+        if prior.kind is Kind.MODULE:
+            return self._module_methods(prior, call)
+        if prior.kind is Kind.UNKNOWN and prior.origin is Origin.NONE \
+                and call.func.attr.value in ("to", "cuda"):
+            # `model.to(device)` as a statement on something of unknown kind (a class from
+            # another module): only a module moves in place, so it is on the device now.
+            moved = self._moved(tensor(prior.place), call)
+            if moved.place is Place.DEVICE:
+                return Value(place=Place.DEVICE, hint=moved.hint)
+        return prior
 
     def _import_value(self, d: Def) -> Value:
         node = d.node
@@ -1260,7 +1272,7 @@ class SemanticModel:
         scope = self._function_scope(self.scope_of(node))
         owner = self._self_class(node.value, scope)
         if owner is not None:
-            return self.self_attribute(owner, attr)
+            return self.self_attribute(owner, attr, at=node)
         if base.kind is Kind.UNKNOWN and attr == "shape":
             return Value(Kind.SIZE, Place.CPU, element=NUMBER)  # a tensor's, an array's: sizes
         if base.kind is Kind.UNKNOWN and attr == "device" and base.origin is Origin.NONE:
@@ -1275,7 +1287,9 @@ class SemanticModel:
             items = tuple(NUMBER.with_(literal=s if isinstance(s, int) else None) for s in base.shape)
         return Value(Kind.SIZE, Place.CPU, items=items, element=NUMBER)
 
-    def self_attribute(self, owner: cst.ClassDef, attr: str) -> Value:
+    def self_attribute(self, owner: cst.ClassDef, attr: str, at: Optional[cst.CSTNode] = None) -> Value:
+        """Every value the class assigns to `self.<attr>`, as read at `at` (a `self.x.to(device)`
+        statement moves the module it holds: devicelint.semantic.modules.attribute_moves)."""
         self._ensure_class_flows(owner)
         entries = self.attribute_defs.get((id(owner), attr))
         if not entries:
@@ -1298,6 +1312,9 @@ class SemanticModel:
                     and self.qualname(d.value.func) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
                 value = value.with_(place=Place.UNKNOWN)  # a parameter moves with its module
             values.append(value)
+        moves = self.attribute_moves.get((id(owner), attr))
+        if moves:
+            values = attribute_moves(self, entries, values, moves, at)
         value = join_all(values)
         if value.kind is Kind.MODULE and module_class:
             # A submodule moves with its parent module: its place is the parent's.
@@ -1989,7 +2006,7 @@ class SemanticModel:
     def _tensor_inputs(self, node: cst.Call, receiver: Optional[Value]) -> list[Value]:
         values = [receiver] if receiver is not None else []
         for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value not in ("input", "other", "tensors"):
+            if arg.keyword is not None and arg.keyword.value not in ("input", "other", "tensors", "outputs", "inputs"):
                 continue
             v = self.value(arg.value)
             if v.kind is Kind.SEQUENCE and v.element is not None:
@@ -2049,10 +2066,10 @@ class SemanticModel:
                 tensor(place, node=node), tensor(Place.CPU, node=node), UNKNOWN, UNKNOWN))
         if spec.result == "tensors":
             part = shapes.apply_rank(spec, first, node, self) if first is not None else None
-            unbind = name.rsplit(".", 1)[-1] == "unbind"
+            pieces = spec.layout == "narrow" and name.rsplit(".", 1)[-1] != "unbind"
             element = tensor(place, part, Layout(LAYOUT_NARROWED, label=f".{name}", source=node)
-                             if not unbind else UNKNOWN_LAYOUT, node=node,
-                             origin=Origin.NONE if unbind else Origin.CHUNK)
+                             if pieces else UNKNOWN_LAYOUT, node=node,
+                             origin=Origin.CHUNK if pieces else Origin.NONE)
             return Value(Kind.SEQUENCE, place, element=element, node=node,
                          origin=first.origin if first is not None else Origin.NONE)
         shape = shapes.apply_rank(spec, first, node, self)

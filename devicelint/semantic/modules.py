@@ -17,7 +17,7 @@ from typing import Optional
 import libcst as cst
 
 from devicelint.names import dotted_name
-from devicelint.semantic.values import Kind, Place, Value
+from devicelint.semantic.values import Kind, Place, Value, join_all
 
 # Module methods that move it to a device (in place) when their target is a device.
 MOVES = frozenset({"to", "cuda", "to_empty", "xpu", "mps", "ipu"})
@@ -306,3 +306,68 @@ def attribute_assignments(sem, owner: cst.ClassDef) -> dict[str, list]:
 def self_class(sem, node: cst.CSTNode) -> Optional[cst.ClassDef]:
     """The class whose instance `node` is when it is a method's first parameter (`self`)."""
     return sem._self_class(node, sem._function_scope(sem.scope_of(node)))
+
+
+def attribute_moves(sem, entries: list, values: list[Value], moves: list, at: Optional[cst.CSTNode]) -> list[Value]:
+    """The values `self.x` may hold where `at` reads it, given the class's statements
+    `self.x.to(device)` / `self.x.cuda()` (`moves`): `to` moves a module in place and returns
+    it, so such a statement changes what `self.x` holds for every later read. A binding
+    (`entries`, with their `values`) that a move in the same method always follows (the
+    move's block, or a block around it taken with a GPU, holds the binding) holds the moved
+    module for reads in the other methods and after the move; a move that follows no binding
+    (another method's) may or may not have run: the moved module joins the others. A tensor
+    does not move in place (`t.to(device)` alone does nothing): its value stays."""
+    superseding = _superseding_moves(sem, entries, moves)
+    result = []
+    for (_target, d), value in zip(entries, values):
+        call = superseding.get(id(d))
+        if call is not None and not _read_before(sem, at, call):
+            value = sem.in_place_effect(value, call)
+        result.append(value)
+    following = {id(call) for call in superseding.values()}
+    prior = join_all(values)
+    for _target, call in moves:
+        if id(call) not in following:
+            result.append(sem.in_place_effect(prior, call))
+    return result
+
+
+def _superseding_moves(sem, entries: list, moves: list) -> dict[int, cst.Call]:
+    """{id(binding): the move that always follows it in its method}."""
+    found: dict[int, cst.Call] = {}
+    order = sem.ctx.order
+    for _target, call in moves:
+        scope = sem.scope_of(call)
+        block = _move_block(sem, call)
+        if block is None:
+            continue
+        for _t, d in entries:
+            if d.scope is scope and order(d.node) < order(call) and sem.ctx.contains(block, d.node):
+                found[id(d)] = call
+    return found
+
+
+def _move_block(sem, call: cst.Call) -> Optional[cst.CSTNode]:
+    """The block whose every run runs the statement `call` (through an `if` taken with a GPU:
+    `if torch.cuda.is_available(): self.net.cuda()`)."""
+    statement = sem.parent(sem.parent(call))  # Expr, then its statement line
+    if isinstance(statement, cst.SimpleStatementSuite):
+        block = statement  # `if use_cuda: self.net.cuda()` on one line
+    elif isinstance(statement, cst.SimpleStatementLine):
+        block = sem.parent(statement)
+    else:
+        return None
+    while True:
+        owner = sem.parent(block)
+        if isinstance(owner, cst.If) and owner.body is block and sem.gpu_truth(owner.test) is True:
+            block = sem.parent(owner)
+            continue
+        return block
+
+
+def _read_before(sem, at: Optional[cst.CSTNode], call: cst.Call) -> bool:
+    """`at` reads `self.x` in the move's own method before the move runs."""
+    if at is None:
+        return False
+    scope = sem._function_scope(sem.scope_of(at))
+    return scope is sem.scope_of(call) and sem.ctx.order(at) < sem.ctx.order(call)
