@@ -42,7 +42,9 @@ class CreateThenMove(Rule):
       the move, naming the factories' lines;
     - through a function of the file that returns such a fill (`mask = causal_mask(t)` then
       `mask.to(dev)`, with `def causal_mask(n): return torch.triu(torch.ones(n, n)) == 1`),
-      when nothing in it reads the fill but the way to its `return`.
+      when nothing in it reads the fill but the way to its `return`. Index assignments of
+      numbers (`out[rows, labels.long()] = 1`, StarGAN's `label2onehot`) write the fill in
+      place and keep it one, in a helper or before a move on a later line.
 
     It decides from the values (what the data is computed from, where the target device
     points), not from names; a device the code does not define (a parameter called `device`
@@ -210,13 +212,14 @@ class CreateThenMove(Rule):
             if d.scope is not here:
                 # Inside a function the move calls: nothing there may read the fill but
                 # the way to its `return`.
-                if any(id(use) not in followed for use in dataflow.uses(sem, d)):
+                if any(id(use) not in followed and not dataflow.number_store(sem, use)
+                       for use in dataflow.uses(sem, d)):
                     return False
                 continue
             if not all(dataflow.within(sem, d.node, loop) for loop in loops):
                 return False
             for use in dataflow.uses(sem, d):
-                if id(use) in followed:
+                if id(use) in followed or dataflow.number_store(sem, use):
                     continue
                 if ctx.order(use) < at or not self._rebinds(move, name.value):
                     return False

@@ -75,3 +75,29 @@ def test_torch_range_is_a_host_factory_with_its_end_included() -> None:
     value = sem.value(_marked(ctx, "here"))
     assert value.kind is Kind.TENSOR and value.place is Place.CPU and value.shape == (5,)
     assert dataflow.fresh_fill(sem, _marked(ctx, "sized")) is not None
+
+
+def test_an_index_assignment_of_a_number_writes_the_fill_in_place() -> None:
+    # The same statement runs on a tensor made on the device, with host indices.
+    labels = torch.tensor([1, 0, 2])
+    out = torch.zeros(3, 3)
+    out[torch.arange(3), labels] = 1
+    assert out.sum().item() == 3
+    ctx, sem = _model("""
+    import numpy as np
+    import torch
+    def onehot(labels, values, flag):
+        out = torch.zeros(labels.size(0), 3)
+        out[np.arange(labels.size(0)), labels.long()] = 1
+        out[0, :] = -1.0
+        out[1] = True
+        out[1] = flag > 0
+        out[2] = values[0]
+        out[2] += 1
+        return out
+    """)
+    reads = [n for n in ctx.iter_nodes(cst.Name) if n.value == "out"]
+    stored = [dataflow.number_store(sem, n) for n in reads]
+    # the binding; index assignments of a number, a negative float, True, a comparison of
+    # a value the code does not show, a tensor's element; an augmented one; the return
+    assert stored == [False, True, True, True, False, False, False, False]

@@ -606,6 +606,24 @@ def uses(sem, d: Def) -> list[cst.Name]:
     return sorted(found, key=sem.ctx.order)
 
 
+def number_store(sem, use: cst.Name) -> bool:
+    """`use[index] = 1`: the read is the tensor an index assignment writes a number into.
+    That writes the fill in place with no other data (the index picks positions: the same
+    statement runs on a device tensor, `label2onehot`'s `out[rows, labels] = 1`), so a fill
+    written that way is still one (DL007)."""
+    subscript = sem.parent(use)
+    if not (isinstance(subscript, cst.Subscript) and subscript.value is use):
+        return False
+    element = sem.parent(subscript)
+    assign = sem.parent(element) if isinstance(element, cst.AssignTarget) else None
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
+        return False
+    value = assign.value
+    while isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    return isinstance(value, (cst.Integer, cst.Float)) or sem.value(value).kind in (Kind.NUMBER, Kind.BOOL)
+
+
 # Tensor methods whose result holds the receiver's data, converted, reshaped or refilled,
 # and whose arguments are sizes, dtypes or scalars, never other tensors' data.
 _FILL_KEEPING_METHODS = frozenset({
