@@ -524,6 +524,21 @@ def test_fresh_fill_through_the_bindings_of_both_arms() -> None:
     assert dataflow.fresh_fill(sem, receiver) is None
 
 
+def test_a_loop_over_literal_devices_has_a_gpu_pass() -> None:
+    source = """\
+    import torch
+    for d in ["cpu", "cuda"]:
+        a = torch.zeros(2).to(d)  # gpu
+    for d in ("cpu", torch.device("cpu")):
+        b = torch.zeros(2).to(d)  # host
+    for d in ["cpu", mystery]:
+        c = torch.zeros(2).to(d)  # unknown
+    """
+    assert value_at(source, "gpu").place is Place.DEVICE
+    assert value_at(source, "host").place is Place.CPU
+    assert value_at(source, "unknown").place is Place.UNKNOWN
+
+
 def test_device_facts_from_api_not_names() -> None:
     source = """\
     import torch

@@ -1720,6 +1720,9 @@ class SemanticModel:
             return None
         places = set()
         for d in self.defs(node):
+            if d.kind == "for" and not d.path and isinstance(d.value, (cst.List, cst.Tuple)):
+                places.add(self._device_pass(d.value))
+                continue
             if d.kind not in ("assign", "annassign") or d.value is None or d.path \
                     or self._within(node, d.value):
                 return None
@@ -1729,6 +1732,17 @@ class SemanticModel:
             if found is not None and found[0] is not None:
                 return found
         return None
+
+    def _device_pass(self, devices: cst.BaseExpression) -> Optional[tuple[Place, bool]]:
+        """`for device in ["cpu", "cuda"]:` runs a pass on each device the literal names; with
+        one of them the GPU, the GPU pass is the one that can go wrong there (as a branch
+        taken with a GPU): (DEVICE, False); all of them the host: (CPU, False). None unless
+        every element names a device."""
+        places = [self.device_place(e.value)[0] if not isinstance(e, cst.StarredElement) else None
+                  for e in devices.elements]  # type: ignore[attr-defined]
+        if not places or any(p is None for p in places):
+            return None
+        return (Place.DEVICE if Place.DEVICE in places else places[0]), False
 
     def default_place(self, node: cst.CSTNode) -> Place:
         """Where a tensor or module made at `node` without `device=` lives: the CPU, unless
