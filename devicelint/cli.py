@@ -106,6 +106,35 @@ class DefaultGroup(click.Group):
             _internal_error(error)
 
 
+def _exit(status) -> None:
+    """End the process as Python's own exit does (the atexit handlers, then the standard
+    streams flushed; the status read as SystemExit's), without tearing the interpreter down:
+    freeing every module, class and function one by one, and a last full collection over
+    them, cost ~30 ms of CPU, a sixth of linting one small file (issue 17). While another
+    thread that Python would wait for runs (a pool being cancelled, a server), Python exits."""
+    threading = sys.modules.get("threading")
+    if threading is not None and any(thread.is_alive() and not thread.daemon and thread is not threading.main_thread()
+                                     for thread in threading.enumerate()):
+        sys.exit(status)
+    if status is None:
+        code = 0
+    elif isinstance(status, int):
+        code = status
+    else:
+        print(status, file=sys.stderr)
+        code = 1
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # noqa: BLE001 - Python's exit reports a failed flush as status 120
+            code = 120
+    os._exit(code)
+
+
 def _internal_error(error: BaseException) -> None:
     if _verbose:
         import traceback
@@ -122,6 +151,18 @@ def main() -> None:
     """devicelint: find PyTorch device bugs (per-row transfers, unmoved models, views on
     non-contiguous tensors, syncs in loops, DataParallel, ...). `devicelint PATHS` lints;
     `devicelint rule CODE` explains a rule; `devicelint confirm` checks findings at run time."""
+
+
+def run() -> None:
+    """The program (the console script, `python -m devicelint`): `main`, then the process
+    ends without tearing the interpreter down (`_exit`). Code that calls `main` itself gets
+    its SystemExit back, as from any click command."""
+    try:
+        main()
+        status = None  # click's standalone mode ends by SystemExit: not reached
+    except SystemExit as done:
+        status = done.code
+    _exit(status)
 
 
 def _fail(message: str) -> None:

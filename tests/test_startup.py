@@ -214,3 +214,54 @@ def test_a_full_table_keeps_what_the_last_run_used(tmp_path: Path, monkeypatch) 
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     dataclass_code.save(force=True)  # `python -m devicelint.dataclass_code` writes anyway
     assert sorted(dataclass_code._load()) == ["b = 2", "d = 4"]
+
+
+# -- the program ends without tearing the interpreter down (devicelint.cli._exit) ---------
+
+_ENDING = """
+import atexit, sys, threading, time
+class Teardown:
+    def __del__(self):
+        sys.stderr.write("TEARDOWN\\n")
+keep = Teardown()  # freed only when Python tears its modules down
+atexit.register(lambda: sys.stderr.write("ATEXIT\\n"))
+mode = sys.argv.pop(1)
+if mode == "thread":  # a thread Python waits for: the exit is Python's own
+    threading.Thread(target=lambda: (time.sleep(0.3), print("THREAD DONE", flush=True))).start()
+    from devicelint.cli import _exit
+    _exit(0)
+if mode.startswith("status="):
+    from devicelint.cli import _exit
+    value = mode[len("status="):]
+    _exit(None if value == "None" else int(value) if value.isdigit() else value)
+sys.argv = ["devicelint", *sys.argv[1:]]
+from devicelint.cli import run
+run()
+"""
+
+
+def _end(mode: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", _ENDING, mode, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_program_ends_without_teardown_after_atexit_and_flushing(tmp_path: Path) -> None:
+    lines = "".join(f"model{i} = nn.DataParallel(net)\n" for i in range(400))
+    (tmp_path / "train.py").write_text("import torch.nn as nn\nnet = nn.Linear(2, 2)\n" + lines)
+    done = _end("run", ["--no-cache", "-q", "train.py"], tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.count(" DL005 ") == 400  # block-buffered output to a pipe, all of it
+    assert "ATEXIT" in done.stderr  # atexit handlers run (devicelint.dataclass_code's too)
+    assert "TEARDOWN" not in done.stderr  # no teardown: objects are not freed one by one
+    clean = _end("run", ["--no-cache", "-q", "--select", "DL013", "train.py"], tmp_path)
+    assert clean.returncode == 0 and "ATEXIT" in clean.stderr
+
+
+def test_the_exit_status_is_read_as_python_reads_it(tmp_path: Path) -> None:
+    assert _end("status=None", [], tmp_path).returncode == 0
+    assert _end("status=3", [], tmp_path).returncode == 3
+    message = _end("status=no luck", [], tmp_path)
+    assert message.returncode == 1 and "no luck" in message.stderr
+    waited = _end("thread", [], tmp_path)
+    assert waited.returncode == 0 and "THREAD DONE" in waited.stdout and "ATEXIT" in waited.stderr
