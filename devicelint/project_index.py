@@ -128,6 +128,12 @@ class ProjectIndex:
         # with `ast` whole: a function asked about once the module's `ast` is dropped is
         # parsed alone, not with its module.
         self._spans: dict[str, dict[str, tuple[int, int]]] = {}
+        # may_reach's memos: the highest directory a lookup can find a module from (by its
+        # path and the extra names a lookup may step through), and whether the directories
+        # below one, as far as lookups can walk, hold no symbolic link.
+        self._reach_tops: dict[tuple[str, frozenset], Optional[str]] = {}
+        self._link_free: dict[tuple[str, frozenset], bool] = {}
+        self._walk_budget = _MAX_WALKED_NAMES
 
     # -- building ------------------------------------------------------------------------
     @classmethod
@@ -340,6 +346,70 @@ class ProjectIndex:
         if names is None:
             names = self._heads[info.search] = {n for folder in info.search for n in _entries(folder)}
         return any(not names.isdisjoint(_WORD.findall(words)) for words in _IMPORTED.findall(text))
+
+    # -- which modules a resolution starting in one file can reach (importers_of) -----------
+    # Every step from one module to another is a lookup (`_find_files`): a walk down from one
+    # of the current module's search directories, one directory per component of a dotted
+    # name. Those components are identifiers (words of the source: imports, attributes) or
+    # parts of a module's own name (`_absolute`, a package's submodule), which are names of
+    # its package directories. By induction over the modules a resolution passes through,
+    # the non-identifier parts are those of the first module's name (a module found by a
+    # walk has, above the walk's base, only the package directories of the module that
+    # walked). So, without symbolic links, a walk only steps into a directory whose name is
+    # an identifier or one of those parts ("passable"); and a module is found only from a
+    # directory whose path down to it is passable. Let H be the highest such directory of
+    # `target`: a walk that ends in H's subtree starts in it (a base above H would have a
+    # passable path to `target` through H, and be higher), and each module's search
+    # directories are its own folder, the folder above its top package and the root, so the
+    # module that walked lies in H's subtree too; back to the first one. A file outside H's
+    # subtree reaches nothing inside it, unless a walk crosses a symbolic link: that is ruled
+    # out by looking at every directory such walks can reach (`_no_links_below`).
+    def may_reach(self, start: ModuleInfo, target: ModuleInfo) -> bool:
+        """Whether resolving names in `start` may reach `target` (False: it cannot, whatever
+        the two files hold), from their paths alone: nothing is read."""
+        extra = frozenset(p for p in start.name.split(".") if p and not p.isidentifier())
+        top = self._reach_top(target, extra)
+        if top is not None and (start.path + os.sep).startswith(top + os.sep):
+            return True
+        return not all(self._no_links_below(base, extra) for base in start.search)
+
+    def _reach_top(self, target: ModuleInfo, extra: frozenset) -> Optional[str]:
+        """The highest directory, at or below the root, from which a lookup walking through
+        passable names (identifiers, or `extra`) can find `target`; None when none can."""
+        key = (target.path, extra)
+        if key not in self._reach_tops:
+            folder, name = os.path.split(target.path)
+            if target.is_package:  # `folder/last/__init__.py`: the walk ends at `folder`
+                steps, folder = [os.path.basename(folder)], os.path.dirname(folder)
+            else:
+                steps = [os.path.splitext(name)[0]]
+            top = None
+            while _passable(steps[-1], extra):
+                top = folder
+                if folder == self.root or not folder.startswith(self.root + os.sep):
+                    break
+                folder, step = os.path.split(folder)
+                steps.append(step)
+            if top is not None and not (top == self.root or top.startswith(self.root + os.sep)):
+                top = self.root  # a module outside the root is never looked up: no pruning
+            self._reach_tops[key] = top
+        return self._reach_tops[key]
+
+    def _no_links_below(self, folder: str, extra: frozenset) -> bool:
+        """Whether no symbolic link lies in `folder` or in the directories below it that a
+        lookup can walk into (passable names); False too when there are too many names to
+        look at (`_MAX_WALKED_NAMES` per run): then nothing is ruled out."""
+        key = (folder, extra)
+        found = self._link_free.get(key)
+        if found is None:
+            self._link_free[key] = True  # a directory met again below itself adds nothing
+            names = self._listing(folder)
+            self._walk_budget -= len(names)
+            found = self._walk_budget >= 0 and _LINK not in names.values() and all(
+                self._no_links_below(os.path.join(folder, name), extra)
+                for name, kind in names.items() if kind == 0 and _passable(name, extra))
+            self._link_free[key] = found
+        return found
 
     def _module_at(self, path: str) -> Optional[ModuleInfo]:
         """The module read from `path` (a real path under the root), its facts ready; None
@@ -958,8 +1028,10 @@ class FileView:
         found = []
         index = self.index
         for other in index.by_key.values():
-            # A file that names no local module cannot import one: skipped unread.
-            if other is self.module or not index.may_import_local(other) or not index.ready(other):
+            # A file that names no local module, or from where no lookup can find this one,
+            # cannot import it: skipped unread.
+            if other is self.module or not index.may_reach(other, self.module) \
+                    or not index.may_import_local(other) or not index.ready(other):
                 continue
             names = [*other.imports, *(f"{b}.{function}" for b in other.imports)]
             if other.stars:
@@ -1451,6 +1523,13 @@ _WORD = re.compile(r"\w+")
 
 
 _PLAIN_FILE, _LINK = 1, 2  # kinds of names in ProjectIndex._listing
+_MAX_WALKED_NAMES = 50_000  # names may_reach looks at per run before it rules nothing out
+
+
+def _passable(name: str, extra: frozenset) -> bool:
+    """Whether a module lookup may step through a directory (or end at a file stem) of
+    this name: an identifier, or one of `extra` (ProjectIndex.may_reach)."""
+    return name.isidentifier() or name in extra
 
 
 def _entries(folder: str) -> list[str]:
