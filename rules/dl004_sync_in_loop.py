@@ -61,7 +61,8 @@ class SyncInLoop(Rule):
     `if verbose:`, `if i in np.linspace(0, n, 10, dtype=int):`, the loop counter in a
     collection the loop does not build) whose body does not train is silent; a GPU flag
     (`if use_cuda:`, bound to `torch.cuda.is_available()` or passed so by every call of the
-    function) is no throttle: with a GPU it holds on every step, and what the `else:` arm
+    function, or bound to a literal and guarding a move to the device: `USE_CUDA = True`
+    with `if USE_CUDA: model.cuda()`) is no throttle: with a GPU it holds on every step, and what the `else:` arm
     binds does not run. Under a condition whose body also
     trains (`if i % n_critic == 0:` around a generator update), or under a flag whose two arms
     each run the model on this step's data (`if is_transformer: ... else: ...`), it runs per

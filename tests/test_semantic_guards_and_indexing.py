@@ -136,3 +136,31 @@ def test_indexing_a_list_or_array_with_a_tensor_and_type_to_a_cpu_type_read_on_t
     assert [ctx.code(s) for s in subscripts] == ["counts[y[0]]", "table[y[1]]"]
     typed = [c for c in ctx.iter_nodes(cst.Call) if ctx.code(c).startswith("y.type(") and sem.syncs.reads(c)]
     assert [ctx.code(c) for c in typed] == ["y.type(torch.FloatTensor)"]
+
+
+def test_a_literal_flag_that_guards_a_move_to_the_device_is_a_gpu_flag():
+    # `USE_GPU = True` with `if USE_GPU: net.cuda()`: the flag decides whether the program
+    # runs on the GPU, so with one it is True (the moves it guards are taken, its `else:`
+    # arms are not); a literal flag guarding no move (`VERBOSE`) says nothing about the GPU.
+    ctx, sem = semantic("""
+        USE_GPU = True
+        LOUD = False
+        VERBOSE = True
+        net = nn.Linear(2, 2)
+        if USE_GPU:
+            net.cuda()
+        def step(x):
+            x = x.to(device) if LOUD else x
+            if VERBOSE:
+                print(x)
+            if not USE_GPU:
+                x = x.double()
+            return use(net, net(x))
+    """)
+    tests = [n for n in ctx.iter_nodes(cst.Name) if n.value in ("USE_GPU", "LOUD", "VERBOSE")
+             and not isinstance(ctx.parent(n), cst.AssignTarget)]
+    assert {n.value: sem.gpu_truth(n) for n in tests} == {"USE_GPU": True, "LOUD": True, "VERBOSE": None}
+    call = nodes(ctx, cst.Call, "use(net, net(x))")[0]
+    assert [sem.value(a.value).place for a in call.args] == [Place.DEVICE, Place.DEVICE]
+    double = nodes(ctx, cst.Call, "x.double()")[0]
+    assert not sem.on_gpu_path(double)

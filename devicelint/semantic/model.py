@@ -26,6 +26,7 @@ import libcst as cst
 from devicelint.names import call_arg, dotted_name, int_value, keyword_arg, positional_args  # noqa: F401 - also model's API
 from devicelint.semantic.api import OpSpec, torch_api
 from devicelint.tree import children
+from devicelint.semantic.flags import guards_device_move
 from devicelint.semantic.modules import attribute_moves, holds_state
 from devicelint.semantic.flow import COMPREHENSIONS, FUNCTIONS, IN_PLACE_MODULE_METHODS, Def, ScopeFlow, target_parts
 from devicelint.semantic.values import (
@@ -2152,6 +2153,8 @@ class SemanticModel:
                         return not same
             return None
         if isinstance(node, cst.Name):
+            if guards_device_move(self, node):
+                return True  # `USE_CUDA = True` with `if USE_CUDA: model.cuda()`
             defs = self.defs(node)
             if defs:
                 truths = set()
