@@ -15,7 +15,10 @@ class ViewOnNoncontiguous(Rule):
     Flags `.view(...)` on a tensor that came from `.transpose`, `.permute`, `.t()`, `.T`,
     `.mT`, `.swapaxes`, `.movedim`, `.expand` or `.narrow` (or a step slice such as
     `x[:, ::2]`) with no `.contiguous()` in between, directly chained or through a local
-    variable of the same function.
+    variable of the same function. Elementwise results (`eq`, `+`, `*`, comparisons) keep
+    their first operand's transposed layout, as PyTorch lays them out, and so does a slice of
+    the leading dimension: the ImageNet `accuracy()` helper's
+    `correct = pred.t().eq(...)` then `correct[:k].view(-1)` raises for `k > 1`.
 
     The shapes decide whether the view fails, so the rule reasons about them where the
     code shows them: a view that merges dimensions the transpose separated

@@ -101,3 +101,50 @@ def test_an_index_assignment_of_a_number_writes_the_fill_in_place() -> None:
     # the binding; index assignments of a number, a negative float, True, a comparison of
     # a value the code does not show, a tensor's element; an augmented one; the return
     assert stored == [False, True, True, True, False, False, False, False]
+
+
+# -- layout through elementwise ops (the `accuracy()` helper) --------------------------------
+
+def test_torch_lays_elementwise_results_out_like_their_first_permuted_operand() -> None:
+    output, target = torch.randn(8, 10), torch.randint(0, 10, (8,))
+    pred = output.topk(5, 1, True, True)[1].t()
+    expanded = target.view(1, -1).expand_as(pred)
+    assert pred.eq(expanded).stride() == pred.stride() == (pred == expanded).stride()
+    a, b = torch.randn(4, 6), torch.randn(6, 4)
+    assert (a.t() + b).stride() == a.t().stride() and (a.t() > 0).stride() == a.t().stride()
+    assert (b + a.t()).is_contiguous()          # the first operand decides
+    correct = pred.eq(expanded)
+    assert not correct[:5].is_contiguous()      # a leading-dim slice keeps it transposed
+    try:
+        correct[:5].view(-1)
+        raise AssertionError("view(-1) of the transposed slice ran")
+    except RuntimeError as error:
+        assert "view size is not compatible" in str(error)
+    assert correct[:1].view(-1).shape == (8,)   # k == 1 passes: a size-1 dim
+    assert correct[:5].reshape(-1).shape == correct[:5].contiguous().view(-1).shape == (40,)
+
+
+def test_the_model_carries_the_transpose_through_elementwise_ops_and_slices() -> None:
+    ctx, sem = _model("""
+    import torch
+    def accuracy(output, target, a, b, k):
+        _, pred = output.topk(k, 1, True, True)
+        pred = pred.t()  # t
+        correct = pred.eq(target.view(1, -1).expand_as(pred))  # eq
+        same = pred == target.view(1, -1).expand_as(pred)  # compare
+        head = correct[:k]  # head
+        x = torch.randn(4, 6).t()
+        y = torch.randn(6, 4)
+        first = x + y  # first
+        second = y + x  # second
+        both = x * x.abs()  # both
+    """)
+    layout = {m: sem.value(_marked(ctx, m)).layout for m in
+              ("t", "eq", "compare", "head", "first", "second", "both")}
+    assert sem.value(_marked(ctx, "t")).kind is Kind.TENSOR  # `t`/`topk`: tensor methods only
+    for marker in ("t", "eq", "compare", "head", "first", "both"):
+        assert layout[marker].state == "permuted" and layout[marker].label == ".t()", marker
+    assert layout["first"].perm == (1, 0)
+    # A contiguous first operand decides only where it broadcasts nothing (sizes unknown
+    # here): not permuted, and nothing to judge a view by.
+    assert layout["second"].state == "unknown"

@@ -24,6 +24,7 @@ from typing import Optional
 import libcst as cst
 
 from devicelint.names import call_arg, dotted_name, int_value, keyword_arg, positional_args  # noqa: F401 - also model's API
+from devicelint.semantic import shapes
 from devicelint.semantic.api import OpSpec, torch_api
 from devicelint.tree import children
 from devicelint.semantic.flags import guards_device_move
@@ -795,7 +796,9 @@ class SemanticModel:
             sides = [self.value(node.left)] + [self.value(c.comparator) for c in node.comparisons]
             for side in sides:
                 if side.kind is Kind.TENSOR:
-                    return tensor(side.place, side.shape, CONTIGUOUS, node=node)
+                    layout = shapes.elementwise_layout([v for v in sides if v.kind is Kind.TENSOR]) \
+                        if len(node.comparisons) == 1 else CONTIGUOUS
+                    return tensor(side.place, side.shape, layout, node=node)
             for side in sides:
                 if side.kind is Kind.ARRAY:
                     return Value(Kind.ARRAY, Place.CPU)
@@ -1529,16 +1532,7 @@ class SemanticModel:
                 widest = max(tensors, key=lambda t: t.rank)
                 shape = tuple(None for _ in widest.shape) if len(tensors) > 1 else widest.shape
             # Elementwise results follow their input's stride order (TensorIterator).
-            layouts = {t.layout for t in tensors}
-            if all(t.layout.contiguous for t in tensors):
-                layout = CONTIGUOUS
-            elif len(tensors) == 1 and tensors[0].layout.state == LAYOUT_PERMUTED:
-                layout = tensors[0].layout
-            elif len(tensors) == 1 and tensors[0].layout.state in (LAYOUT_EXPANDED, LAYOUT_NARROWED):
-                layout = CONTIGUOUS
-            else:
-                layout = layouts.pop() if len(layouts) == 1 and tensors[0].layout.state == LAYOUT_PERMUTED else UNKNOWN_LAYOUT
-            return tensor(place, shape, layout, node=node)
+            return tensor(place, shape, shapes.elementwise_layout(tensors), node=node)
         if left.kind is Kind.ARRAY or right.kind is Kind.ARRAY:
             return Value(Kind.ARRAY, Place.CPU)
         if left.kind in (Kind.NUMBER, Kind.BOOL) and right.kind in (Kind.NUMBER, Kind.BOOL):
@@ -2088,7 +2082,7 @@ class SemanticModel:
             return Value(Kind.SEQUENCE, place, element=element, node=node,
                          origin=first.origin if first is not None else Origin.NONE)
         shape = shapes.apply_rank(spec, first, node, self)
-        layout, shape = shapes.apply_layout(spec, first, node, self, name, shape)
+        layout, shape = shapes.apply_layout(spec, first, node, self, name, shape, inputs)
         origin = first.origin if first is not None and spec.rank in ("same", "view-args", "unsqueeze",
                                                                      "squeeze", "flatten") else Origin.NONE
         pinned = True if name == "pin_memory" else None

@@ -382,7 +382,35 @@ def transposed(base: Value, node, label: str) -> Value:
     return permuted(base, perm, node, label)
 
 
-def apply_layout(spec, first: Optional[Value], call: cst.Call, model, name: str, shape) -> tuple:
+def elementwise_layout(tensors: list[Value]) -> Layout:
+    """The layout of an elementwise result (`a.eq(b)`, `a + b`, `a > 0`) from its tensor
+    operands, in order. TensorIterator lays the output out in the stride order of the first
+    operand whose strides decide it: a permuted first operand decides every dim it does not
+    broadcast, whatever the others are (contiguous, expanded, or permuted the same way), so
+    the result is permuted like it (`pred.t().eq(target.view(1, -1).expand_as(pred.t()))`
+    has the transposed strides; checked on torch 2.13 in tests/test_semantic_legacy.py).
+    A single expanded or narrowed operand gives a fresh, contiguous result. Otherwise:
+    unknown."""
+    if not tensors:
+        return UNKNOWN_LAYOUT
+    if all(t.layout.contiguous for t in tensors):
+        return CONTIGUOUS
+    first, others = tensors[0], tensors[1:]
+    if first.layout.state == LAYOUT_PERMUTED:
+        if all(o.layout.contiguous or o.layout.state == LAYOUT_EXPANDED
+               or (o.layout.state == LAYOUT_PERMUTED and o.layout.perm is not None
+                   and o.layout.perm == first.layout.perm) for o in others) \
+                and (first.layout.perm is None
+                     or all(o.rank is not None and o.rank <= len(first.layout.perm) for o in others)):
+            return first.layout
+        return UNKNOWN_LAYOUT
+    if first.layout.state in (LAYOUT_EXPANDED, LAYOUT_NARROWED) and all(o.layout.contiguous for o in others):
+        return CONTIGUOUS
+    return UNKNOWN_LAYOUT
+
+
+def apply_layout(spec, first: Optional[Value], call: cst.Call, model, name: str, shape,
+                 inputs: Optional[list[Value]] = None) -> tuple:
     rule = spec.layout
     if first is None:
         if rule == "fresh":
@@ -413,12 +441,13 @@ def apply_layout(spec, first: Optional[Value], call: cst.Call, model, name: str,
         if dim is not None and int_value(dim) == 0 and first.layout.contiguous:
             return CONTIGUOUS, shape  # rows of a contiguous tensor stay contiguous
         return Layout(LAYOUT_NARROWED, label=label, source=call, base=first), shape
-    if rule in ("follow", "follow-format"):
+    if rule == "follow":
+        operands = [v for v in (inputs or [first]) if v.kind is Kind.TENSOR]
+        if not operands or operands[0] is not first:
+            operands = [first]
+        return elementwise_layout(operands), shape
+    if rule == "follow-format":
         if first.layout.contiguous:
-            return CONTIGUOUS, shape
-        if rule == "follow" and first.layout.state == LAYOUT_PERMUTED:
-            return first.layout, shape
-        if rule == "follow" and first.layout.state in (LAYOUT_EXPANDED, LAYOUT_NARROWED):
             return CONTIGUOUS, shape
         return UNKNOWN_LAYOUT, shape
     if rule == "keep":
