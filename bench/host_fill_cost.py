@@ -32,6 +32,9 @@ def main():
     print(torch.cuda.get_device_name(), torch.__version__, np.__version__)
     for shape in ((64, 100), (256, 512), (64, 3, 64, 64)):
         noise = torch.empty(*shape, device=dev)
+        probs = torch.rand(10_000)
+        probs_on_device = probs.to(dev)
+        draws = shape[0] * shape[1]
         rows = [
             ("Tensor(np.random.normal)", lambda: legacy(np.random.normal(0, 1, shape)),
              "randn(device=)", lambda: torch.randn(*shape, device=dev)),
@@ -42,6 +45,9 @@ def main():
             ("from_numpy(uniform).cuda()",
              lambda: torch.from_numpy(np.random.uniform(-1, 1, shape)).float().cuda(),
              "rand(device=)*2-1", lambda: torch.rand(*shape, device=dev) * 2 - 1),
+            ("multinomial(host p).cuda()",
+             lambda: torch.multinomial(probs, draws, replacement=True).cuda(),
+             "multinomial(dev p)", lambda: torch.multinomial(probs_on_device, draws, replacement=True)),
         ]
         for host_name, host, device_name, on_device in rows:
             a, b = timed(host), timed(on_device)

@@ -29,6 +29,10 @@ KEEPING_METHODS = {"float", "double", "half", "bfloat16", "long", "int", "bool",
                    "reshape", "unsqueeze", "squeeze", "contiguous", "t", "permute", "transpose",
                    "flatten", "clone", "detach", "requires_grad_", "unsqueeze_", "squeeze_"}
 
+# torch's draws from given tensors (probabilities, rates, means): on the CPU generator when
+# those tensors are on the host.
+SAMPLING = {"torch.multinomial", "torch.bernoulli", "torch.poisson", "torch.normal"}
+
 
 class HostFillPerStep(Rule):
     """## What it does
@@ -43,6 +47,11 @@ class HostFillPerStep(Rule):
       `torch.FloatTensor(np.ones(...))`, `Variable(...)`, then `.to(device)`), when the
       array is made in the same step as the move (in the step loop, or in the function
       the step calls); reported at the move;
+    - a draw by torch's CPU generator from host data the device could hold for good, then
+      moved: `words = torch.multinomial(dist, k)`, `words.to(device)` (also `bernoulli`,
+      `poisson`, `normal` of tensors), where `dist` is a fresh fill (`torch.ones(n)`) or the
+      same data every step (`self.dist` bound in `__init__` alone, a tensor the loop does
+      not change): keep it on the device (a buffer) and the draw runs there;
     - a device tensor refilled from a new host tensor: `noise.data.copy_(torch.randn(b, d))`.
 
     It reports a call that runs once per step of a step loop (a loop that trains, calls a
@@ -53,7 +62,8 @@ class HostFillPerStep(Rule):
     whatever flag picks it), where the array comes from, where the refilled tensor lives.
     It stays silent on a draw made once before the loop, on scripts
     that run on the CPU (`Tensor = torch.FloatTensor`, code in CPU-only branches), on
-    arrays of loaded data or of a draw mixed with such data (a copy is needed then:
+    arrays of loaded data or of a draw mixed with such data, on draws from data that
+    changes every step (a copy is needed then:
     DL001/DL016 judge those), on a draw made before the loop and moved in it (DL016's), and on
     `torch.cuda.FloatTensor(b, d)` with sizes (allocated on the device).
 
@@ -74,7 +84,8 @@ class HostFillPerStep(Rule):
     ("on the device": `torch.randn(..., device=)`, `torch.ones(..., device=)`,
     `noise.normal_()`.) `torch.from_numpy(np.random.uniform(...)).float().cuda()` does the
     same host draw and pageable copy as the first column (bench/host_fill_cost.py has a row
-    for it; not yet measured on a GPU). `devicelint confirm` has no probe for DL018 yet: it reports the
+    for it, and one for `torch.multinomial` over host probabilities then `.cuda()` against
+    the same draw from probabilities kept on the device; neither measured on a GPU yet). `devicelint confirm` has no probe for DL018 yet: it reports the
     line as inconclusive.
 
     ## Example
@@ -110,8 +121,12 @@ class HostFillPerStep(Rule):
     name = "host-fill-per-step"
     summary = "Random or constant data made on the host and copied to the device every step"
     message = "`{what}` on the host, copied to the device each step; use `{use}(device=...)`"
+    sample_message = (
+        "`{what}` draws on the host, copied to the device each step; keep its input on "
+        "the device and draw there"
+    )
     helper_message = " (called at line {line})"
-    tokens = ("Tensor", "copy_(")
+    tokens = ("Tensor", "copy_(", "numpy", "multinomial", "bernoulli", "poisson", "normal(")
 
     def leave_Call(self, node: cst.Call) -> None:
         sem = self.ctx.semantic
@@ -119,13 +134,15 @@ class HostFillPerStep(Rule):
         if found is None or not sem.on_gpu_path(node):
             return
         what, use = found
+        text = self.message.format(what=what, use=use) if use is not None \
+            else self.sample_message.format(what=what)
         if sem.loops.step_loop(node) is not None:
-            self.report(node, self.message.format(what=what, use=use))
+            self.report(node, text)
             return
         site = self._step_call_site(node)
         if site is not None:
             line = self.ctx.position(site)[0]
-            self.report(node, self.message.format(what=what, use=use) + self.helper_message.format(line=line))
+            self.report(node, text + self.helper_message.format(line=line))
 
     # -- what is made on the host --------------------------------------------------------
     def _legacy_cuda_fill(self, node: cst.Call) -> Optional[tuple[str, str]]:
@@ -167,6 +184,8 @@ class HostFillPerStep(Rule):
         source = self._array_tensor_source(func.value, region, depth=3)
         if source is None:
             return None
+        if source.startswith("torch."):
+            return f"{source}(...)", None
         short = source.rsplit(".", 1)[-1]
         label = "np.random." + short if source.startswith("numpy.random.") else "np." + short
         return f"{label}(...)", TORCH_FOR.get(short, "torch.randn")
@@ -201,6 +220,8 @@ class HostFillPerStep(Rule):
                     return None
             return self._array_tensor_source(expr.func.value, region, depth)
         qual = sem.qualname(expr.func)
+        if qual in SAMPLING:
+            return qual if self._device_could_hold(expr, region) else None
         args = positional_args(expr)
         if len(args) != 1:
             return None
@@ -211,6 +232,30 @@ class HostFillPerStep(Rule):
                 for arg in expr.args):
             return None
         return self._numpy_source(args[0], depth, region)
+
+    def _device_could_hold(self, draw: cst.Call, region: cst.CSTNode) -> bool:
+        """Every tensor `draw` samples from is a host tensor the device could hold for good:
+        a fresh fill (`torch.ones(n)`), or the same data on every step (unchanged in the
+        step loop `region`; in a method, `self.p` bound in `__init__` alone), directly or
+        through names every binding of which is one of those."""
+        sem = self.ctx.semantic
+        tensors = [arg.value for arg in draw.args if sem.value(arg.value).kind is Kind.TENSOR]
+        return bool(tensors) and all(self._held_input(t, region, depth=2) for t in tensors)
+
+    def _held_input(self, expr: cst.BaseExpression, region: cst.CSTNode, depth: int) -> bool:
+        sem = self.ctx.semantic
+        if sem.value(expr).place is not Place.CPU:
+            return False
+        if isinstance(expr, cst.Name) and depth > 0:
+            defs = sem.defs(expr)
+            if defs and all(d.kind == "assign" and not d.path and d.value is not None and d.node is not None
+                            and dataflow.within(sem, d.node, region) for d in defs):
+                return all(self._held_input(d.value, region, depth - 1) for d in defs)
+        if dataflow.fresh_fill(sem, expr, depth=0) is not None:
+            return True
+        if isinstance(region, cst.FunctionDef):
+            return dataflow.same_every_call(sem, expr, region)
+        return dataflow.invariant(sem, expr, region)
 
     def _cuda_tensor_type(self, func: cst.BaseExpression, depth: int = 3) -> bool:
         sem = self.ctx.semantic
@@ -289,10 +334,24 @@ class HostFillPerStep(Rule):
             return None
         return self._site_of(function, 2)
 
+    def _method_call_of(self, call: cst.Call, function: cst.FunctionDef) -> bool:
+        """`obj.method(...)` that runs `function`: a method of the class of the file that
+        `obj` is an instance of (`sampler = Sampler(...)`; a module moved with `.to()`)."""
+        sem = self.ctx.semantic
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        callee = sem.syncs.callee(call)
+        if callee is not None:
+            return callee[0] is function
+        owner = sem.parent(sem.parent(function))
+        receiver = sem.value(call.func.value)
+        return isinstance(owner, cst.ClassDef) and receiver.kind is Kind.MODULE \
+            and receiver.cls == owner.name.value and sem.module_classes().get(owner.name.value) is owner
+
     def _site_of(self, function: cst.FunctionDef, hops: int) -> Optional[cst.Call]:
         sem = self.ctx.semantic
         calls = [c for c in sem.calls_by_name().get(function.name.value, ())
-                 if sem.resolve_function(c.func) is function]
+                 if sem.resolve_function(c.func) is function or self._method_call_of(c, function)]
         owner = sem.parent(sem.parent(function))
         if function.name.value == "forward" and isinstance(owner, cst.ClassDef) \
                 and sem.module_classes().get(owner.name.value) is owner:

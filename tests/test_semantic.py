@@ -539,6 +539,21 @@ def test_a_loop_over_literal_devices_has_a_gpu_pass() -> None:
     assert value_at(source, "unknown").place is Place.UNKNOWN
 
 
+def test_is_cuda_of_a_tensor_on_the_device_is_true_with_a_gpu() -> None:
+    source = """\
+    import torch
+    import torch.nn as nn
+    net = nn.Linear(2, 2).to("cuda")
+    host = nn.Linear(2, 2)
+    target = "cuda" if net.weight.is_cuda else "cpu"
+    a = torch.zeros(2).to(target)  # moved
+    other = "cuda" if host.weight.is_cuda else "cpu"
+    b = torch.zeros(2).to(other)  # unknown
+    """
+    assert value_at(source, "moved").place is Place.DEVICE
+    assert value_at(source, "unknown").place is Place.UNKNOWN
+
+
 def test_device_facts_from_api_not_names() -> None:
     source = """\
     import torch

@@ -2112,6 +2112,11 @@ class SemanticModel:
             if qual in ("torch.cuda.is_available", "torch.accelerator.is_available"):
                 return True
             return None
+        if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
+            # `model.fc.weight.is_cuda` of a model moved to the GPU (a tensor the model
+            # places on the CPU may still be wrong about a default device: no answer then)
+            receiver = self.value(node.value)
+            return True if receiver.kind is Kind.TENSOR and receiver.place is Place.DEVICE else None
         if isinstance(node, cst.IfExp):
             # `use_cuda = True if torch.cuda.is_available() else False` (a literal flag alone,
             # `profile = False`, says nothing about the GPU)
