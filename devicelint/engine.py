@@ -18,6 +18,7 @@ from devicelint.context import FileContext
 from devicelint.diagnostics import SYNTAX_ERROR, UNUSED_SUPPRESSION, diagnostic, python_syntax_error
 from devicelint.document import Document
 from devicelint.finding import Finding, Fix
+from devicelint.gate import gated
 from devicelint.notebook import blank_magics
 from devicelint.project_index import BIG_MODULE_CHARS, top_level_pieces
 from devicelint.rule import Rule, RuleMeta, all_rules, rule_catalog, rule_class, rule_codes
@@ -70,6 +71,13 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], 
     if skips_file(source):
         return FileResult(path, [])
     active = rules_for(source, rules)
+    if active and len(source) > BIG_MODULE_CHARS:
+        pieces = top_level_pieces(source)
+        if pieces is not None and len(pieces) > 1:
+            return _lint_in_pieces(path, source, pieces, rules, honour_noqa, disk_path)
+    if active:
+        # The rules that may report anything here, decided with `ast` (devicelint/gate.py).
+        active = gated(path, source, active)
     if not active:
         # No rule can match: only check that the file parses, with CPython's (faster) parser.
         errors = python_syntax_error(path, source)
@@ -78,10 +86,6 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], 
         # Every suppression naming an enabled rule is unused here (DL901).
         table = _suppressions(source, honour_noqa)
         return FileResult(path, _unused(path, source, table, rules), table)
-    if len(source) > BIG_MODULE_CHARS:
-        pieces = top_level_pieces(source)
-        if pieces is not None and len(pieces) > 1:
-            return _lint_in_pieces(path, source, pieces, rules, honour_noqa, disk_path)
     # One module at a time (each piece of a big one on its own, so that memory follows the
     # piece), with the cyclic collector paused (devicelint/collector.py).
     with collector.paused():

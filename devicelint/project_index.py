@@ -177,10 +177,11 @@ class ProjectIndex:
             self.by_key[key] = info
         return info
 
-    def ready(self, info: ModuleInfo, ctx=None) -> bool:
+    def ready(self, info: ModuleInfo, ctx=None, tree: Optional[tuple[str, ast.Module]] = None) -> bool:
         """Read `info`'s facts if not yet (from the cache of earlier runs, from `ctx`, the
         libcst context of its own lint when it holds the module's whole text, else with
-        `ast`); False when it cannot be read (then it is as if it were not there)."""
+        `ast`: `tree`, (text, its `ast`) already parsed by the file gate, when the text is
+        the module's); False when it cannot be read (then it is as if it were not there)."""
         if info.ready is None:
             cache_key = facts_key(info.digest, info.name, info.is_package)
             facts = facts_from_json(self.known.get(cache_key))
@@ -193,7 +194,8 @@ class ProjectIndex:
                         _collect_tree(info, ctx.module)
                         facts = facts_to_json(info)
                     else:
-                        facts = self._parse_facts(info, info.text or "")
+                        parsed = tree[1] if tree is not None and tree[0] == info.text else None
+                        facts = self._parse_facts(info, info.text or "", parsed)
                     self._share(cache_key, facts)
                 if self.recording:
                     self.new_facts[cache_key] = facts
@@ -437,7 +439,7 @@ class ProjectIndex:
             return name.rpartition(".")[0], search, True
         return (f"{name.rpartition('.')[0]}.{stem}" if "." in name else stem), search, False
 
-    def _parse_facts(self, info: ModuleInfo, text: str) -> dict:
+    def _parse_facts(self, info: ModuleInfo, text: str, parsed: Optional[ast.Module] = None) -> dict:
         """The facts of one module read with `ast` ({} when it cannot be parsed). A module
         over BIG_MODULE_CHARS is parsed one group of top-level statements at a time: the
         facts are all top-level, and one `ast` of a 4.7 MB file takes about 390 MB."""
@@ -452,7 +454,7 @@ class ProjectIndex:
             except _Unreadable:
                 return {}
             return facts_to_json(scratch)
-        body = _module_body(text)
+        body = parsed.body if parsed is not None else _module_body(text)
         if body is None:
             return {}
         _collect(info, body)
@@ -569,11 +571,13 @@ class ProjectIndex:
         return found
 
     # -- answers -------------------------------------------------------------------------
-    def view(self, key: str, context_type: Optional[type] = None, ctx=None) -> Optional["FileView"]:
+    def view(self, key: str, context_type: Optional[type] = None, ctx=None,
+             tree: Optional[tuple[str, ast.Module]] = None) -> Optional["FileView"]:
         """The view of the linted file `key` (None if it is not one, or cannot be read);
-        `ctx`: its libcst context, whose tree gives its facts without another parse."""
+        `ctx`: its libcst context, whose tree gives its facts without another parse (`tree`:
+        its text and `ast`, the same)."""
         info = self.by_key.get(key)
-        if info is None or not self.ready(info, ctx):
+        if info is None or not self.ready(info, ctx, tree):
             return None
         view = FileView(self, info, context_type, ctx)
         # What the file being linted asks is its own dependency; what another file's model
@@ -1635,6 +1639,8 @@ def current() -> Optional[ProjectIndex]:
     return _current
 
 
-def view_for(path: str, context_type: type, ctx=None) -> Optional[FileView]:
-    """`ctx`: the asking file's context (its tree gives the file's own facts)."""
-    return _current.view(path, context_type, ctx) if _current is not None else None
+def view_for(path: str, context_type: type, ctx=None,
+             tree: Optional[tuple[str, ast.Module]] = None) -> Optional[FileView]:
+    """`ctx`: the asking file's context (its tree gives the file's own facts); `tree`: the
+    file's text and its `ast` (the file gate's), the same without libcst."""
+    return _current.view(path, context_type, ctx, tree) if _current is not None else None

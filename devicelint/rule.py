@@ -29,7 +29,7 @@ import re
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Optional
+from typing import TYPE_CHECKING, Callable, ClassVar, Optional
 
 if TYPE_CHECKING:  # libcst is imported only when a file is actually parsed
     import libcst as cst
@@ -55,6 +55,11 @@ class Rule:
     # Prefilter: a file none of whose text contains one of these is not parsed for the rule.
     # An empty tuple means the rule needs every file.
     tokens: ClassVar[tuple[str, ...]] = ()
+    # The file gate (devicelint/gate.py): `gate(facts) -> bool`, a staticmethod saying from
+    # the file's `ast` facts whether the rule may report anything there (a necessary
+    # condition of every finding; True when unsure). None: the rule runs on every file its
+    # tokens match.
+    gate: ClassVar[Optional[Callable]] = None
     fixable: ClassVar[bool] = False
     # How often the rule's findings are right, as code scanning ranks results (SARIF
     # `properties.precision`): "high" once at least 20 judged cases (docs/audit.md) are at

@@ -4,6 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devicelint.gate import IN_ANY_LOOP
 from devicelint.builders import hoistable_args, names_in, plain_reference, reindent
 from devicelint.context import COMPREHENSIONS
 from devicelint.names import dotted_name
@@ -115,6 +116,12 @@ class TransferInLoop(Rule):
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", "device=")
+
+    @staticmethod
+    def gate(facts) -> bool:
+        """Reported at a move (`.to()`, `.cuda()`) or a call given `device=`, in a loop
+        (`ctx.loops`): the file has one (devicelint/gate.py)."""
+        return facts.calls_method(("to", "cuda"), IN_ANY_LOOP) or facts.uses_keyword(("device",), IN_ANY_LOOP)
 
     def leave_Call(self, node: cst.Call) -> None:
         func = node.func

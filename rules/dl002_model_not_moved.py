@@ -78,6 +78,13 @@ class ModelNotMoved(Rule):
     hint = "move it before calling it: `model = model.to(device)`"
     tokens = ("cuda", "device", "Module")
 
+    @staticmethod
+    def gate(facts) -> bool:
+        """A module called on device data needs a value on the device (`device_source`); a
+        plain container of submodules needs `x.attr = [...]` (or a dict, a comprehension)
+        in a class (devicelint/gate.py)."""
+        return facts.device_source() or facts.module_class_with(container=True)
+
     # devicelint confirm: the mismatch error PyTorch raises at the line
     runtime = RuntimeSpec(probe=device_mismatch, whole_file=True, finds=(Find.CPU_MODULE,))
 

@@ -4,6 +4,7 @@ from dataclasses import asdict
 
 import libcst as cst
 
+from devicelint.gate import WITH_ARGS
 from devicelint.rule import Rule
 from devicelint.semantic import Kind
 from devicelint.semantic.shapes import FAILS, OK, shape_args, view_outcome
@@ -70,6 +71,11 @@ class ViewOnNoncontiguous(Rule):
     hint = "use `.reshape(...)` or `.contiguous().view(...)`"
     maybe_message = "`.view(...)` after `{label}` may fail, depending on the shapes"
     tokens = (".view(",)
+
+    @staticmethod
+    def gate(facts) -> bool:
+        """Reported at a `.view(...)` call with arguments (devicelint/gate.py)."""
+        return facts.calls_method(("view",), WITH_ARGS)
     fixable = True
 
     def leave_Call(self, node: cst.Call) -> None:

@@ -127,6 +127,13 @@ class SyncInLoop(Rule):
     # A value on the GPU needs one of these in the file (`.to(device)`, `.cuda()`, `device=`).
     tokens = ("cuda", "device", ".to(")
 
+    @staticmethod
+    def gate(facts) -> bool:
+        """A read in a step loop (a for/while loop) of a value on the device: the file puts
+        one there (`device_source`), or calls code of another local module (a helper, a
+        module's forward) whose reads that file's model decides (devicelint/gate.py)."""
+        return facts.has_step_loop and (facts.device_source() or facts.imports_foreign())
+
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.candidates: list[cst.CSTNode] = []

@@ -63,6 +63,12 @@ class DataParallel(Rule):
     hint = "use `DistributedDataParallel`: one process per GPU, launched by `torchrun`"
     tokens = ("DataParallel", "data_parallel")
 
+    @staticmethod
+    def gate(facts) -> bool:
+        """The callee resolves to `DataParallel` or `data_parallel`: the name is in the code,
+        or in what one of its module-level aliases stands for (devicelint/gate.py)."""
+        return facts.mentions("DataParallel", "data_parallel")
+
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.semantic.resolved_qualname(node.func)
         if name in DATA_PARALLEL:

@@ -4,6 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devicelint.gate import STATEMENT
 from devicelint.context import FileContext
 from devicelint.names import dotted_name
 from devicelint.rule import Rule
@@ -73,6 +74,12 @@ class DiscardedTo(Rule):
     hint = "assign the result: `x = x.to(...)`"
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", ".cpu(")
+
+    @staticmethod
+    def gate(facts) -> bool:
+        """Reported at `x.to(...)`, `.cuda()` or `.cpu()` as a whole statement
+        (devicelint/gate.py)."""
+        return facts.calls_method(("to", "cuda", "cpu"), STATEMENT)
     fixable = True
 
     def leave_Expr(self, node: cst.Expr) -> None:

@@ -4,6 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devicelint.gate import VALUE
 from devicelint.builders import plain_reference, reindent, with_keyword_args
 from devicelint.rule import Rule
 from devicelint.runtime_spec import Family, LineRecord, ProbeRun, RuntimeSpec, Watch
@@ -134,6 +135,11 @@ class CreateThenMove(Rule):
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(")
+
+    @staticmethod
+    def gate(facts) -> bool:
+        """Reported at a `.to(...)`/`.cuda()` whose result is used (devicelint/gate.py)."""
+        return facts.calls_method(("to", "cuda"), VALUE)
     fixable = True
 
     def leave_Call(self, node: cst.Call) -> None:

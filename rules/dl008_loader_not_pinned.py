@@ -75,6 +75,12 @@ class LoaderNotPinned(Rule):
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = ("DataLoader",)
 
+    @staticmethod
+    def gate(facts) -> bool:
+        """Reported at a loader's construction in this file (`DataLoader(...)`,
+        `StatefulDataLoader(...)`): its class is named in the code (devicelint/gate.py)."""
+        return facts.mentions("DataLoader", "StatefulDataLoader")
+
     def leave_Module(self, node: cst.Module) -> None:
         sem = self.ctx.semantic
         for source, move in sem.batches.fed_loaders() + sem.batches.fed_by_importers():

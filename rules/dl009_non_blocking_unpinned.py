@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devicelint.gate import ATTRIBUTE_CALL
 from devicelint.rule import Rule
 from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Watch
 from devicelint.semantic import dataflow
@@ -75,6 +76,11 @@ class NonBlockingUnpinned(Rule):
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = ("non_blocking",)
+
+    @staticmethod
+    def gate(facts) -> bool:
+        """Reported at a method call given `non_blocking=` (devicelint/gate.py)."""
+        return facts.uses_keyword(("non_blocking",), ATTRIBUTE_CALL)
 
     def leave_Call(self, node: cst.Call) -> None:
         flag = keyword_arg(node, "non_blocking")

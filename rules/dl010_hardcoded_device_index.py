@@ -119,6 +119,14 @@ class HardcodedDeviceIndex(Rule):
     zero_message = "hard-coded `cuda:0` in {evidence}: every process gets GPU 0"
     tokens = ("cuda",)
 
+    @staticmethod
+    def gate(facts) -> bool:
+        """A `"cuda:N"` string that is not a docstring, or an integer literal passed to
+        `.to`/`.cuda`, as `device=`, or to `torch.device`/`torch.cuda.set_device`/
+        `torch.cuda.device` (by any import name) (devicelint/gate.py)."""
+        return (facts.has_string(INDEXED_CUDA.fullmatch) or "device" in facts.int_keywords
+                or bool(facts.int_arg_callees & ({"to", "cuda", "device", "set_device"} | facts.import_names)))
+
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.exempt = is_test_path(ctx.path)

@@ -57,6 +57,12 @@ class EmptyCacheInLoop(Rule):
     hint = "call it once outside the loop (or in an OOM handler)"
     tokens = ("empty_cache",)
 
+    @staticmethod
+    def gate(facts) -> bool:
+        """`torch.cuda.empty_cache` (its name is in the imports or the code) in a step loop
+        (a for/while loop) (devicelint/gate.py)."""
+        return facts.has_step_loop and facts.mentions("empty_cache")
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.qualname(node.func) not in EMPTY_CACHE:
             return

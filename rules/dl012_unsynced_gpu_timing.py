@@ -6,6 +6,7 @@ import libcst as cst
 
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
+from devicelint.semantic.api import torch_api
 from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 WORK, SYNC, STAMP = "work", "sync", "stamp"
@@ -86,6 +87,12 @@ class UnsyncedGpuTiming(Rule):
         "`torch.utils.benchmark`"
     )
     tokens = ("time(", "time_ns(", "perf_counter", "monotonic", "default_timer")
+
+    @staticmethod
+    def gate(facts) -> bool:
+        """Two clock stamps (`time.perf_counter`, ... by any import name) in one scope: a
+        stamp's name is in the code and it makes two calls at least (devicelint/gate.py)."""
+        return facts.calls >= 2 and facts.mentions(*(s.rsplit(".", 1)[-1] for s in torch_api().stamps))
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

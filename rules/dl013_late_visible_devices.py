@@ -83,6 +83,11 @@ class LateVisibleDevices(Rule):
     hint = "set it before any CUDA call, or in the launching shell"
     tokens = (VARIABLE,)
 
+    @staticmethod
+    def gate(facts) -> bool:
+        """The variable's name as a string of the code or as a keyword (devicelint/gate.py)."""
+        return VARIABLE in facts.strings or VARIABLE in facts.keywords
+
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.sets: list[cst.CSTNode] = []

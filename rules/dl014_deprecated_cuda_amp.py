@@ -116,6 +116,12 @@ class DeprecatedCudaAmp(Rule):
     summary = "`torch.cuda.amp` is deprecated: use `torch.amp` with `\"cuda\"`"
     message = "`torch.cuda.amp.{name}` is deprecated; use {new}"
     tokens = ("cuda.amp", "cuda import")
+
+    @staticmethod
+    def gate(facts) -> bool:
+        """Every deprecated name is under `torch.cuda.amp`: `amp` is in the code or in what
+        its module-level aliases stand for (devicelint/gate.py)."""
+        return facts.mentions("amp")
     fixable = True
 
     def __init__(self, ctx) -> None:

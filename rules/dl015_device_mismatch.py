@@ -107,6 +107,11 @@ class DeviceMismatch(Rule):
     hint = "create the CPU tensor with `device=` or move it first (`.to(x.device)`)"
     tokens = ("cuda", "device")
 
+    @staticmethod
+    def gate(facts) -> bool:
+        """A tensor on the device is involved (devicelint/gate.py: `device_source`)."""
+        return facts.device_source()
+
     # devicelint confirm: the mismatch error PyTorch raises at the line
     runtime = RuntimeSpec(probe=device_mismatch, whole_file=True, finds=(Find.CPU_OPERAND,))
 

@@ -6,6 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from devicelint.builders import hoist_statement, hoistable_args
+from devicelint.gate import IN_ANY_LOOP
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow
@@ -141,6 +142,15 @@ class RepeatedTransfer(Rule):
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", "device=", ".cpu(", ".fill_(")
+
+    @staticmethod
+    def gate(facts) -> bool:
+        """A copy in the file (`.to`, `.cuda`, `.cpu`, `.fill_`, `.new_tensor`, `device=`),
+        or a call in a loop of another local module's function that may copy
+        (`dataflow.foreign_call_uploads`'s first look) (devicelint/gate.py)."""
+        if facts.calls_method(("to", "cuda", "cpu", "fill_", "new_tensor")) or facts.uses_keyword(("device",)):
+            return True
+        return facts.calls_foreign(_may_upload, IN_ANY_LOOP)
     fixable = True
 
     def leave_Call(self, node: cst.Call) -> None:
@@ -618,3 +628,12 @@ class RepeatedTransfer(Rule):
 
     runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES, Watch.SYNCS),
                           finds=(Find.READ_BACKS, Find.REPEATS))
+
+
+def _may_upload(symbol, view) -> bool:
+    """A function of another module whose body may copy to the device (the first look
+    `dataflow.foreign_call_uploads` takes; a text it does not look at may)."""
+    if symbol.kind != "function":
+        return False
+    copying = dataflow._copying_functions(view.index, symbol.module)
+    return copying is None or symbol.name in copying

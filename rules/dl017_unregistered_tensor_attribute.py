@@ -114,6 +114,13 @@ class UnregisteredTensorAttribute(Rule):
     buffer_remedy = "register it with `self.register_buffer(\"{attr}\", ..., persistent=False)`"
     parameter_remedy = "it requires gradients: make it an `nn.Parameter`"
     tokens = ("__init__",)  # a class with an __init__ that stores attributes
+
+    @staticmethod
+    def gate(facts) -> bool:
+        """Reported at a `self.x = ...` of the `__init__` of an nn.Module class, whose
+        value is a tensor on the host: something in the file makes one (`cpu_source`)
+        (devicelint/gate.py)."""
+        return facts.cpu_source() and facts.module_class_with(stores=True)
     fixable = True
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:

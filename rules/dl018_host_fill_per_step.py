@@ -4,6 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devicelint.gate import WITH_ARGS
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow
@@ -127,6 +128,14 @@ class HostFillPerStep(Rule):
     )
     helper_message = " (called at line {line})"
     tokens = ("Tensor", "copy_(", "numpy", "multinomial", "bernoulli", "poisson", "normal(")
+
+    @staticmethod
+    def gate(facts) -> bool:
+        """In a step loop, or a function one runs (a for/while loop either way): a
+        `torch.cuda.*Tensor` fill (`cuda` in the code or its aliases' targets), or a
+        `.copy_(...)` into a tensor on the device (`device_source`) (devicelint/gate.py)."""
+        return facts.has_step_loop and (facts.mentions("cuda") or facts.calls_method(("copy_",), WITH_ARGS)
+                                        and facts.device_source())
 
     def leave_Call(self, node: cst.Call) -> None:
         sem = self.ctx.semantic

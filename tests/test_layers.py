@@ -34,7 +34,7 @@ LAYERS = {
     "lint": {
         "devicelint.runtime_spec", "devicelint.tree", "devicelint.names", "devicelint.context",
         "devicelint.project_index",
-        "devicelint.rule", "devicelint.diagnostics", "devicelint.engine",
+        "devicelint.rule", "devicelint.diagnostics", "devicelint.engine", "devicelint.gate",
         "devicelint.builders", "devicelint.semantic", "devicelint.semantic.*",
         "devicelint.rules", "devicelint.rules.*",
     },

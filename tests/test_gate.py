@@ -1,0 +1,149 @@
+"""The file gate (devicelint/gate.py): a rule's gate is a necessary condition of its findings,
+so linting with the gate on gives exactly what it gives with the gate off."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from devicelint import gate, project_index, runner, safe_parse
+from devicelint.engine import enabled_rules, lint_source
+from devicelint.rule import all_rules
+from tests.fixture_markers import expected_findings
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def _index_over(folder: Path):
+    """The project index the runner builds for `devicelint <folder>` (keys: paths from the
+    repository root)."""
+    files = []
+    for path in sorted(folder.rglob("*.py")):
+        files.append((str(path), path.relative_to(ROOT).as_posix(), path.read_bytes()))
+    return project_index.ProjectIndex.build(str(ROOT), files, None, recording=False), files
+
+
+def test_every_expected_finding_passes_its_gate():
+    """For every fixture, each rule with an expected finding there says "may fire" (the
+    multi-file fixtures with the project index the runner would build)."""
+    registry = all_rules()
+    index, files = _index_over(FIXTURES)
+    project_index.use(index)
+    checked = 0
+    try:
+        for path, key, data in files:
+            expected = {code for _line, code in expected_findings(Path(path))}
+            gated_codes = {code for code in expected if registry[code].gate is not None}
+            if not gated_codes:
+                continue
+            facts = gate.facts_of(key, data.decode("utf-8-sig"))
+            if facts is None:
+                continue  # not gated: every rule runs
+            for code in sorted(gated_codes):
+                assert registry[code].gate(facts), f"{key}: the gate of {code} says it cannot fire"
+                checked += 1
+    finally:
+        project_index.use(None)
+    assert checked > 150  # (file, rule) pairs
+
+
+@pytest.mark.parametrize("folder", ["project_index", "DL004", "DL016", "DL017", "DL002"])
+def test_findings_are_the_same_with_the_gate_off(folder, monkeypatch):
+    """Helpers in other files (fixtures/project_index: a sync, a move, a base class, an
+    alias in another module) and in the same file: byte-identical findings either way."""
+    target = str(FIXTURES / folder)
+
+    def lint() -> list[dict]:
+        run = runner.lint_paths([target], runner.Overrides(select=["ALL"]), use_cache=False, jobs=1)
+        return [f.to_dict() for f in run.findings]
+
+    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")
+    without = lint()
+    monkeypatch.delenv("DEVICELINT_NO_GATE")
+    assert gate.enabled()
+    assert lint() == without
+    assert without
+
+
+CODE_ONLY_IN_TEXT = '''"""Moves with `x.cuda()` and `t.view(-1)`; sets CUDA_VISIBLE_DEVICES; DataParallel."""
+import torch  # noqa: DL005
+
+# for row in rows: row.to("cuda:1")
+MESSAGE = "call .view( on a tensor"
+
+
+def f(a, b):
+    return a + b
+'''
+
+
+def test_tokens_in_strings_and_comments_do_not_count(monkeypatch):
+    """The tokens of several rules occur only in a docstring, a comment and a string: no
+    rule may fire, libcst is never called, and the unused suppression is still DL901."""
+    rules = enabled_rules(list(all_rules()))
+    assert gate.gated("m.py", CODE_ONLY_IN_TEXT, rules) == []
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("libcst parsed a file no rule may fire in")
+
+    monkeypatch.setattr(safe_parse, "parse_module", refuse)
+    result = lint_source("m.py", CODE_ONLY_IN_TEXT, rules)
+    assert [(f.code, f.line) for f in result.findings] == [("DL901", 2)]
+    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")
+    with pytest.raises(AssertionError):
+        lint_source("m.py", CODE_ONLY_IN_TEXT, rules)
+
+
+@pytest.mark.parametrize("code, text", [
+    ("DL003", "y = x.permute(1, 0)\nz = y.view(-1)\n"),
+    ("DL001", "for r in rows:\n    out.append(r.to('cuda'))\n"),
+    ("DL001", "ys = [torch.tensor(r, device=d) for r in rows]\n"),
+    ("DL006", "x.cuda()\n"),
+    ("DL009", "x.to(d, non_blocking=True)\n"),
+    ("DL010", "torch.cuda.set_device(1)\n"),
+    ("DL010", "d = 'cuda:1'\n"),
+    ("DL013", "os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"),
+    ("DL014", "from torch.cuda import amp\n"),
+    ("DL005", "from torch.nn import DataParallel as DP\nm = DP(net)\n"),
+    ("DL017", "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n"
+              "        self.w = torch.zeros(3)\n"),
+    ("DL002", "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
+              "        self.layers = [nn.Linear(2, 2)]\n"),
+])
+def test_gate_says_may_fire_on_the_pitfall(code, text):
+    facts = gate.facts_of("m.py", text)
+    assert facts is not None and all_rules()[code].gate(facts)
+
+
+@pytest.mark.parametrize("code, text", [
+    ("DL003", "'''x.view(-1)'''\ny = x.reshape(-1)  # not x.view(-1)\n"),
+    ("DL001", "r.to('cuda')\nfor r in rows:\n    pass\n"),
+    ("DL006", "y = x.cuda()\n"),
+    ("DL010", "d = 'cuda'\nx = f(1)\n"),
+    ("DL013", "'''CUDA_VISIBLE_DEVICES'''\n"),
+    ("DL002", "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
+              "        self.sizes = [1, 2, (3, 4)]\n"),
+    ("DL017", "class M:\n    def __init__(self):\n        self.w = torch.zeros(3)\n"),
+    ("DL015", "import torch\nx = torch.ones(3) + torch.zeros(3)  # device cuda\n"),
+])
+def test_gate_says_cannot_fire_without_the_pitfall(code, text):
+    facts = gate.facts_of("m.py", text)
+    assert facts is not None and not all_rules()[code].gate(facts)
+
+
+def test_files_ast_cannot_read_are_not_gated():
+    rules = enabled_rules(list(all_rules()))
+    assert gate.gated("m.py", "def f(:\n    x.view(1)\n", rules) == rules
+    deep = "x = " + "[" * 100 + "1" + "]" * 100 + "\n"  # deeper than MAX_GATED_DEPTH
+    assert gate.gated("m.py", deep, rules) == rules
+
+
+def test_the_gate_can_be_turned_off(monkeypatch):
+    rules = enabled_rules(list(all_rules()))
+    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")
+    assert gate.gated("m.py", "x = 1\n", rules) == rules
+    monkeypatch.delenv("DEVICELINT_NO_GATE")
+    assert gate.gated("m.py", "x = 1\n", rules) == []
