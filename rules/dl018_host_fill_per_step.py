@@ -4,7 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.gate import WITH_ARGS
+from devicelint.gate import VALUE, WITH_ARGS
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow
@@ -132,10 +132,12 @@ class HostFillPerStep(Rule):
     @staticmethod
     def gate(facts) -> bool:
         """In a step loop, or a function one runs (a for/while loop either way): a
-        `torch.cuda.*Tensor` fill (`cuda` in the code or its aliases' targets), or a
-        `.copy_(...)` into a tensor on the device (`device_source`) (devicelint/gate.py)."""
-        return facts.has_step_loop and (facts.mentions("cuda") or facts.calls_method(("copy_",), WITH_ARGS)
-                                        and facts.device_source())
+        `torch.cuda.*Tensor` fill (`cuda` in the code or its aliases' targets), a
+        `.copy_(...)` into a tensor on the device (`device_source`), or a move whose result
+        is used (`.to(...)`, `.cuda()`: a host draw moved) (devicelint/gate.py)."""
+        return facts.has_step_loop and (
+            facts.mentions("cuda") or facts.calls_method(("to", "cuda"), VALUE)
+            or facts.calls_method(("copy_",), WITH_ARGS) and facts.device_source())
 
     def leave_Call(self, node: cst.Call) -> None:
         sem = self.ctx.semantic

@@ -112,6 +112,9 @@ def test_tokens_in_strings_and_comments_do_not_count(monkeypatch):
               "        self.w = torch.zeros(3)\n"),
     ("DL002", "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
               "        self.layers = [nn.Linear(2, 2)]\n"),
+    # a host draw moved each step, the device named only by a string: no `cuda` identifier
+    ("DL018", "device = torch.device('cuda')\nfor step in range(9):\n"
+              "    z = torch.from_numpy(np.random.rand(4, 3)).float()\n    y = model(z.to(device))\n"),
 ])
 def test_gate_says_may_fire_on_the_pitfall(code, text):
     facts = gate.facts_of("m.py", text)
