@@ -731,7 +731,9 @@ class SemanticModel:
         """Compute once and remember, except what was computed while a value it depends on
         was itself still being computed (a cycle through a loop-carried binding answers
         "unknown" inside the cycle): that is recomputed when asked again, so an answer does
-        not depend on which expression a rule happened to ask about first."""
+        not depend on which expression a rule happened to ask about first. `_low` is the
+        shallowest value being computed that a cycle reached within this computation only:
+        a sibling's cycle does not keep a value that never met one from being remembered."""
         active = self._active.get(key)
         if active is not None:
             self._low = min(self._low, active)
@@ -740,13 +742,16 @@ class SemanticModel:
         self._active[key] = depth
         self._depth += 1
         cuts = self._cuts
+        outer_low, self._low = self._low, _NO_CYCLE
         try:
             result = compute(arg)
         finally:
             self._depth -= 1
             del self._active[key]
-        if self._low >= depth:
-            self._low = _NO_CYCLE
+            low = self._low
+            self._low = outer_low if outer_low < low else low
+        if low >= depth:
+            self._low = outer_low
             self._values[key] = result
             if self._cuts != cuts:
                 self._short[key] = depth
