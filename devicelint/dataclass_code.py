@@ -16,9 +16,10 @@ following links. Whoever can write there can change devicelint itself; it is nev
 project's folder or its result cache, which may come with a checkout, nor in the user's cache.
 As for `.pyc` files, nothing is written when Python is told not to write bytecode
 (`PYTHONDONTWRITEBYTECODE`, `-B`): `python -m devicelint.dataclass_code` then writes the table
-once, as `python -m compileall` writes `.pyc` files. A table of another Python (version,
-implementation, optimisation level: the file's name) is never read; one that does not
-unmarshal into texts and code objects is ignored. Other classes (the user's, where
+once (and the parsed API table, datafile.parsed_once), as `python -m compileall` writes
+`.pyc` files. A table of another Python (version, implementation, optimisation level: the
+file's name) is never read; one that does not unmarshal into texts and code objects is
+ignored. Other classes (the user's, where
 `devicelint confirm` runs code) are compiled as usual, never served, never stored.
 """
 
@@ -86,18 +87,10 @@ def file_name() -> str:
 
 
 def _folder(create: bool):
-    """The package's __pycache__ folder, as a datafile.SafeDir (None where it cannot be had)."""
-    from devicelint.datafile import SafeDir, UnsafePath
+    """The package's bytecode folder (datafile.bytecode_dir), or None."""
+    from devicelint.datafile import bytecode_dir
 
-    package = os.path.dirname(os.path.abspath(__file__))
-    if sys.pycache_prefix:
-        base, parts = sys.pycache_prefix, tuple(part for part in package.split(os.sep) if part)
-    else:
-        base, parts = package, ("__pycache__",)
-    try:
-        return SafeDir.inside(base, parts, create=create)
-    except (UnsafePath, OSError):
-        return None
+    return bytecode_dir(os.path.dirname(os.path.abspath(__file__)), create)
 
 
 def parse(data: Optional[bytes]) -> dict[str, types.CodeType]:
@@ -165,14 +158,18 @@ def save(force: bool = False) -> None:
 
 
 def main() -> None:
-    """Write the table for what linting imports (libcst, the engine, every rule)."""
+    """Write the table for what linting imports (libcst, the engine, every rule), and the
+    parsed API table (devicelint.semantic.api), even where Python writes no bytecode."""
+    sys.dont_write_bytecode = False
     install()
     import libcst  # noqa: F401
 
     from devicelint import engine  # noqa: F401
     from devicelint.rule import all_rules
+    from devicelint.semantic.api import torch_api
 
     all_rules()
+    torch_api()
     save(force=True)
     folder = _folder(create=False)
     where = os.path.join(folder.path, file_name()) if folder is not None else "nowhere (no writable folder)"

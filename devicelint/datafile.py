@@ -232,6 +232,54 @@ class SafeDir:
         return iter(listing)
 
 
+def bytecode_dir(package_dir: str, create: bool) -> Optional[SafeDir]:
+    """The folder where Python keeps the bytecode of the package at `package_dir`
+    (its `__pycache__`, or the mirror under `sys.pycache_prefix`), for what devicelint derives
+    from its own files (the parsed API table, compiled dataclass methods): whoever can write
+    there can change devicelint itself. None where it cannot be opened or made."""
+    import sys
+
+    package = os.path.abspath(package_dir)
+    if sys.pycache_prefix:
+        base, parts = sys.pycache_prefix, tuple(part for part in package.split(os.sep) if part)
+    else:
+        base, parts = package, ("__pycache__",)
+    try:
+        return SafeDir.inside(base, parts, create=create)
+    except (UnsafePath, OSError):
+        return None
+
+
+def parsed_once(path: str, parse: Any, kind: str) -> Any:
+    """`parse(the bytes of path)`, for a file of devicelint's own package (torch_api.toml):
+    read back from a JSON copy in its bytecode folder (`bytecode_dir`) when the copy was made
+    from these very bytes (their SHA-256), written there otherwise, as Python writes `.pyc`
+    files (not when told to write no bytecode). The result must survive JSON (dicts, lists,
+    strings, numbers, booleans)."""
+    import sys
+
+    with open(path, "rb") as handle:
+        source = handle.read()
+    digest = hashlib.sha256(source).hexdigest()
+    name = os.path.basename(path) + ".json"
+    folder = bytecode_dir(os.path.dirname(path), create=False)
+    if folder is not None:
+        with folder:
+            copy = decode(kind, folder.read(name, 16 << 20))
+        if isinstance(copy, dict) and copy.get("sha256") == digest and "data" in copy:
+            return copy["data"]
+    data = parse(source)
+    if not sys.dont_write_bytecode:
+        folder = bytecode_dir(os.path.dirname(path), create=True)
+        if folder is not None:
+            try:
+                with folder:
+                    folder.replace(name, encode(kind, {"sha256": digest, "data": data}))
+            except (OSError, TypeError, ValueError):
+                pass  # a read-only installation, or data JSON cannot hold: parsed each time
+    return data
+
+
 class UnsafePath(Exception):
     """A directory devicelint would write into is a symbolic link, or leaves where it must stay."""
 

@@ -265,3 +265,52 @@ def test_the_exit_status_is_read_as_python_reads_it(tmp_path: Path) -> None:
     assert message.returncode == 1 and "no luck" in message.stderr
     waited = _end("thread", [], tmp_path)
     assert waited.returncode == 0 and "THREAD DONE" in waited.stdout and "ATEXIT" in waited.stderr
+
+
+# -- devicelint's own data files parsed once per edit (datafile.parsed_once) ----------------
+
+def test_a_data_file_is_parsed_once_per_edit(tmp_path: Path, monkeypatch) -> None:
+    from devicelint.datafile import parsed_once
+
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    source = tmp_path / "table.toml"
+    source.write_text("a = 1\n")
+    calls: list[bytes] = []
+
+    def parse(data: bytes) -> dict:
+        calls.append(data)
+        return {"value": data.decode(), "list": [1, 2.5, True]}
+
+    first = parsed_once(str(source), parse, "test-kind")
+    assert first == {"value": "a = 1\n", "list": [1, 2.5, True]} and len(calls) == 1
+    assert (tmp_path / "__pycache__" / "table.toml.json").is_file()
+    assert parsed_once(str(source), parse, "test-kind") == first and len(calls) == 1  # the copy
+    source.write_text("a = 2\n")  # edited: parsed again
+    assert parsed_once(str(source), parse, "test-kind")["value"] == "a = 2\n" and len(calls) == 2
+    (tmp_path / "__pycache__" / "table.toml.json").write_bytes(b"garbage")
+    assert parsed_once(str(source), parse, "test-kind")["value"] == "a = 2\n" and len(calls) == 3
+    assert parsed_once(str(source), parse, "other-kind")["value"] == "a = 2\n" and len(calls) == 4
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "t.toml").write_text("x\n")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # as PYTHONDONTWRITEBYTECODE
+    parsed_once(str(other / "t.toml"), parse, "test-kind")
+    assert not (other / "__pycache__").exists()
+
+
+def test_the_api_table_from_its_parsed_copy_is_the_files(tmp_path: Path, monkeypatch) -> None:
+    import tomllib
+
+    from devicelint.semantic import api
+
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path))  # the copy goes here
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = Path(api.__file__).with_name("torch_api.toml")
+    truth = api.ApiTable(tomllib.loads(path.read_text(encoding="utf-8")))
+    for _ in range(2):  # parsed and written, then read back from the copy
+        monkeypatch.setattr(api, "_table", None)
+        table = api.torch_api()
+        assert vars(table) == vars(truth)
+        monkeypatch.setattr(api, "_parse_toml", lambda source: 1 / 0)  # not parsed again
+    assert list(tmp_path.rglob("torch_api.toml.json"))
