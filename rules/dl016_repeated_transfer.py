@@ -30,7 +30,8 @@ class RepeatedTransfer(Rule):
       in a decoding loop;
     - round trips inside a loop: data copied to the device and straight back in the same
       iteration (`g = t.to(device)` then `g.to("cpu")` / `g.cpu()`), and data read back from
-      the device (`.item()`, `.tolist()`, `.cpu()`, `int(t)`) that the same loop copies to
+      the device (`.item()`, `.tolist()`, `.cpu()`, `int(t)`, a legacy constructor given a
+      list that holds it: `torch.LongTensor([[ni]])`) that the same loop copies to
       the device again (`tokens.append(out.argmax().item())` … `torch.tensor(tokens).to(device)`),
       or writes into a device tensor (`ys.fill_(token)`). The data read is device data by its
       value, or because the loop computes it from what it copied to the device (`x =
@@ -552,6 +553,9 @@ class RepeatedTransfer(Rule):
         `t.numpy()`, `t.to("cpu")`, `int(t)`, `float(t)`, `bool(t)`; else None."""
         sem = self.ctx.semantic
         func = call.func
+        listed = sem.syncs.list_elements(call)  # `torch.LongTensor([[ni]])` reads `ni`
+        if listed:
+            return next((e for e in listed if sem.syncs.on_device(e)), listed[0])
         if isinstance(func, cst.Attribute) and (func.attr.value in _HOST_READ_METHODS
                                                 or self.is_download(call)):
             if func.attr.value != "cpu" and func.attr.value != "to" and call.args:

@@ -148,3 +148,30 @@ def test_the_model_carries_the_transpose_through_elementwise_ops_and_slices() ->
     # A contiguous first operand decides only where it broadcasts nothing (sizes unknown
     # here): not permuted, and nothing to judge a view by.
     assert layout["second"].state == "unknown"
+
+
+# -- legacy constructors reading tensors in a list (syncs.reads) -----------------------------
+
+def test_a_list_reading_constructor_copies_each_tensor_elements_value() -> None:
+    ni = torch.tensor(7)
+    made = torch.LongTensor([[ni]])
+    assert made.tolist() == [[7]] and made.data_ptr() != ni.data_ptr()
+    ni.fill_(3)
+    assert made.tolist() == [[7]]  # a copy of the value, read when the list was built
+    ctx, sem = _model("""
+    import torch
+    def step(out, n, ids):
+        ni = out.topk(1)[1][0][0]
+        a = torch.LongTensor([[ni]])  # nested
+        b = torch.LongTensor([ni] * n)  # repeated
+        c = torch.tensor([ni, 1.0])  # mixed
+        d = torch.LongTensor(4)  # sizes
+        e = torch.LongTensor([[0, 1]])  # literals
+        f = torch.LongTensor(ids)  # a list the code does not show
+    """)
+    read = {m: sem.syncs.reads(_marked(ctx, m)) for m in
+            ("nested", "repeated", "mixed", "sizes", "literals", "a list the code does not show")}
+    for marker in ("nested", "repeated", "mixed"):
+        assert [ctx.code(r.operand) for r in read[marker]] == ["ni"], marker
+    assert not read["sizes"] and not read["literals"] and not read["a list the code does not show"]
+    assert "torch.LongTensor" in sem.api.list_element_readers

@@ -53,6 +53,7 @@ class ApiTable:
         self.dtypes = frozenset(f"torch.{n}" for n in data.get("dtypes", {}).get("names", ()))
         self.cuda_initialising = frozenset(data.get("cuda", {}).get("initialises", ()))
         self.data_to_device = frozenset(data.get("copies", {}).get("data_to_device", ()))
+        self.list_element_readers = frozenset(data.get("lists", {}).get("read_elements", ()))
 
     def method(self, name: str) -> Optional[OpSpec]:
         return self.methods.get(name)

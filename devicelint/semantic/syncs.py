@@ -15,7 +15,9 @@ lives on the device: a method whose result lives on the host (`syncs` and `place
 torch_api.toml: `.item()`, `.tolist()`, `.numpy()`, `.cpu()`), `.to("cpu")` without
 `non_blocking=True`, `float/int/bool(t)`, `print(t)`, formatting `t` in an f-string, the truth
 value of `t` (`if t > 0:`, `while t:`, `x if t else y`, `assert t`, a comprehension's
-`if t != end`, once per element), writing `t` into a CPU tensor (`host[i] = t`), and the
+`if t != end`, once per element), writing `t` into a CPU tensor (`host[i] = t`), a
+constructor that builds a tensor from a list holding `t` (`torch.LongTensor([[t]])`,
+`torch.tensor([t, 1.0])`: `[lists]` in torch_api.toml), and the
 whole-device waits
 (`torch.cuda.synchronize()`).
 """
@@ -80,6 +82,11 @@ class SyncModel:
         model = self.model
         if isinstance(node, cst.Call):
             func = node.func
+            listed = self.list_elements(node)
+            if listed:
+                # `torch.LongTensor([[ni]])`: each tensor in the list is read for its value.
+                what = f"`{model.qualname(func)}([...])` reading a tensor element"
+                return [HostRead(node, what, element) for element in listed]
             if isinstance(func, cst.Attribute):
                 method = func.attr.value
                 receiver = func.value
@@ -139,6 +146,33 @@ class SyncModel:
             # `[i for i, w in enumerate(words) if w != end]`: one truth value per element.
             return [HostRead(o, "a comprehension's `if` on a tensor's value", o) for o in operands(node.test)]
         return []
+
+    def list_elements(self, call: cst.Call) -> list[cst.BaseExpression]:
+        """The elements of the list or tuple display a list-reading constructor is given
+        (`[lists] read_elements` in the table: `torch.LongTensor([[ni]])`, `torch.tensor([a,
+        b])`, `[ni] * n`), nested displays included, that may be tensors (not literals)."""
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return []
+        data = call.args[0].value
+        if isinstance(data, cst.BinaryOperation) and isinstance(data.operator, cst.Multiply):
+            data = data.left if isinstance(data.left, (cst.List, cst.Tuple)) else data.right  # `[ni] * n`
+        if not isinstance(data, (cst.List, cst.Tuple)):
+            return []
+        qual = self.model.qualname(call.func)
+        if qual is None or qual not in self.api.list_element_readers:
+            return []
+        found = []
+        stack = [data]
+        while stack:
+            display = stack.pop()
+            for element in display.elements:
+                if isinstance(element, cst.StarredElement):
+                    continue
+                if isinstance(element.value, (cst.List, cst.Tuple)):
+                    stack.append(element.value)
+                elif not self.model.never_tensor(element.value):
+                    found.append(element.value)
+        return sorted(found, key=self.model.ctx.order)
 
     def _type_to_host(self, call: cst.Call) -> bool:
         target = call_arg(call, 0, "dtype")
