@@ -36,7 +36,13 @@ class RepeatedTransfer(Rule):
       or writes into a device tensor (`ys.fill_(token)`). The data read is device data by its
       value, or because the loop computes it from what it copied to the device (`x =
       torch.LongTensor([ids[-1]]).to(dev)`, `out = model(x)`, `ids.append(out.argmax().item())`:
-      a decoding loop's cycle, whatever `model` is);
+      a decoding loop's cycle, whatever `model` is). Also through a function of this file
+      that the loop calls and that copies to the device data computed from a parameter
+      (`preprocess(self.image)` doing `torch.from_numpy(np.float32(image)).cuda()`), when the
+      argument is data the loop read back (`self.image = out.cpu().numpy()`) or the
+      function's own result, read back inside it on the previous call
+      (`tokens.append(predict(model, tokens[-1]))`, `predict` returning a sample of
+      `p.cpu()`); reported at the call, naming the copy's line and the read;
     - host data a model keeps unchanged, copied to the device each time it runs: in a
       module's `forward` (or an object's `__call__`), a `.to(x.device)` or
       `torch.tensor(..., device=...)` of `self.table` that only `__init__` binds and no
@@ -129,6 +135,10 @@ class RepeatedTransfer(Rule):
         "`{call}` copies back to the device data read from it at line {line} "
         "(`{read}`)"
     )
+    helper_trip_message = (
+        "`{call}(...)` copies to the device (line {copy}) data read back from it at line "
+        "{line} (`{read}`)"
+    )
     per_call_message = (
         "`{call}` copies the same host data to the device on every call of `{function}` "
         "(line {line})"
@@ -162,7 +172,8 @@ class RepeatedTransfer(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "cpu"):
             pass
         elif not isinstance(func, (cst.Attribute, cst.Name)) or keyword_arg(node, "device") is None:
-            self.check_uploading_call(node)
+            if not self.check_helper_round_trip(node):
+                self.check_uploading_call(node)
             return  # neither a move nor a factory given a device
         loops = self.ctx.loops(node)
         if not loops:
@@ -306,6 +317,99 @@ class RepeatedTransfer(Rule):
                 self.report(call, self.call_message.format(
                     call=self._short(call.func), line=self._line(copy.node), where=""))
                 return
+
+    def check_helper_round_trip(self, call: cst.Call) -> bool:
+        """A call, in a loop, of a function of this file that copies to the device data
+        computed from one of its parameters, where the argument is data the loop read back
+        from the device (`self.image = out.cpu().numpy()` ... `preprocess(self.image)`), or
+        the function's own result read back on an earlier call (`tokens.append(predict(m,
+        tokens[-1]))` with `predict` returning a sample drawn from `p.cpu()`). Reported at the
+        call, naming the copy's line and the read."""
+        loops = self.ctx.loops(call)
+        if not loops or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return False
+        sem = self.ctx.semantic
+        found = sem.syncs.callee(call)
+        if found is None:
+            return False
+        function, bound = found
+        for upload, params in self._param_copies(function):
+            for name in sorted(params):
+                for arg in bound.get(name, ()):
+                    read = self._read_back_into(call, arg, loops)
+                    if read is not None and sem.on_gpu_path(call):
+                        self.report(call, self.helper_trip_message.format(
+                            call=self._short(call.func), copy=self._line(upload),
+                            line=self._line(read), read=self._short(read)))
+                        return True
+        return False
+
+    def _param_copies(self, function: cst.FunctionDef) -> list:
+        """(copy, parameters its data is computed from) for each `.to(device)`/`.cuda()` of
+        host data in `function` (not in a branch taken only without a GPU)."""
+        sem = self.ctx.semantic
+        memo = sem.__dict__.setdefault("_dl016_param_copies", {})
+        if id(function) in memo:
+            return memo[id(function)]
+        found = []
+        for call in self.ctx.descendants(function, cst.Call, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            func = call.func
+            if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+                continue
+            upload = self.upload(call)
+            if upload is None or not self._host_data(sem.value(upload[0])) or not sem.on_gpu_path(call):
+                continue
+            params = {d.name for _, d in dataflow.data_nodes(sem, upload[0], function, depth=8, through_changes=True)
+                      if d is not None and d.kind == "param"}
+            if params:
+                found.append((call, params))
+        memo[id(function)] = found
+        return found
+
+    def _read_back_into(self, call: cst.Call, arg: cst.BaseExpression, loops: list) -> Optional[cst.CSTNode]:
+        """A read of device data back to the host, in the loop around `call`, that `arg` is
+        computed from: in the loop itself, or inside `call`'s function on an earlier
+        iteration (its result feeds `arg`). `self.x` follows the loop's stores to it."""
+        sem = self.ctx.semantic
+        starts = [arg]
+        if isinstance(arg, cst.Attribute) and isinstance(arg.value, cst.Name):
+            region = loops[-1]
+            for assign in self.ctx.descendants(region, cst.Assign, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                if any(isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+                       and t.target.value.value == arg.value.value and t.target.attr.value == arg.attr.value
+                       for t in assign.targets):
+                    starts.append(assign.value)
+        for start in starts:
+            read = self.device_read(call, start, loops)
+            if read is not None:
+                return read
+            if any(node is call for node, _ in dataflow.data_nodes(
+                    sem, start, loops[-1], follow=lambda _n, d: d.kind not in ("for", "comp"),
+                    through_changes=True)):
+                read = self._returned_read(call)
+                if read is not None:
+                    return read
+        return None
+
+    def _returned_read(self, call: cst.Call) -> Optional[cst.CSTNode]:
+        """A read back of device data inside the function `call` runs that its return value
+        is computed from (`p.cpu()` behind `return sample(p)`), else None."""
+        sem = self.ctx.semantic
+        found = sem.syncs.callee(call)
+        if found is None:
+            return None
+        function = found[0]
+        uploads = tuple(copy for copy, _ in self._param_copies(function))
+        for ret in self.ctx.descendants(function, cst.Return, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if ret.value is None:
+                continue
+            for node, d in dataflow.data_nodes(sem, ret.value, function, depth=8):
+                if d is not None or not isinstance(node, cst.Call):
+                    continue
+                operand = self._host_read_operand(node)
+                if operand is not None and self._device_data(operand, uploads, function):
+                    return node
+        return None
 
     def _on_device(self, expr: cst.BaseExpression) -> bool:
         value = self.ctx.semantic.value(expr)
