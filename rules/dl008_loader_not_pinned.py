@@ -4,7 +4,7 @@ import libcst as cst
 
 from devicelint.rule import Rule
 from devicelint.semantic import Kind
-from devicelint.semantic.model import call_arg
+from devicelint.semantic.model import call_arg, string_value
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
 #            pin_memory, ...)
@@ -23,15 +23,21 @@ class LoaderNotPinned(Rule):
     may be held in a variable, on `self`, or returned by a function of the file
     (`get_loader()`); the copy may be in a helper of the file that receives the loader or
     the batch (`calc_loss_batch(x, y, model, device)`: what every call site passes is
-    followed). The finding is at the `DataLoader(...)` call.
+    followed), or in a class the loader is handed to (`Solver(loader)` storing it on `self`
+    in `__init__`, `train()` moving `next(iter(self.loader))`), here or in another local
+    module: a loader `get_loader()` of data.py returns, handed by main.py to `Solver` of
+    solver.py, is reported in data.py, naming the copy's line. The finding is at the
+    `DataLoader(...)` call.
 
     Stays silent on loaders whose batches are never seen going to a device (CPU-only
     scripts, `.to(torch.float64)`, code in branches that run only without a GPU), on
     `pin_memory=True`, on `pin_memory=False` written out (a deliberate choice), when
     `pin_memory` comes from a variable, `*args` or `**kwargs` (the code does not say), and
     when the loader's `collate_fn` is a function of the file that returns objects of a class
-    of the file without a `pin_memory()` method (the loader would not pin them). Loaders
-    built in another file are not followed.
+    of the file without a `pin_memory()` method (the loader would not pin them), or a
+    `collate_fn` of the file (or a `functools.partial` of one) that copies its batches to a
+    device itself (`torch.stack(xs).to(device)`: they may come out on the GPU, where pinning
+    does not apply).
 
     ## Why is this bad?
     Without pinning, every batch is copied from pageable host memory: the CUDA driver
@@ -87,7 +93,7 @@ class LoaderNotPinned(Rule):
             loader = source.loader
             if source.pinned is not False or call_arg(loader, _PIN_MEMORY, "pin_memory") is not None:
                 continue  # pinned, decided elsewhere, or deliberately off
-            if self._collates_unpinnable(loader):
+            if self._collates_unpinnable(loader) or self._collates_to_device(loader):
                 continue
             text = " ".join(self.ctx.code(move.call).split())
             if len(text) > 50:
@@ -98,6 +104,36 @@ class LoaderNotPinned(Rule):
             if move.hint:
                 message += self.hint_message.format(target=self.ctx.code(move.call.args[0].value))
             self.report(loader, message)
+
+    def _collates_to_device(self, loader: cst.Call) -> bool:
+        """The loader's `collate_fn` (a function of the file, or a `functools.partial` of
+        one) copies what it builds to a device itself (`torch.stack(xs).to(device)`, with
+        `device` bound by the partial): its batches may come out on the GPU already, where
+        pinning does not apply (PyTorch refuses to pin a CUDA tensor)."""
+        sem = self.ctx.semantic
+        collate = call_arg(loader, _COLLATE_FN, "collate_fn")
+        if collate is None:
+            return False
+        made = [collate]
+        if isinstance(collate, cst.Name):
+            made += [d.value for d in sem.defs(collate) if d.kind == "assign" and not d.path]
+        targets = [collate] + [m.args[0].value for m in made if isinstance(m, cst.Call) and m.args
+                               and sem.qualname(m.func) == "functools.partial"]
+        for target in targets:
+            function = sem.resolve_function(target)
+            if function is None:
+                continue
+            for call in self.ctx.descendants(function, cst.Call):
+                func = call.func
+                if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+                    continue
+                if func.attr.value == "cuda":
+                    return True
+                where = call_arg(call, 0, "device")
+                if where is not None and sem.value(where).kind is not Kind.DTYPE \
+                        and (string_value(where) or "").split(":")[0] != "cpu":
+                    return True
+        return False
 
     def _collates_unpinnable(self, loader: cst.Call) -> bool:
         """The loader's `collate_fn` is a function of this file whose every return is an

@@ -166,3 +166,52 @@ def test_call_sites_of_a_method_on_an_instance_give_its_parameters():
     call = next(c for c in ctx.iter_nodes(cst.Call)
                 if isinstance(c.func, cst.Attribute) and c.func.attr.value == "to")
     assert sem.value(call).place is Place.DEVICE
+
+
+def test_a_loader_kept_on_self_is_followed_to_what_each_constructor_call_passes():
+    # `self.loader = loader` in `__init__`, moved in `fit()`: each `Trainer(DataLoader(...))`
+    # is a call site of `__init__`, so both loaders feed the GPU (a joined value would name
+    # only one); `Counter` never moves its loader's batches.
+    source = """
+    import torch
+    from torch.utils.data import DataLoader
+    class Trainer:
+        def __init__(self, loader):
+            self.loader = loader
+        def fit(self):
+            for x in self.loader:
+                x.to("cuda")
+    class Counter:
+        def __init__(self, loader):
+            self.loader = loader
+        def count(self):
+            return sum(len(x) for x in self.loader)
+    Trainer(DataLoader(range(4))).fit()
+    Trainer(DataLoader(range(8))).fit()
+    Counter(DataLoader(range(4))).count()
+    """
+    assert fed_lines(source) == {(15, 9), (16, 9)}
+    ctx, sem = model_of(source)
+    moved = sem.batches.moved_parameters()
+    [init] = [f for f in ctx.iter_nodes(cst.FunctionDef)
+              if f.name.value == "__init__" and id(f) in moved]
+    move, iterated = moved[id(init)]["loader"]
+    assert iterated and ctx.position(move.call)[0] == 9
+
+
+def test_loaders_handed_to_a_class_of_another_file_are_reported_where_they_are_built():
+    """fixtures/DL008/project/: data.py's `get_loader()` and main.py's own loader go, through
+    main.py, to `Solver` of solver.py, which keeps them on `self` and moves their batches in
+    `train()`; `Auditor` only counts. Linted as one run (the project index), the findings are
+    the folder's markers, each naming the copy in solver.py."""
+    from pathlib import Path
+
+    from devicelint.runner import Overrides, lint_paths
+    from tests.fixture_markers import expected_findings
+
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "DL008" / "project"
+    run = lint_paths([str(root)], Overrides(), use_cache=False, jobs=1)
+    found = {(Path(f.path).name, f.line, f.code) for f in run.findings}
+    expected = {(p.name, line, code) for p in sorted(root.glob("*.py")) for line, code in expected_findings(p)}
+    assert found == expected and ("data.py", 14, "DL008") in found
+    assert all("solver.py" in f.message for f in run.findings)

@@ -17,9 +17,11 @@ One batch fetched once, `next(iter(loader))` outside any loop (a sample to plot,
 check), is not a stream of batches and is not followed.
 
 Followed: assignments, loop and comprehension targets, subscripts, tensor methods and
-functions, conditional expressions (an arm that runs only without a GPU is not). Not
-followed: module calls (their output is the module's data), metadata (`x.shape`, `len(x)`),
-sizes given to factories, other files.
+functions, conditional expressions (an arm that runs only without a GPU is not), `self.x` to
+what the class's methods assign to it, constructor calls as call sites of `__init__`, and,
+through the project index, a function or class of another local module the loader is handed
+to (`moved_parameters`). Not followed: module calls (their output is the module's data),
+metadata (`x.shape`, `len(x)`), sizes given to factories.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Optional
 import libcst as cst
 
 from devicelint.names import dotted_name
+from devicelint.semantic import modules
 from devicelint.semantic.dataflow import is_metadata_read, size_factory
 from devicelint.semantic.values import Kind, Place
 
@@ -71,6 +74,9 @@ class BatchFlow:
         self._sources: dict[int, tuple[Source, ...]] = {}
         self._fed: Optional[list[tuple[Source, Move]]] = None
         self._unpacking: set[int] = set()
+        # While `moved_parameters` traces: the parameters a trace reached (Def, iterated).
+        self._open: Optional[list] = None
+        self._moved_params: Optional[dict[int, dict[str, tuple[Move, bool]]]] = None
 
     # -- copies ------------------------------------------------------------------------
     def device_move(self, call: cst.Call) -> Optional[Move]:
@@ -141,12 +147,15 @@ class BatchFlow:
                     # `get_loader(...)` of another file: that file reports its construction.
                     found.append(Source(node, value.pinned, pinned, foreign=True))
                     continue
-                if isinstance(node, cst.Attribute) and self._is_construction(value.node):
-                    found.append(Source(value.node, value.pinned, pinned))  # `self.loader`
+                if isinstance(node, cst.Attribute) and self._is_construction(value.node) \
+                        and not self._self_attribute_values(node):
+                    found.append(Source(value.node, value.pinned, pinned))  # `obj.loader`
                     continue
             if isinstance(node, cst.Name):
                 for d in sem.defs(node):
                     if d.kind == "param":
+                        if self._open is not None and not pinned:
+                            self._open.append((d, iterated))
                         if hops < _MAX_CALLERS:
                             found.extend(self._from_callers(d, iterated, pinned, hops))
                     elif d.kind in ("for", "comp") and d.value is not None and depth < _MAX_BINDINGS:
@@ -158,7 +167,11 @@ class BatchFlow:
                 stack.extend((n, it, pinned or pins, depth) for n, it, pins in self._call_inputs(node, iterated))
                 continue
             if isinstance(node, cst.Attribute):
-                stack.append((node.value, iterated, pinned, depth))
+                assigned = self._self_attribute_values(node) if depth < _MAX_BINDINGS else []
+                # `self.loader` in a method: what the class's methods assign to it.
+                stack.extend((n, iterated, pinned, depth + 1) for n in assigned)
+                if not assigned:
+                    stack.append((node.value, iterated, pinned, depth))
                 continue
             if isinstance(node, cst.Subscript):
                 stack.append((node.value, iterated, pinned, depth))
@@ -247,19 +260,112 @@ class BatchFlow:
         value's node is not evidence of which construction it came from)."""
         return isinstance(node, cst.Call) and self.model.api.is_loader(self.model.qualname(node.func) or "")
 
+    def _self_attribute_values(self, node: cst.Attribute) -> list[cst.BaseExpression]:
+        """For `self.x` in a method of a class of the file: the expressions the class's
+        methods assign to `self.x` (the part an unpacking target takes); else []."""
+        sem = self.model
+        owner = modules.self_class(sem, node.value)
+        if owner is None:
+            return []
+        entries = modules.attribute_assignments(sem, owner).get(node.attr.value, ())
+        return [part for _target, d in entries if d.kind in _FOLLOWED and d.value is not None
+                for part in self._part(d.value, d.path)]
+
     def _from_callers(self, param_def, iterated: bool, pinned: bool, hops: int) -> list[Source]:
-        """What the file's call sites pass for a parameter, traced in the callers."""
+        """What the file's call sites pass for a parameter, traced in the callers (a
+        constructor call `Trainer(loader)` is a call site of `Trainer.__init__`)."""
         sem = self.model
         function = sem.function_of(param_def.node)
         if function is None:
             return []
         found: list[Source] = []
+        for call, bound in self._call_sites(function):
+            for arg in bound.get(param_def.name, ()):
+                found.extend(self._trace(arg, iterated, pinned, hops + 1))
+        return found
+
+    def _call_sites(self, function: cst.FunctionDef) -> list[tuple[cst.Call, dict]]:
+        """The file's calls of `function` with their arguments bound to its parameters."""
+        sem = self.model
+        sites = []
         for call in sem.calls_by_name().get(function.name.value, ()):
             resolved = sem.syncs.callee(call)
-            if resolved is None or resolved[0] is not function:
+            if resolved is not None and resolved[0] is function:
+                sites.append((call, resolved[1]))
+        owner = sem.parent(sem.parent(function))
+        if function.name.value == "__init__" and isinstance(owner, cst.ClassDef):
+            for call in sem.calls_by_name().get(owner.name.value, ()):
+                if isinstance(call.func, cst.Name) and \
+                        [d.node for d in sem.defs(call.func)] == [owner]:
+                    sites.append((call, sem.syncs._bind(function, call, True)))
+        return sites
+
+    def moved_parameters(self) -> dict[int, dict[str, tuple[Move, bool]]]:
+        """{id(function): {parameter: (the copy, iterated)}}: the parameters of the file's
+        functions whose data some copy of the file moves to the device (through the file's
+        bindings, `self.x` attributes and call sites); `iterated` when the copy moves what
+        iterating the parameter gives (a loader handed to `Trainer(loader)`, stored on `self`,
+        walked by `train()`), not the parameter's own data. For callers in other files."""
+        if self._moved_params is None:
+            sem = self.model
+            found: dict[int, dict[str, tuple[Move, bool]]] = {}
+            self._moved_params = found  # a cycle through another file's callers finds none
+            for call in sem.ctx.iter_nodes(cst.Call):
+                move = self.device_move(call)
+                if move is None:
+                    continue
+                self._open = []
+                try:
+                    self._trace(move.data, False, False, 0)
+                    reached = self._open
+                finally:
+                    self._open = None
+                streamed = sem.loops.step_loop(call) is not None
+                for d, iterated in reached:
+                    function = sem.function_of(d.node)
+                    if function is None:
+                        continue
+                    moves = found.setdefault(id(function), {})
+                    known = moves.get(d.name)
+                    # Name a copy made on every step before one made once (a fixed sample).
+                    if known is None or (streamed and sem.loops.step_loop(known[0].call) is None):
+                        moves[d.name] = (move, iterated)
+        return self._moved_params
+
+    def _foreign_feeds(self) -> list[tuple[Source, Move]]:
+        """Loaders this file hands to a function or class of another local module whose code
+        moves their batches to the device (`Solver(loader)` with `Solver.train()` in
+        solver.py copying `next(iter(self.loader))` to the GPU); the copy says where it is."""
+        sem = self.model
+        view = sem.project
+        if view is None:
+            return []
+        found = []
+        for call in sem.ctx.iter_nodes(cst.Call):
+            if not call.args:
                 continue
-            for arg in resolved[1].get(param_def.name, ()):
-                found.extend(self._trace(arg, iterated, pinned, hops + 1))
+            dotted = dotted_name(call.func)
+            symbol = view.resolve(dotted) if dotted else None
+            if symbol is None or symbol.module is view.module or symbol.kind not in ("function", "class"):
+                continue
+            if symbol.kind == "function":
+                callee = sem.syncs.foreign_function(call)
+                bound_self = False
+            else:
+                callee = sem.syncs._class_method(call.func, "__init__")
+                bound_self = True
+            if callee is None or callee[0] is sem:
+                continue
+            other, function = callee
+            moved = other.batches.moved_parameters().get(id(function))
+            if not moved:
+                continue
+            bound = sem.syncs._bind(function, call, bound_self)
+            for name, (move, iterated) in moved.items():
+                line, column = other.ctx.position(move.call)[:2]
+                located = replace(move, where=(other.ctx.path, line, column))
+                for arg in bound.get(name, ()):
+                    found.extend((source, located) for source in self._trace(arg, iterated, False, 0))
         return found
 
     # -- the file's loaders ---------------------------------------------------------------
@@ -297,8 +403,10 @@ class BatchFlow:
                         if source.foreign and other.project is not None else None
                     if symbol is None or symbol.module is not view.module or symbol.name != name:
                         continue
-                    line, column = other.ctx.position(move.call)[:2]
-                    moved = replace(move, where=(other.ctx.path, line, column))
+                    if move.where is None:
+                        line, column = other.ctx.position(move.call)[:2]
+                        move = replace(move, where=(other.ctx.path, line, column))
+                    moved = move
                     found.extend((own, moved) for own in built)
                     break
         return found
@@ -314,5 +422,7 @@ class BatchFlow:
                     known = fed.get(id(source.loader))
                     if known is None or (known[1].hint and not move.hint):
                         fed[id(source.loader)] = (source, move)
+            for source, move in self._foreign_feeds():
+                fed.setdefault(id(source.loader), (source, move))
             self._fed = list(fed.values())
         return self._fed
