@@ -20,7 +20,7 @@ from devicelint.document import Document
 from devicelint.finding import Finding, Fix
 from devicelint.gate import gated
 from devicelint.notebook import blank_magics
-from devicelint.project_index import BIG_MODULE_CHARS, top_level_pieces
+from devicelint.project_index import BIG_MODULE_CHARS, parsed_tree, top_level_pieces
 from devicelint.rule import Rule, RuleMeta, all_rules, rule_catalog, rule_class, rule_codes
 from devicelint.source import split_lines
 from devicelint.suppress import is_suppressed, parse_suppressions, skips_file
@@ -94,8 +94,11 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], 
 
 def _lint_module(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], active: list[type[Rule]],
                  honour_noqa: bool, disk_path: Optional[str], parse=None, starts=None) -> FileResult:
+    # A tree the project index parsed already, for another file's question about this one.
+    module = parsed_tree(path, source) if parse is None else None
     try:
-        module = (parse or safe_parse.parse_module)(source)  # libcst's, guarded against stack overflow
+        if module is None:
+            module = (parse or safe_parse.parse_module)(source)  # libcst's, guarded against stack overflow
     except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
         return FileResult(path, [_syntax_error(path, error, source)])
     ctx = FileContext(path, source, module, disk_path, starts(module) if starts else None)

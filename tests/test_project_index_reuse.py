@@ -1,0 +1,54 @@
+"""A file whose semantic model the project index built for another file's question is linted
+on that model's tree, not parsed again (devicelint.project_index.parsed_tree, used by the
+engine), with the same findings."""
+
+from __future__ import annotations
+
+from devicelint import project_index, safe_parse
+from devicelint.runner import Overrides, lint_paths
+
+HELPER = ("import torch\n\n\ndef accuracy(scores, targets):\n"
+          "    return (scores.argmax(1) == targets.to(scores.device)).float().sum().item()\n")
+# Linted first (its name sorts first): its step loop calls the helper of b_metrics.py, whose
+# model the index then builds; b_metrics.py is linted after it.
+SCRIPT = """import torch
+from b_metrics import accuracy
+
+
+def train(model, loader, device):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for inputs, targets in loader:
+        inputs, targets = inputs.to(device), targets.to(device)
+        scores = model(inputs)
+        loss = torch.nn.functional.cross_entropy(scores, targets)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        acc = accuracy(scores, targets)
+    return acc
+"""
+
+
+def test_a_file_whose_model_another_file_built_is_not_parsed_again(tmp_path, monkeypatch) -> None:
+    (tmp_path / "a_train.py").write_text(SCRIPT)
+    (tmp_path / "b_metrics.py").write_text(HELPER)
+    parsed: list[str] = []
+    original = safe_parse.parse_module
+    monkeypatch.setattr(safe_parse, "parse_module", lambda text: parsed.append(text) or original(text))
+
+    def run():
+        parsed.clear()
+        return sorted((f.path.rsplit("/", 1)[-1], f.line, f.code, f.message)
+                      for f in lint_paths([str(tmp_path)], Overrides(), use_cache=False, jobs=1).findings)
+
+    with_reuse = run()
+    assert any(code == "DL004" and "b_metrics.py" in message for _p, _l, code, message in with_reuse)
+    assert parsed.count(HELPER) == 1 and parsed.count(SCRIPT) == 1
+    monkeypatch.setattr(project_index, "parsed_tree", lambda path, source: None)
+    monkeypatch.setattr("devicelint.engine.parsed_tree", lambda path, source: None)
+    assert run() == with_reuse
+    assert parsed.count(HELPER) == 2
+
+
+def test_no_tree_is_offered_for_another_text_or_outside_a_run() -> None:
+    assert project_index.parsed_tree("b_metrics.py", HELPER) is None  # no index: no run
