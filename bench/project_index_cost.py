@@ -5,14 +5,19 @@ with the index and without it (`project_index.ENABLED = False`), alternating, RO
 prints the median CPU seconds (user + system of the lint and its worker processes) and wall
 seconds of each, and their ratio. The issue's bound: at most 1.15.
 
-    .venv/bin/python bench/project_index_cost.py [--rounds 5] [--baseline TREE] [DIR ...]
+    .venv/bin/python bench/project_index_cost.py [--rounds 5] [--baseline TREE] [--cache] [DIR ...]
 
 `--baseline TREE`: also measure the devicelint of another checkout (e.g. a `git worktree`
 of an earlier commit, put first on PYTHONPATH), in the same rounds, alternating with this
 one: before/after figures taken side by side.
 
-Default corpora: bench/.corpora/torchvision-0.24.1/torchvision (library code) and
-bench/.corpora/practitioner (practitioner scripts; `bench/practitioner.py --materialise`).
+`--cache`: lint as a first run does by default, with the result cache on and empty (a
+fresh cache directory each time): with the index, what each file used of other files is
+noted and stored, which `--no-cache` skips. Without it, runs use `--no-cache`.
+
+Default corpora: bench/.corpora/torchvision-0.24.1/torchvision (library code),
+bench/.corpora/practitioner (practitioner scripts; `bench/practitioner.py --materialise`)
+and bench/.corpora/timm-1.0.31/timm (a larger library), those present.
 """
 
 from __future__ import annotations
@@ -24,18 +29,20 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = [ROOT / "bench/.corpora/torchvision-0.24.1/torchvision", ROOT / "bench/.corpora/practitioner"]
+DEFAULT = [ROOT / "bench/.corpora/torchvision-0.24.1/torchvision", ROOT / "bench/.corpora/practitioner",
+           ROOT / "bench/.corpora/timm-1.0.31/timm"]
 # A baseline tree's rules: the editable install maps the name devicelint.rules to this
 # checkout's rules/ (a package_dir mapping, found whatever sys.path says), so a baseline
 # would lint with its own engine and this checkout's rules; bound to the tree's here.
 RULES_OF_TREE = (
     "import importlib.util, os, sys\n"
-    "if len(sys.argv) > 3:\n"
+    "if len(sys.argv) > 3 and sys.argv[3]:\n"
     "    spec = importlib.util.spec_from_file_location('devicelint.rules',\n"
     "        os.path.join(sys.argv[3], '__init__.py'), submodule_search_locations=[sys.argv[3]])\n"
     "    import devicelint\n"
@@ -47,7 +54,8 @@ SNIPPET = RULES_OF_TREE + (
     "import devicelint.project_index as index\n"
     "index.ENABLED = sys.argv[1] == 'on'\n"
     "from devicelint.cli import main\n"
-    "sys.argv = ['devicelint', 'check', '--no-cache', '--exit-zero', '-q', '--select', 'ALL', sys.argv[2]]\n"
+    "cache = ['--cache-dir', sys.argv[4]] if len(sys.argv) > 4 else ['--no-cache']\n"
+    "sys.argv = ['devicelint', 'check', *cache, '--exit-zero', '-q', '--select', 'ALL', sys.argv[2]]\n"
     "main()\n"
 )
 
@@ -77,13 +85,21 @@ def imported_from(tree: Optional[Path]) -> set[Path]:
     return {Path(line).resolve().parent.parent for line in found.stdout.split()}
 
 
-def one(mode: str, corpus: Path, tree: Optional[Path] = None) -> tuple[float, float]:
+def one(mode: str, corpus: Path, tree: Optional[Path] = None, cache: bool = False) -> tuple[float, float]:
+    # A baseline tree without rules/ of its own gets "" for them (no rebinding).
+    rules = _rules(tree) or [""]
+    # The cache directory must lie inside the project root (the tree measured).
+    scratch = tempfile.mkdtemp(prefix=".bench-cache-", dir=str(tree or ROOT)) if cache else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     pin = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
-    subprocess.run([*pin, sys.executable, "-c", SNIPPET, mode, str(corpus.resolve()), *_rules(tree)],
-                   check=True, stdout=subprocess.DEVNULL, **_launch(tree))
-    wall = time.perf_counter() - started
+    try:
+        subprocess.run([*pin, sys.executable, "-c", SNIPPET, mode, str(corpus.resolve()), *rules,
+                        *([scratch] if scratch else [])], check=True, stdout=subprocess.DEVNULL, **_launch(tree))
+    finally:
+        wall = time.perf_counter() - started
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, wall
@@ -95,6 +111,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--baseline", type=Path, action="append", default=[],
                         help="another checkout to measure side by side (its index on and off); repeatable")
+    parser.add_argument("--cache", action="store_true",
+                        help="with the result cache on and empty (a first run by default), not --no-cache")
     args = parser.parse_args()
     trees: dict[str, Optional[Path]] = {"this": None}
     for number, tree in enumerate(args.baseline, 1):
@@ -102,17 +120,19 @@ def main() -> None:
     for name, tree in trees.items():
         if imported_from(tree) != {tree or ROOT}:
             sys.exit(f"{name}: the run imports devicelint from {imported_from(tree)}, not {tree or ROOT}")
+    print(f"# {'cache on, empty' if args.cache else '--no-cache'}; {args.rounds} rounds; CPU = user + system of "
+          "the lint and its workers, median", flush=True)
     print("tree\tcorpus\tfiles\tcpu off\tcpu on\tcpu ratio\twall off\twall on\twall ratio")
     for corpus in args.corpora:
         if not corpus.is_dir():
             print(f"{corpus}: missing, skipped", file=sys.stderr)
             continue
         runs = {(t, m): [] for t in trees for m in ("off", "on")}
-        one("on", corpus)  # warm the file system cache and the rule catalog
+        one("on", corpus, cache=args.cache)  # warm the file system cache and the rule catalog
         for _ in range(args.rounds):
             for name, tree in trees.items():
                 for mode in ("off", "on"):
-                    runs[name, mode].append(one(mode, corpus, tree))
+                    runs[name, mode].append(one(mode, corpus, tree, args.cache))
         files = sum(1 for _ in corpus.rglob("*.py"))
         for name in trees:
             cpu = {m: statistics.median(c for c, _w in runs[name, m]) for m in ("off", "on")}
