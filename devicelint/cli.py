@@ -128,7 +128,7 @@ def _exit(status) -> None:
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
-            if stream is not None:
+            if stream is not None and not stream.closed:  # Python's exit skips a closed one
                 stream.flush()
         except Exception:  # noqa: BLE001 - Python's exit reports a failed flush as status 120
             code = 120

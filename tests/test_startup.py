@@ -250,6 +250,10 @@ if mode == "thread":  # a thread Python waits for: the exit is Python's own
     threading.Thread(target=lambda: (time.sleep(0.3), print("THREAD DONE", flush=True))).start()
     from devicelint.cli import _exit
     _exit(0)
+if mode == "closed":
+    sys.stdout.close()
+    from devicelint.cli import _exit
+    _exit(None)
 if mode.startswith("status="):
     from devicelint.cli import _exit
     value = mode[len("status="):]
@@ -285,6 +289,8 @@ def test_the_exit_status_is_read_as_python_reads_it(tmp_path: Path) -> None:
     assert message.returncode == 1 and "no luck" in message.stderr
     waited = _end("thread", [], tmp_path)
     assert waited.returncode == 0 and "THREAD DONE" in waited.stdout and "ATEXIT" in waited.stderr
+    # A closed standard output is skipped, as Python's exit skips it (status 0, not 120).
+    assert _end("closed", [], tmp_path).returncode == 0
 
 
 # -- devicelint's own data files parsed once per edit (datafile.parsed_once) ----------------
