@@ -31,7 +31,9 @@ class UnsyncedGpuTiming(Rule):
     GPU work is what the code shows runs on the device between the start and the end: a
     PyTorch operation that launches kernels (`launches` in the semantic layer's API table) on
     device values, a module on the device called, arithmetic on device tensors, `.backward()`
-    of a device loss, a device factory, a `non_blocking=True` copy.
+    of a device loss, a device factory, a `non_blocking=True` copy. A loop that times each
+    device in turn (`for device in ["cpu", "cuda"]:`, devices named by literals) is judged
+    on its GPU pass.
 
     Counted as synchronising (silent after them): `torch.cuda.synchronize()` (also through a
     name bound to it, or a function of the file that calls it), `.item()`, `.tolist()`,
