@@ -141,7 +141,7 @@ def test_the_model_carries_the_transpose_through_elementwise_ops_and_slices() ->
     """)
     layout = {m: sem.value(_marked(ctx, m)).layout for m in
               ("t", "eq", "compare", "head", "first", "second", "both")}
-    assert sem.value(_marked(ctx, "t")).kind is Kind.TENSOR  # `t`/`topk`: tensor methods only
+    assert sem.value(_marked(ctx, "t")).kind is Kind.TENSOR  # `topk`: a tensor method only
     for marker in ("t", "eq", "compare", "head", "first", "both"):
         assert layout[marker].state == "permuted" and layout[marker].label == ".t()", marker
     assert layout["first"].perm == (1, 0)

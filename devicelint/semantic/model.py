@@ -1246,6 +1246,11 @@ class SemanticModel:
                 return Value(Kind.DTYPE)
             if attr in ("ndim", "is_cuda", "requires_grad", "is_leaf"):
                 return NUMBER
+            if attr in ("values", "indices") and isinstance(base.node, cst.Call) \
+                    and isinstance(base.node.func, cst.Attribute) \
+                    and base.node.func.attr.value in shapes.TUPLE_RESULTS:
+                # `x.topk(k).indices`: a field of the (values, indices) result, where `x` is
+                return tensor(base.place, layout=CONTIGUOUS, node=node)
             if isinstance(base.node, cst.Call) and attr not in _TENSOR_ATTRIBUTES \
                     and self.api.method(attr) is None and self._module_called(base.node):
                 # A field a tensor does not have, of what a call returned: the call gave a

@@ -14,6 +14,7 @@ from devicelint.semantic.values import (
 )
 
 FAILS, OK, MAYBE = "fails", "ok", "maybe"
+# Methods whose result is a (values, indices) named tuple (`max`/`min`/`median` with a dim).
 TUPLE_RESULTS = {"max", "min", "median", "mode", "kthvalue", "sort", "topk"}
 
 
