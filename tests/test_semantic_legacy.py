@@ -175,3 +175,25 @@ def test_a_list_reading_constructor_copies_each_tensor_elements_value() -> None:
         assert [ctx.code(r.operand) for r in read[marker]] == ["ni"], marker
     assert not read["sizes"] and not read["literals"] and not read["a list the code does not show"]
     assert "torch.LongTensor" in sem.api.list_element_readers
+
+
+def test_t_swaps_two_dims_when_the_code_shows_at_least_two() -> None:
+    # `.t()` raises on more than two dimensions; `topk(k, 1)` needs at least two.
+    try:
+        torch.zeros(2, 3, 4).t()
+        raise AssertionError(".t() of a 3-d tensor ran")
+    except RuntimeError:
+        pass
+    assert torch.zeros(3).t().is_contiguous()  # one dimension: nothing swapped
+    ctx, sem = _model("""
+    import torch
+    def accuracy(output, scores, k):
+        _, pred = output.topk(k, 1, True, True)
+        pred = pred.t()  # along dim 1
+        _, top = scores.topk(k)
+        top = top.t()  # no dim shown
+    """)
+    shown = sem.value(_marked(ctx, "along dim 1")).layout
+    unshown = sem.value(_marked(ctx, "no dim shown")).layout
+    assert shown.state == "permuted" and shown.perm == (1, 0)
+    assert unshown.state == "permuted" and unshown.perm is None  # "may fail" at most

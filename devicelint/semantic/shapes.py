@@ -424,6 +424,13 @@ def apply_layout(spec, first: Optional[Value], call: cst.Call, model, name: str,
     if name.startswith("torch.") and call.args:
         label = f".{short}({', '.join(model.ctx.code(a.value) for a in call.args[1:] if not a.keyword)})"
     if rule in ("transpose", "permute"):
+        if rule == "transpose" and short == "t" and first.rank is None and first.layout.contiguous \
+                and isinstance(call.func, cst.Attribute) \
+                and min_rank(model, call.func.value, through_dims=True) >= 2:
+            # `.t()` raises on more than two dimensions: with at least two it swaps exactly
+            # two (`_, pred = out.topk(k, 1)` then `pred.t()`).
+            result = permuted(first.with_(shape=(None, None)), (1, 0), call, label)
+            return result.layout, result.shape
         if rule == "transpose":
             perm = _transpose_perm(call, first.rank, name)
         else:
@@ -538,7 +545,15 @@ def _splits_only(shape, new_shape) -> bool:
 _MOVES = ("to", "cuda", "cpu")
 
 
-def min_rank(model, expr: cst.BaseExpression, depth: int = 4) -> int:
+# Where a method takes the dimension it works along (`x.topk(k, 1)`, `x.softmax(1)`): a literal
+# `d` there needs `d + 1` dimensions (`-d` for a negative one), else PyTorch raises.
+_DIM_POSITION = {"topk": 1, "kthvalue": 1, "sort": 0, "argsort": 0, "softmax": 0,
+                 "log_softmax": 0, "argmax": 0, "argmin": 0, "cumsum": 0, "cumprod": 0}
+# Named-tuple results whose two parts keep the input's rank.
+_RANK_KEEPING_PAIRS = ("topk", "sort")
+
+
+def min_rank(model, expr: cst.BaseExpression, depth: int = 4, through_dims: bool = False) -> int:
     """A lower bound on how many dimensions the tensor `expr` has (0 when nothing is known):
     its rank where the model knows it; else one for a DataLoader batch (its batch
     dimension); as many as the input for what keeps its input's rank (`.type(T)`,
@@ -546,7 +561,9 @@ def min_rank(model, expr: cst.BaseExpression, depth: int = 4) -> int:
     `torch.zeros_like(x)`); and for a name, what the code asks of the binding that reaches
     it: a read of `x.shape[k]` or `x.size(k)` anywhere the binding reaches means `k + 1`
     dimensions, since with fewer that read raises. DL015 asks it: a 0-dim CUDA tensor times
-    a CPU tensor that has a dimension raises."""
+    a CPU tensor that has a dimension raises. With `through_dims`, also a literal `dim` a
+    method is given (`x.topk(k, 1)`: two dimensions) and a part of a `topk`/`sort` result
+    (`_, pred = x.topk(k, 1)`: as many as `x`) (`.t()` asks it)."""
     value = model.value(expr)
     if value.rank is not None:
         return value.rank
@@ -555,7 +572,7 @@ def min_rank(model, expr: cst.BaseExpression, depth: int = 4) -> int:
     found = 1 if value.origin is Origin.BATCH else 0
     inner = _same_rank_input(model, expr)
     if inner is not None:
-        return max(found, min_rank(model, inner, depth - 1))
+        return max(found, min_rank(model, inner, depth - 1, through_dims))
     if isinstance(expr, cst.Name):
         from devicelint.semantic.dataflow import uses
 
@@ -564,10 +581,14 @@ def min_rank(model, expr: cst.BaseExpression, depth: int = 4) -> int:
             return found
         least = None
         for d in defs:
-            rank = min_rank(model, d.value, depth - 1) if d.value is not None and not d.path \
-                and d.kind in ("assign", "annassign") else 0
+            rank = min_rank(model, d.value, depth - 1, through_dims) if d.value is not None \
+                and not d.path and d.kind in ("assign", "annassign") else 0
+            if through_dims and d.kind == "assign" and len(d.path) == 1 and d.path[0] in (0, 1) \
+                    and isinstance(d.value, cst.Call) and isinstance(d.value.func, cst.Attribute) \
+                    and d.value.func.attr.value in _RANK_KEEPING_PAIRS:
+                rank = min_rank(model, d.value.func.value, depth - 1, through_dims)
             for use in uses(model, d):
-                rank = max(rank, _dims_read(model, use))
+                rank = max(rank, _dims_read(model, use, through_dims))
             least = rank if least is None else min(least, rank)
         return max(found, least or 0)
     return found
@@ -601,14 +622,19 @@ def _same_rank_input(model, expr: cst.BaseExpression) -> Optional[cst.BaseExpres
     return None
 
 
-def _dims_read(model, use: cst.Name) -> int:
+def _dims_read(model, use: cst.Name, through_dims: bool = False) -> int:
     """Dimensions a read of `use` needs: `use.shape[k]` and `use.size(k)` need `k + 1` (or
-    `-k` for a negative `k`), anything else none."""
+    `-k` for a negative `k`), with `through_dims` also `use.topk(n, k)` and the like
+    (`_DIM_POSITION`); anything else none."""
     parent = model.parent(use)
     if not (isinstance(parent, cst.Attribute) and parent.value is use):
         return 0
     outer = model.parent(parent)
     index = None
+    if through_dims and parent.attr.value in _DIM_POSITION and isinstance(outer, cst.Call) \
+            and outer.func is parent:
+        dim = call_arg(outer, _DIM_POSITION[parent.attr.value], "dim")
+        index = int_value(dim) if dim is not None else None
     if parent.attr.value == "shape" and isinstance(outer, cst.Subscript) and outer.value is parent \
             and len(outer.slice) == 1 and isinstance(outer.slice[0].slice, cst.Index):
         index = int_value(outer.slice[0].slice.value)
