@@ -38,6 +38,7 @@ STATEMENT = 8         # the whole expression statement (`x.to(d)` on its own lin
 VALUE = 16            # not a whole statement
 WITH_ARGS = 32        # the call passes some argument
 ATTRIBUTE_CALL = 64   # the callee is an attribute (`x.f(...)`)
+WITHOUT_DEVICE = 128  # no `device=` keyword (`**kwargs` may hold one: the API reads it not)
 
 # Deeper than this (ast nesting), libcst's recursive parse or code generation may fail where
 # CPython's parser does not (a DL900 the gate would hide): such files are not gated.
@@ -51,7 +52,6 @@ _DEVICE_ID = re.compile(r"cuda|device|accelerator|(^|_)(dev|gpu)$", re.I)
 _DEVICE_STRING_HEADS = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "xla", "meta", "mtia",
                                   "privateuseone"})
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _FOR_WHILE = (ast.For, ast.AsyncFor, ast.While)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -77,10 +77,13 @@ class FileFacts:
         self.calls = 0
         self.has_step_loop = False              # a for/while loop
         self.has_with = False                   # a with statement
+        self.has_step_slice = False             # `x[::2]`
         # (name, bases, its __init__ stores `self.x = ...`, `x.attr = [...]` of something
         # other than literals in its body (DL002))
         self._classes: Optional[list[tuple[str, list[str], bool, bool]]] = None
         self._class_nodes: list[ast.ClassDef] = []
+        self._attr_stores: list[tuple[int, Optional[str]]] = []   # (line, receiver name)
+        self._containers: list[tuple[int, Optional[bool]]] = []   # (line, may hold a module)
         self._module_classes: Optional[set[str]] = None
         self.star_import = False
         self.import_names: set[str] = set()     # names bound by imports
@@ -172,8 +175,13 @@ class FileFacts:
                 ids.update(node.names)
             elif kind in _FOR_WHILE:
                 self.has_step_loop = True
+            elif (kind is ast.Assign or kind is ast.AnnAssign and node.value is not None) \
+                    and any(type(t) is ast.Attribute for t in (node.targets if kind is ast.Assign else [node.target])):
+                self._store(node)
             elif kind in (ast.With, ast.AsyncWith):
                 self.has_with = True
+            elif kind is ast.Slice and node.step is not None:
+                self.has_step_slice = True
             stack.extend(self._children(node, loops, depth + 1))
 
     @staticmethod
@@ -196,6 +204,8 @@ class FileFacts:
         flags = ANY | loops | (STATEMENT if statement else VALUE)
         if node.args or node.keywords:
             flags |= WITH_ARGS
+        if not any(keyword.arg == "device" for keyword in node.keywords):
+            flags |= WITHOUT_DEVICE
         func = node.func
         if type(func) is ast.Attribute:
             flags |= ATTRIBUTE_CALL
@@ -212,23 +222,28 @@ class FileFacts:
             last = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
             self.int_arg_callees.add(last)
 
+    def _store(self, node: ast.AST) -> None:
+        """An assignment to an attribute (`self.x = ...`): its line and receiver, and, when
+        its value is a display or comprehension, whether that may hold a module (DL002)."""
+        targets = node.targets if type(node) is ast.Assign else [node.target]
+        receivers = [t.value.id if type(t.value) is ast.Name else None for t in targets if type(t) is ast.Attribute]
+        if not receivers:
+            return
+        for receiver in receivers:
+            self._attr_stores.append((node.lineno, receiver))
+        elements = _container_elements(node.value)
+        if elements is not None:
+            # `self.layers = []`: what the class appends or stores into it decides (None).
+            self._containers.append((node.lineno, None if not elements else any(not _constant(e) for e in elements)))
+
     def _class(self, node: ast.ClassDef) -> None:
-        fills = None
+        first, last = node.lineno, node.end_lineno or node.lineno
         container = False
-        for statement in ast.walk(node):
-            if type(statement) in (ast.Assign, ast.AnnAssign) and statement.value is not None:
-                targets = statement.targets if type(statement) is ast.Assign else [statement.target]
-                if not any(type(t) is ast.Attribute for t in targets):
-                    continue
-                elements = _container_elements(statement.value)
-                if elements is None:
-                    continue
-                if not elements:
-                    # `self.layers = []`: what the class appends or stores into it decides.
-                    if fills is None:
-                        fills = _fills(node)
-                    elements = fills
-                if any(not _constant(e) for e in elements):
+        for line, holds in self._containers:
+            if first <= line <= last:
+                if holds is None:
+                    holds = any(not _constant(e) for e in _fills(node))
+                if holds:
                     container = True
                     break
         bases = [d for d in (_dotted(b) for b in node.bases) if d is not None]
@@ -240,17 +255,10 @@ class FileFacts:
                 params = method.args.posonlyargs + method.args.args
                 if not params:
                     continue
-                me = params[0].arg
-                for statement in _own_nodes(method):
-                    if type(statement) is ast.Assign:
-                        targets = statement.targets
-                    elif type(statement) is ast.AnnAssign and statement.value is not None:
-                        targets = [statement.target]
-                    else:
-                        continue
-                    if any(type(t) is ast.Attribute and type(t.value) is ast.Name and t.value.id == me
-                           for t in targets):
-                        stores = True
+                me, first, last = params[0].arg, method.lineno, method.end_lineno or method.lineno
+                # (a store in a function nested in `__init__` counts too: a superset)
+                if any(first <= line <= last and receiver == me for line, receiver in self._attr_stores):
+                    stores = True
         self._classes.append((node.name, bases, stores, container))
 
     # -- questions -----------------------------------------------------------------------
@@ -368,21 +376,39 @@ class FileFacts:
         function of the API table (`torch.zeros`, `torch.tensor`, `from_numpy`, a legacy
         `FloatTensor`, ... by their last name), `.cpu()`, `.to(...)`, `.type(...)`, NumPy,
         a `Parameter` made empty, loaders and datasets (their batches and rows), or a call
-        of another file's function that builds a loader (semantic model `_project_loader`)."""
+        of another file's function that builds a loader (semantic model `_project_loader`).
+        A factory given `device=` and `.to(...)` count only where the host can be named."""
         called = self.called_names()
         if called & _cpu_names() or any(n.endswith("Tensor") for n in called):
+            return True
+        factories = api_names(places=("factory",))
+        # A factory given `device=` makes a host tensor only where that device is the host:
+        # a "cpu" string, the device of a host tensor (another root), or a device another
+        # file's function builds.
+        if self.called_names(WITHOUT_DEVICE) & factories:
+            return True
+        # `.to(...)` makes one only to the host: a "cpu" string, or a device another file's
+        # function builds (to a host tensor's device or dtype: another root is needed).
+        if (called & factories or "to" in self.attr_calls) and (
+                any("cpu" in text.lower() for text in self.strings) or self.calls_foreign(
+                    lambda symbol, view: symbol.kind == "function" and "torch.device" in view.calls_of(symbol))):
+            return True
+        # `.type(torch.FloatTensor)` (or its text): a host tensor type.
+        if "type" in self.attr_calls and (any(n.endswith("Tensor") for n in self.names())
+                                          or any(text.startswith("torch.") for text in self.strings)):
             return True
         if any("ataset" in n or "oader" in n or n in ("numpy", "ndarray") for n in self.names()):
             return True
         return self.calls_foreign(_builds_loader)
 
-    def called_names(self) -> set[str]:
-        """The last names of the callees (`zeros` of `torch.zeros(...)`), the names their
-        imports bind them from (`from torch import zeros as z`), and what module-level
-        aliases stand for (`names`, as a superset)."""
-        found = {dotted.rsplit(".", 1)[-1] for dotted in self.callees}
-        found.update(self.attr_calls)
-        for dotted in self.callees:
+    def called_names(self, flags: int = ANY) -> set[str]:
+        """The last names of the callees (`zeros` of `torch.zeros(...)`) of the calls with
+        every bit of `flags`, the names their imports bind them from (`from torch import
+        zeros as z`), and what module-level aliases stand for (`names`, as a superset)."""
+        callees = [d for d, f in self.callees.items() if f & flags == flags]
+        found = {dotted.rsplit(".", 1)[-1] for dotted in callees}
+        found.update(n for n, f in self.attr_calls.items() if f & flags == flags)
+        for dotted in callees:
             head = dotted.partition(".")[0]
             found.update(self.imported_from.get(head, ()))
         if self.alias_heads:
@@ -449,17 +475,36 @@ class FileFacts:
 
 
 _CPU_NAMES: Optional[frozenset] = None
+_API_NAMES: dict[str, frozenset] = {}
+
+
+def api_names(*, layouts: tuple[str, ...] = (), places: tuple[str, ...] = ()) -> frozenset:
+    """Last names of the API table's functions and methods with one of `layouts` (how
+    they lay out their result: "transpose", "permute", "expand", "narrow") or `places`
+    ("factory": made on the default device by sizes)."""
+    key = f"{layouts}{places}"
+    found = _API_NAMES.get(key)
+    if found is None:
+        from devicelint.semantic.api import torch_api
+
+        api = torch_api()
+        found = frozenset(name.rsplit(".", 1)[-1] for table in (api.functions, api.methods)
+                          for name, spec in table.items() if spec.layout in layouts or spec.place in places)
+        _API_NAMES[key] = found
+    return found
 
 
 def _cpu_names() -> frozenset:
     """Last names of the API table's functions and methods that put their result on the
-    host whatever their input (`place = "factory"` or `"cpu"`), and `Parameter`."""
+    host whatever their input and device (`place = "cpu"`), and `Parameter`."""
     global _CPU_NAMES
     if _CPU_NAMES is None:
         from devicelint.semantic.api import torch_api
 
         api = torch_api()
-        names = {n.rsplit(".", 1)[-1] for n, s in api.functions.items() if s.place in ("factory", "cpu")}
+        # (NumPy's functions: a file that calls them imports numpy, a root of its own)
+        names = {n.rsplit(".", 1)[-1] for n, s in api.functions.items()
+                 if s.place == "cpu" and not n.startswith("numpy.")}
         names.update(n for n, s in api.methods.items() if s.place in ("factory", "cpu")
                      and s.result not in ("number", "host-list", "none"))
         names.update(("Parameter", "cpu", "numpy"))
@@ -584,11 +629,3 @@ def _fills(owner: ast.ClassDef) -> list[ast.AST]:
     return found
 
 
-def _own_nodes(function: ast.AST) -> Iterable[ast.AST]:
-    """The nodes of a function's body, not entering nested functions or classes."""
-    stack = list(ast.iter_child_nodes(function))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, _FUNCTIONS):
-            stack.extend(ast.iter_child_nodes(node))

@@ -4,7 +4,7 @@ from dataclasses import asdict
 
 import libcst as cst
 
-from devicelint.gate import WITH_ARGS
+from devicelint.gate import WITH_ARGS, api_names
 from devicelint.rule import Rule
 from devicelint.semantic import Kind
 from devicelint.semantic.shapes import FAILS, OK, shape_args, view_outcome
@@ -74,8 +74,13 @@ class ViewOnNoncontiguous(Rule):
 
     @staticmethod
     def gate(facts) -> bool:
-        """Reported at a `.view(...)` call with arguments (devicelint/gate.py)."""
-        return facts.calls_method(("view",), WITH_ARGS)
+        """Reported at a `.view(...)` call with arguments on a tensor whose layout is known
+        not contiguous: something in the file transposes, permutes, expands or narrows
+        (the API table's layouts, `.T`/`.mT`/`.H`/`.mH`, a step slice) (devicelint/gate.py)."""
+        if not facts.calls_method(("view",), WITH_ARGS):
+            return False
+        changes = api_names(layouts=("transpose", "permute", "expand", "narrow")) | {"T", "mT", "H", "mH"}
+        return facts.has_step_slice or facts.mentions(*changes)
     fixable = True
 
     def leave_Call(self, node: cst.Call) -> None:

@@ -4,7 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.gate import VALUE
+from devicelint.gate import VALUE, api_names
 from devicelint.builders import plain_reference, reindent, with_keyword_args
 from devicelint.rule import Rule
 from devicelint.runtime_spec import Family, LineRecord, ProbeRun, RuntimeSpec, Watch
@@ -138,8 +138,13 @@ class CreateThenMove(Rule):
 
     @staticmethod
     def gate(facts) -> bool:
-        """Reported at a `.to(...)`/`.cuda()` whose result is used (devicelint/gate.py)."""
-        return facts.calls_method(("to", "cuda"), VALUE)
+        """Reported at a `.to(...)`/`.cuda()` whose result is used, of a fill made by a
+        factory the file calls (`dataflow.fresh_fill`: the API table's size factories,
+        `torch.Tensor(b, d)` and the other legacy types) (devicelint/gate.py)."""
+        if not facts.calls_method(("to", "cuda"), VALUE):
+            return False
+        called = facts.called_names()
+        return bool(called & api_names(places=("factory",))) or any(n.endswith("Tensor") for n in called)
     fixable = True
 
     def leave_Call(self, node: cst.Call) -> None:
