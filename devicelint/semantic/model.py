@@ -2086,8 +2086,10 @@ class SemanticModel:
         if spec.result == "tensors":
             part = shapes.apply_rank(spec, first, node, self) if first is not None else None
             pieces = spec.layout == "narrow" and name.rsplit(".", 1)[-1] != "unbind"
-            element = tensor(place, part, Layout(LAYOUT_NARROWED, label=f".{name}", source=node)
-                             if pieces else UNKNOWN_LAYOUT, node=node,
+            layout = Layout(LAYOUT_NARROWED, label=f".{name}", source=node) if pieces else UNKNOWN_LAYOUT
+            if pieces and first is not None and first.layout.contiguous and self._splits_rows(node, name, first):
+                layout = CONTIGUOUS  # pieces along dim 0 of a contiguous tensor are runs of whole rows
+            element = tensor(place, part, layout, node=node,
                              origin=Origin.CHUNK if pieces else Origin.NONE)
             return Value(Kind.SEQUENCE, place, element=element, node=node,
                          origin=first.origin if first is not None else Origin.NONE)
@@ -2098,6 +2100,16 @@ class SemanticModel:
         pinned = True if name == "pin_memory" else None
         return tensor(place, shape, layout, origin=origin, node=node, pinned=pinned,
                       hint=bool(first and first.hint))
+
+    @staticmethod
+    def _splits_rows(node: cst.Call, name: str, first: Value) -> bool:
+        """split/chunk/tensor_split cut along dim 0: no dim given (the default), dim=0, or
+        the last dim of a 1-D tensor."""
+        dim = call_arg(node, 1 if not name.startswith("torch.") else 2, "dim")
+        if dim is None:
+            return True
+        at = int_value(dim)
+        return at == 0 or (at == -1 and first.rank == 1)
 
     def _transposed(self, base: Value, node, label: str) -> Value:
         from devicelint.semantic import shapes
