@@ -708,6 +708,17 @@ class SemanticModel:
             return self._cut()
         return self._memoised(key, self._value, node)
 
+    def container(self, node: cst.CSTNode) -> Value:
+        """The value of `node` as the container an item assignment (`node[i] = v`) writes
+        into. A loader batch's field is a tensor only by default_collate's usual result (it
+        is a list of batches where the dataset's sample field is a list, as two crops of
+        one image are), so where the tensor kind rests on that alone, the kind is unknown:
+        `images[0] = images[0].cuda()` may rebind a list's item, not copy into a tensor."""
+        value = self.value(node)
+        if value.kind is Kind.TENSOR and value.collated:
+            return value.with_(kind=Kind.UNKNOWN, collated=False)
+        return value
+
     def _cut(self) -> Value:
         """"Unknown", for a value asked deeper than _MAX_DEPTH. What is computed from it is
         kept with the depth it was computed at (`_short`), and computed again when asked
@@ -1832,7 +1843,8 @@ class SemanticModel:
                 pinned = v.literal if isinstance(v.literal, bool) else None
             return Value(Kind.LOADER, Place.CPU, pinned=pinned, node=node,
                          element=Value(place=Place.CPU, origin=Origin.BATCH, pinned=pinned,
-                                       element=tensor(Place.CPU, origin=Origin.BATCH, pinned=pinned)))
+                                       element=tensor(Place.CPU, origin=Origin.BATCH, pinned=pinned,
+                                                      collated=True)))
         if api.is_module_class(qual):
             if qual in ("torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
                         "torch.nn.parallel.DataParallel"):
