@@ -194,7 +194,7 @@ def _detection_digest(code: str) -> str:
 # The rules' detection code when their gates were last derived from it (devicelint/gate.py).
 GATES_DERIVED_FROM = {
     "DL001": "45caef6372b4",
-    "DL002": "4fcce1ef0eb5",
+    "DL002": "af5345634689",
     "DL003": "246eda09a51f",
     "DL004": "689f2868b5fc",
     "DL005": "0ffa8fd01782",
