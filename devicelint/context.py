@@ -79,6 +79,7 @@ class FileContext:
         self.source = source
         self.module = module
         self.imports = ImportTable()
+        self._star_names: dict[str, Optional[str]] = {}
         self.reports: list[Report] = []
         self._info: dict[int, tuple[Optional[cst.CSTNode], int, cst.CSTNode]] = {}
         self._positions = None
@@ -441,9 +442,20 @@ class FileContext:
         return names
 
     # -- names -----------------------------------------------------------------------
+    def _star_name(self, name: str) -> Optional[str]:
+        """What `name`, bound only by `from m import *` of a local module m, stands for
+        outside the project (`torch` through utils.py's `import torch`), from the run's
+        project index (devicelint/project_index.py, FileView.star_name); None without one."""
+        if name not in self._star_names:
+            from devicelint import project_index
+
+            view = project_index.view_for(self.path, type(self), self)
+            self._star_names[name] = view.star_name(name) if view is not None else None
+        return self._star_names[name]
+
     def qualname(self, node: cst.CSTNode) -> Optional[str]:
         """`torch.nn.DataParallel` for `nn.DataParallel`, `DP`, ...; None if not imported."""
-        return self.imports.resolve(node)
+        return self.imports.resolve(node, self._star_name)  # a bound method per call: no cycle kept
 
     def bindings(self, scope: cst.CSTNode) -> dict[str, list[Binding]]:
         """Every binding made directly in `scope` (not in nested functions/classes), in
