@@ -114,7 +114,7 @@ class ModelNotMoved(Rule):
         called = " ".join(self.ctx.code(func).split())
         where = ""
         if isinstance(module.node, cst.CSTNode):
-            where = f" (line {self.ctx.position(module.node)[0]})"
+            where = f" ({self.ctx.line_ref(module.node)})"
         hint = ""
         if all(_rests_on_name(v) for v in device_inputs):
             hint = " (its input is taken to be on the device only from a variable's name)"

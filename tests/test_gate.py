@@ -202,23 +202,23 @@ def _detection_digest(code: str) -> str:
 # The rules' detection code when their gates were last derived from it (devicelint/gate.py).
 GATES_DERIVED_FROM = {
     "DL001": "45caef6372b4",
-    "DL002": "af5345634689",
+    "DL002": "e2e3bb8ef619",
     "DL003": "246eda09a51f",
-    "DL004": "689f2868b5fc",
+    "DL004": "c33840b014f2",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
-    "DL007": "a61112d50a59",
-    "DL008": "2a15e54e8861",
-    "DL009": "a4ed506e2c17",
-    "DL010": "538c817049a4",
+    "DL007": "5b1794f1b3f9",
+    "DL008": "d9fc976692cd",
+    "DL009": "f3f7d38e4d08",
+    "DL010": "ed35fb7f697b",
     "DL011": "5035fd3532c1",
     "DL012": "9bbd6580f331",
-    "DL013": "feb45aab71c0",
+    "DL013": "ed7a868d6de0",
     "DL014": "8cd1d637754e",
     "DL015": "2243e9009d60",
-    "DL016": "6ed0bb3148ea",
-    "DL017": "488c2226a8d1",
-    "DL018": "e87e439d4d2f",
+    "DL016": "0c1da4dee16e",
+    "DL017": "cf2c8ebb9257",
+    "DL018": "9cefab6b8502",
 }
 
 
