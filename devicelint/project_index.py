@@ -1005,6 +1005,7 @@ class FileView:
             target = self.index.module_named(star, module)
             if target is None or not self.index.ready(target):
                 return None  # third-party or unreadable: what it binds is not known
+            self.index._note_module(target.path, target)  # its facts decide, found or not
             exported = self.index.exports(target)
             if exported is None:
                 return None

@@ -25,3 +25,19 @@ def test_without_the_index_a_star_import_binds_nothing(tmp_path):
     (tmp_path / "alone.py").write_text(source, encoding="utf-8")
     run = lint_paths([str(tmp_path / "alone.py")], Overrides(), use_cache=False, jobs=1)
     assert not [f for f in run.findings if f.code == "DL007"]
+
+
+def test_a_cached_result_follows_an_edit_of_the_star_imported_module(tmp_path):
+    """The importing file's cached findings rest on what the star-imported module binds:
+    adding `import torch` there re-lints the importer, which then finds the fill."""
+    (tmp_path / "bad_star_torch.py").write_text((ROOT / "bad_star_torch.py").read_text(encoding="utf-8"))
+    helpers = (ROOT / "helpers.py").read_text(encoding="utf-8")
+    (tmp_path / "helpers.py").write_text(helpers.replace("import torch\n", "import numpy as torch\n", 1))
+
+    def dl007():
+        run = lint_paths([str(tmp_path)], Overrides(), use_cache=True, jobs=1)
+        return {(Path(f.path).name, f.line) for f in run.findings if f.code == "DL007"}
+
+    assert dl007() == set()  # `torch` is NumPy there: not followed as torch
+    (tmp_path / "helpers.py").write_text(helpers)
+    assert dl007() == {("bad_star_torch.py", 9)}
