@@ -836,8 +836,8 @@ class SemanticModel:
         if kind is cst.Set:
             return Value(Kind.SEQUENCE, element=join_all(self.value(e.value) for e in node.elements))
         if kind is cst.Dict:
-            values = [self.value(e.value) for e in node.elements if isinstance(e, cst.DictElement)]
-            return Value(Kind.MAPPING, element=join_all(values) if values else UNKNOWN, node=node)
+            values = (self.value(e.value) for e in node.elements if isinstance(e, cst.DictElement))
+            return Value(Kind.MAPPING, element=join_all(values), node=node)  # UNKNOWN when empty
         if kind is cst.ListComp or kind is cst.GeneratorExp or kind is cst.SetComp:
             element = self.value(node.elt)
             walked = self.value(node.for_in.iter)
@@ -1163,7 +1163,7 @@ class SemanticModel:
             return spawned if not args else None
         if not args or any(arg is None for arg in args):
             return None
-        return join_all([self.value(arg) for arg in args])
+        return join_all(self.value(arg) for arg in args)  # stops at the first "unknown"
 
     def _passed_arguments(self, function, param: cst.Param) -> Optional[tuple[list, tuple, Optional[int]]]:
         """What each call of `function` in this file passes for `param` (its default where a
@@ -1676,8 +1676,10 @@ class SemanticModel:
             # What it returns where a GPU is there: `if torch.cuda.is_available(): return
             # torch.device("cuda")` then `return torch.device("cpu")` gives the GPU.
             returns = [r for r in flow.returns if self.on_gpu_path(r)] or flow.returns
-            values = [self.value(r.value) if r.value is not None else NONE for r in returns]
-            result = join_all(values) if values else NONE
+            # Lazily: join_all stops at the first "unknown", and the later returns' values
+            # are not computed for nothing.
+            result = join_all(self.value(r.value) if r.value is not None else NONE
+                              for r in returns) if returns else NONE
         return result
 
     def summary(self, function: cst.FunctionDef):
