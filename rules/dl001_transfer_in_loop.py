@@ -47,6 +47,12 @@ class TransferInLoop(Rule):
     device argument the code does not define (a parameter called `device` with no call site
     or annotation): it is taken for a device, and the message says it rests on the name.
 
+    An index selects one row when it is one integer (a number, a 0-d tensor or array, an
+    element of `np.random.permutation(n)`); indexing with an array or list of indices, a
+    boolean mask or a slice (`x[order]`, `x[mask]`, `x[i:i + bs]`) moves many rows at once,
+    and an index the model cannot tell is taken for a row only when it is the loop's own
+    counter (`for i in range(...)`, `enumerate`).
+
     It stays silent on moving one whole batch per DataLoader iteration, on the pieces of
     `split`/`chunk` (bounded-memory chunks), on dtype-only conversions
     (`.to(torch.float16)`), on values already on the device, on loops over the keys or
@@ -197,15 +203,23 @@ class TransferInLoop(Rule):
         if value.place is Place.DEVICE or value.kind is Kind.MODULE or value.origin in (Origin.BATCH, Origin.CHUNK):
             return None
 
-        def follow(_name: cst.Name, d: Def) -> bool:
+        # The indices of host data that selects several rows (`x[mask]`, `x[order]`): they
+        # choose the rows, they are not copied, so a loop over them is no row loop.
+        selectors: set[int] = set()
+
+        def follow(name: cst.Name, d: Def) -> bool:
             # A value that is on the device, a module or a whole batch carries no row
             # copied here.
+            if id(name) in selectors:
+                return False
             bound = sem.def_value(d)
             return not (bound.place is Place.DEVICE or bound.kind is Kind.MODULE
                         or bound.origin in (Origin.BATCH, Origin.CHUNK))
 
         region = loops[-1]
         for node, d in dataflow.data_nodes(sem, moved, region, follow=follow):
+            if id(node) in selectors:
+                continue
             if d is not None and d.kind in ("for", "comp"):
                 if self._loop_of(d) in loops:
                     coll = self._walked_row(d)
@@ -215,6 +229,8 @@ class TransferInLoop(Rule):
                 coll = self._indexed_row(node, loops)
                 if coll is not None:
                     return coll
+                if host_collection(sem.value(node.value)):
+                    selectors.update(id(inner) for inner in _subtree(node.slice))
         return None
 
     def _loop_of(self, d: Def) -> Optional[cst.CSTNode]:
@@ -276,15 +292,55 @@ class TransferInLoop(Rule):
         if row.kind is Kind.TENSOR and base.kind is Kind.TENSOR and row.rank is not None \
                 and base.rank is not None and row.rank >= base.rank:
             return None  # a slice, not a row
+        changes = False
         for element in subscript.slice:
             inner = element.slice
             if isinstance(inner, cst.Slice):
                 return None  # `x[i:i + 4]`: several rows
+            if not self._one_integer(inner.value, loops):
+                return None  # an index array, a list of indices, a mask: several rows at once
             for name in dataflow.reads(sem, inner):
                 for loop in loops:
                     if any(d.node is not None and dataflow.within(sem, d.node, loop) for d in sem.defs(name)):
-                        return subscript.value
-        return None
+                        changes = True
+        return subscript.value if changes else None
+
+    def _one_integer(self, index: cst.BaseExpression, loops: list) -> bool:
+        """Whether `index` is one integer, so that `x[index]` selects one row: a number, a
+        0-d tensor or array; when the model does not know, only the counter of one of
+        `loops` (`for i in range(...)`, `enumerate`'s count). An array, a list or a mask
+        selects many rows, and an unknown index is not taken for a row."""
+        value = self.ctx.semantic.value(index)
+        if isinstance(index, cst.Integer) or value.kind is Kind.NUMBER:
+            return True
+        if value.kind in (Kind.TENSOR, Kind.ARRAY) and value.rank is not None:
+            return value.rank == 0
+        if value.kind is not Kind.UNKNOWN or not isinstance(index, cst.Name):
+            return False
+        defs = self.ctx.semantic.defs(index)
+        return bool(defs) and all(
+            d.kind in ("for", "comp") and self._loop_of(d) in loops and self._counts(d.value, list(d.path))
+            for d in defs)
+
+    def _counts(self, iterable: cst.BaseExpression, path: list[int]) -> bool:
+        """Whether a loop target at unpacking `path` is a counter: an element of `range(...)`
+        or `enumerate`'s count, through pass-through wrappers (`tqdm`, ...)."""
+        sem = self.ctx.semantic
+        node = iterable
+        while isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Name) and sem.defs(func):
+                return False  # the file's own function shadows the builtin
+            name = sem.qualname(func) or dotted_name(func) or ""
+            args = [a.value for a in node.args if a.keyword is None and not a.star]
+            if name == "range":
+                return not path
+            if name == "enumerate" and args:
+                return path == [0]
+            if name not in _PASS_THROUGH or not args:
+                return False
+            node = args[0]
+        return False
 
     # -- the fix -------------------------------------------------------------------------
     def hoist_fix(self, call: cst.Call, moved: cst.BaseExpression):
@@ -502,6 +558,19 @@ def _row_count_of(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     ):
         return node.value.value
     return None
+
+
+def _subtree(nodes) -> list[cst.CSTNode]:
+    """Every node under the subscript elements `nodes`, themselves included."""
+    from devicelint.context import children
+
+    found: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = list(nodes)
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        stack.extend(children(current))
+    return found
 
 
 def _names_outside(scope: cst.CSTNode, inside: cst.CSTNode, names: set[str]) -> bool:

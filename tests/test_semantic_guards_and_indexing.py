@@ -164,3 +164,24 @@ def test_a_literal_flag_that_guards_a_move_to_the_device_is_a_gpu_flag():
     assert [sem.value(a.value).place for a in call.args] == [Place.DEVICE, Place.DEVICE]
     double = nodes(ctx, cst.Call, "x.double()")[0]
     assert not sem.on_gpu_path(double)
+
+
+def test_numpy_index_arrays_are_one_dimensional():
+    # `np.random.permutation(n)` / `np.arange(n)` are 1-D: indexing with one selects many
+    # rows, indexing with one of their elements selects one row (DL001).
+    from tests.test_semantic import value_at
+
+    source = """
+    import numpy as np
+    def f(n, data):
+        order = np.random.permutation(len(data))  # perm
+        unknown = np.random.permutation(n)  # unknown
+        steps = np.arange(0, n, 4)  # steps
+        one = order[2]  # one
+        noise = np.random.rand(n, 4)  # noise
+    """
+    assert value_at(source, "perm").rank == 1
+    assert value_at(source, "steps").rank == 1
+    assert value_at(source, "one").rank == 0
+    assert value_at(source, "noise").rank is None
+    assert value_at(source, "unknown").rank is None  # `n` may be a number or an array

@@ -269,8 +269,14 @@ def apply_rank(spec, first: Optional[Value], call: cst.Call, model) -> Optional[
             if all(isinstance(i, int) for i in ints) and len(args) == 2:
                 return (max(ints[1] - ints[0] + 1, 0),)
             return (None,)
-        if name in ("torch.linspace", "torch.logspace", "torch.randperm"):
+        if name in ("torch.linspace", "torch.logspace", "torch.randperm", "numpy.arange", "numpy.linspace"):
             return (None,)
+        if name == "numpy.random.permutation" and args:
+            # a shuffled `arange(n)` for a number, a shuffled copy of an array
+            inner = model.value(args[0])
+            if inner.kind is Kind.NUMBER:
+                return (None,)
+            return inner.shape if inner.kind in (Kind.TENSOR, Kind.ARRAY) else None
         if name == "torch.eye" and args:
             n = size_of(args[0], model)
             return (n, n)
@@ -419,13 +425,10 @@ def apply_layout(spec, first: Optional[Value], call: cst.Call, model, name: str,
             return (Layout(CONTIGUOUS.state, strides=strides) if strides else CONTIGUOUS), shape
         return UNKNOWN_LAYOUT, shape
     short = name.rsplit(".", 1)[-1]
-    if rule in ("transpose", "permute", "expand", "narrow"):
-        # The op as a message shows it: only these rules keep it (printing arguments back
-        # to source text for every call cost more than the rest of the layout).
-        label = f".{short}({', '.join(model.ctx.code(a.value) for a in call.args if not a.keyword)})" \
-            if not name.startswith("torch.") else f"{name.replace('torch.', '')}(...)"
-        if name.startswith("torch.") and call.args:
-            label = f".{short}({', '.join(model.ctx.code(a.value) for a in call.args[1:] if not a.keyword)})"
+    label = f".{short}({', '.join(model.ctx.code(a.value) for a in call.args if not a.keyword)})" \
+        if not name.startswith("torch.") else f"{name.replace('torch.', '')}(...)"
+    if name.startswith("torch.") and call.args:
+        label = f".{short}({', '.join(model.ctx.code(a.value) for a in call.args[1:] if not a.keyword)})"
     if rule in ("transpose", "permute"):
         if rule == "transpose" and short == "t" and first.rank is None and first.layout.contiguous \
                 and isinstance(call.func, cst.Attribute) \
