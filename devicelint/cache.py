@@ -464,7 +464,8 @@ def pack(finding: dict) -> Optional[list]:
     row.append(finding.get("cell_line"))
     related = finding.get("related")
     if related:
-        row.append([[r.get("line"), r.get("column"), r.get("message"), r.get("path")] for r in related])
+        row.append([[r.get("line"), r.get("column"), r.get("message"), r.get("path")]
+                    + ([r["cell"], r.get("cell_line")] if "cell" in r else []) for r in related])
     return row if unpack(row) is not None else None
 
 
@@ -508,20 +509,25 @@ def unpack(row: Any) -> Optional[dict]:
 
 
 def _related(rows: Any) -> Optional[list]:
-    """The related locations of a stored row (each [line, column, message, path or None])."""
+    """The related locations of a stored row (each [line, column, message, path or None],
+    and in a notebook [..., cell, line within the cell])."""
     if type(rows) is not list or not rows:
         return None
     found = []
     for item in rows:
-        if type(item) is not list or len(item) != 4:
+        if type(item) is not list or len(item) not in (4, 6):
             return None
-        line, column, message, path = item
+        line, column, message, path = item[:4]
         if not (_count(line) and _count(column) and type(message) is str
                 and (path is None or type(path) is str)):
             return None
         entry = {"line": line, "column": column, "message": message}
         if path is not None:
             entry["path"] = path
+        if len(item) == 6:
+            if not (_count(item[4]) and _count(item[5])):
+                return None
+            entry["cell"], entry["cell_line"] = item[4], item[5]
         found.append(entry)
     return found
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 import libcst as cst
 
 from devicelint.names import ImportTable, dotted_name
+from devicelint.notebook import line_reference, lines_reference
 from devicelint.source import split_lines
 from devicelint.tree import (  # noqa: F401 - children: for rules
     FIELDS, NODE_TYPE, child_fields, children, field_reader, is_node, walk_descendants,
@@ -73,12 +74,14 @@ class Report:
 class FileContext:
     def __init__(self, path: str, source: str, module: cst.Module,
                  disk_path: Optional[str] = None,
-                 starts: Optional[list[tuple[int, int]]] = None) -> None:
+                 starts: Optional[list[tuple[int, int]]] = None,
+                 locate: Optional[Callable[[int], Optional[tuple[int, int]]]] = None) -> None:
         self.path = path  # what findings name: relative to the project root in a run
         self.disk_path = path if disk_path is None else disk_path  # where the file is read
         self.source = source
         self.module = module
         self.imports = ImportTable()
+        self._star_names: dict[str, Optional[str]] = {}
         self.reports: list[Report] = []
         self._info: dict[int, tuple[Optional[cst.CSTNode], int, cst.CSTNode]] = {}
         self._positions = None
@@ -100,6 +103,9 @@ class FileContext:
         self._orders_by_type: dict[type, list[int]] = {}
         self._by_type: dict[type, list[cst.CSTNode]] = {}
         self._semantic = None
+        # A notebook's cell map (devicelint.notebook.Notebook.locate): line of `source` ->
+        # (cell, line within the cell); None for a Python file. Messages name lines by it.
+        self.locate = locate
 
     def release(self) -> None:
         """Once the findings are made: drop what ties the file's objects into reference
@@ -441,9 +447,20 @@ class FileContext:
         return names
 
     # -- names -----------------------------------------------------------------------
+    def _star_name(self, name: str) -> Optional[str]:
+        """What `name`, bound only by `from m import *` of a local module m, stands for
+        outside the project (`torch` through utils.py's `import torch`), from the run's
+        project index (devicelint/project_index.py, FileView.star_name); None without one."""
+        if name not in self._star_names:
+            from devicelint import project_index
+
+            view = project_index.view_for(self.path, type(self), self)
+            self._star_names[name] = view.star_name(name) if view is not None else None
+        return self._star_names[name]
+
     def qualname(self, node: cst.CSTNode) -> Optional[str]:
         """`torch.nn.DataParallel` for `nn.DataParallel`, `DP`, ...; None if not imported."""
-        return self.imports.resolve(node)
+        return self.imports.resolve(node, self._star_name)  # a bound method per call: no cycle kept
 
     def bindings(self, scope: cst.CSTNode) -> dict[str, list[Binding]]:
         """Every binding made directly in `scope` (not in nested functions/classes), in
@@ -489,6 +506,20 @@ class FileContext:
         while node is not None and node is not self.module:
             top, node = node, self.parent(node)
         return top if node is self.module else None
+
+    def line_ref(self, where: cst.CSTNode | int) -> str:
+        """How a message names a line of this file (a node's first line, or a line number):
+        `line 12`; in a notebook `cell 4:2`, the cell and the line within it, as the
+        reporters print a finding's own position (the virtual source's line numbers mean
+        nothing to a reader of the notebook)."""
+        return line_reference(self._line_of(where), self.locate)
+
+    def lines_ref(self, wheres, word: str = "lines") -> str:
+        """`lines 3, 5` (in the order given, after `word`); in a notebook `cells 2:1, 3:4`."""
+        return lines_reference([self._line_of(where) for where in wheres], self.locate, word)
+
+    def _line_of(self, where: cst.CSTNode | int) -> int:
+        return where if isinstance(where, int) else self.position(where)[0]
 
     @property
     def lines(self) -> list[str]:

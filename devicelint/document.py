@@ -39,14 +39,23 @@ class Document:
         """(cell, line within the cell) of a line of `text`; None outside a notebook."""
         return self.notebook.locate(line) if self.notebook is not None else None
 
+    def locator(self) -> Optional[notebooks.Locate]:
+        """The notebook's cell map, for messages that name lines (engine.lint_source)."""
+        return self.notebook.locate if self.notebook is not None else None
+
     def annotate(self, findings: Iterable[Finding]) -> None:
-        """Give notebook findings their cell positions (`cell`, `cell_line`)."""
+        """Give notebook findings their cell positions (`cell`, `cell_line`), and so their
+        related locations in the notebook itself (those in another file name their `path`)."""
         if self.notebook is None:
             return
         for finding in findings:
             where = self.notebook.locate(finding.line)
             if where is not None:
                 finding.cell, finding.cell_line = where
+            for related in finding.related:
+                where = None if "path" in related else self.notebook.locate(related["line"])
+                if where is not None:
+                    related["cell"], related["cell_line"] = where
 
 
 def is_notebook(path: str) -> bool:

@@ -19,7 +19,7 @@ from devicelint.diagnostics import SYNTAX_ERROR, UNUSED_SUPPRESSION, diagnostic,
 from devicelint.document import Document
 from devicelint.finding import Finding, Fix
 from devicelint.gate import gated
-from devicelint.notebook import blank_magics
+from devicelint.notebook import Locate, blank_magics
 from devicelint.project_index import BIG_MODULE_CHARS, parsed_tree, top_level_pieces
 from devicelint.rule import Rule, RuleMeta, all_rules, rule_catalog, rule_class, rule_codes
 from devicelint.source import split_lines
@@ -58,7 +58,8 @@ def _syntax_error(path: str, error: Exception, source: str) -> Finding:
 def lint_source(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], *,
                 honour_noqa: bool = True, disk_path: Optional[str] = None,
                 parse: Optional[Callable[[str], cst.Module]] = None,
-                starts: Optional[Callable[[cst.Module], Optional[list]]] = None) -> FileResult:
+                starts: Optional[Callable[[cst.Module], Optional[list]]] = None,
+                locate: Optional[Locate] = None) -> FileResult:
     """Lint one file's text with the given (enabled) rules: classes, or catalogue entries
     (devicelint.rule.RuleMeta) imported only if the text holds their tokens. `honour_noqa=False`
     leaves `# noqa` comments to the caller (the flake8 plugin: flake8 applies them).
@@ -67,14 +68,16 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], 
     turns the text into libcst's tree, raising as safe_parse.parse_module does (the
     language server's incremental re-parse, devicelint.incremental); `starts`: the (line,
     column) where each of the tree's top-level statements begins, when the caller knows
-    (FileContext). Neither is used for a module linted in pieces."""
+    (FileContext). Neither is used for a module linted in pieces. `locate`: a notebook's
+    cell map (devicelint.notebook.Notebook.locate), by which messages name the lines they
+    cite as `cell 4:2` (FileContext.line_ref)."""
     if skips_file(source):
         return FileResult(path, [])
     active = rules_for(source, rules)
     if active and len(source) > BIG_MODULE_CHARS:
         pieces = top_level_pieces(source)
         if pieces is not None and len(pieces) > 1:
-            return _lint_in_pieces(path, source, pieces, rules, honour_noqa, disk_path)
+            return _lint_in_pieces(path, source, pieces, rules, honour_noqa, disk_path, locate)
     if active:
         # The rules that may report anything here, decided with `ast` (devicelint/gate.py).
         active = gated(path, source, active)
@@ -89,11 +92,12 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], 
     # One module at a time (each piece of a big one on its own, so that memory follows the
     # piece), with the cyclic collector paused (devicelint/collector.py).
     with collector.paused():
-        return _lint_module(path, source, rules, active, honour_noqa, disk_path, parse, starts)
+        return _lint_module(path, source, rules, active, honour_noqa, disk_path, parse, starts, locate)
 
 
 def _lint_module(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], active: list[type[Rule]],
-                 honour_noqa: bool, disk_path: Optional[str], parse=None, starts=None) -> FileResult:
+                 honour_noqa: bool, disk_path: Optional[str], parse=None, starts=None,
+                 locate: Optional[Locate] = None) -> FileResult:
     # A tree the project index parsed already, for another file's question about this one.
     module = parsed_tree(path, source) if parse is None else None
     try:
@@ -101,7 +105,7 @@ def _lint_module(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta],
             module = (parse or safe_parse.parse_module)(source)  # libcst's, guarded against stack overflow
     except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError) as error:
         return FileResult(path, [_syntax_error(path, error, source)])
-    ctx = FileContext(path, source, module, disk_path, starts(module) if starts else None)
+    ctx = FileContext(path, source, module, disk_path, starts(module) if starts else None, locate)
     visitors: dict[str, list] = {}
     leavers: dict[str, list] = {}
     for rule_cls in active:
@@ -123,7 +127,7 @@ def _lint_module(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta],
 
 
 def _lint_in_pieces(path: str, source: str, pieces: list[tuple[int, str]], rules: Sequence[type[Rule] | RuleMeta],
-                    honour_noqa: bool, disk_path: Optional[str]) -> FileResult:
+                    honour_noqa: bool, disk_path: Optional[str], locate: Optional[Locate] = None) -> FileResult:
     """A module over BIG_MODULE_CHARS, linted one group of top-level statements at a time
     (devicelint.project_index.top_level_pieces), so that peak memory follows the largest
     piece, not the file: libcst's tree of a 4.7 MB file alone takes well over 1 GB. Each
@@ -147,7 +151,7 @@ def _lint_in_pieces(path: str, source: str, pieces: list[tuple[int, str]], rules
             prelude, gap = [], first_line - 1
         padding = '"""' + "\n" * (gap - 1) + '"""\n' if gap > 0 else ""
         result = lint_source(path, "".join(prelude) + padding + piece, rules,
-                             honour_noqa=honour_noqa, disk_path=disk_path)
+                             honour_noqa=honour_noqa, disk_path=disk_path, locate=locate)
         for finding in result.findings:
             if finding.line >= first_line:
                 findings.append(finding)
@@ -335,7 +339,7 @@ def lint_document(document: Document, display: str, rules: Sequence[type[Rule] |
     gain their cell positions; a notebook cell that does not parse is reported on its own and
     the other cells are still linted."""
     result = lint_source(display, document.text, rules, honour_noqa=honour_noqa,
-                         disk_path=document.path)
+                         disk_path=document.path, locate=document.locator())
     if document.notebook is not None:
         if any(f.code == SYNTAX_ERROR for f in result.findings):
             result = _without_broken_cells(document, display, rules, honour_noqa)
@@ -358,7 +362,8 @@ def _without_broken_cells(document: Document, display: str, rules: Sequence[type
             finding.end_line += cell.start - 1
             errors.append(finding)
             parts.append("".join("\n" for _ in cell.lines))
-    result = lint_source(display, "".join(parts), rules, honour_noqa=honour_noqa)
+    result = lint_source(display, "".join(parts), rules, honour_noqa=honour_noqa,
+                         locate=document.locator())
     result.findings = sorted(result.findings + errors, key=Finding.sort_key)
     return result
 

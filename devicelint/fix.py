@@ -107,13 +107,15 @@ def fix_text(
     keep: Callable[[Finding], bool] = lambda finding: True,
     max_rounds: int = MAX_ROUNDS,
     lint_path: Optional[str] = None,
+    locate=None,
 ) -> TextFix:
     """Apply the fixes that `accept` allows until none is left (see the module docstring).
     `keep` filters findings as the run does (enabled codes, per-file ignores). Rules see
-    `lint_path` (the path relative to the project root, as in the run) if given."""
+    `lint_path` (the path relative to the project root, as in the run) if given; `locate`: a
+    notebook's cell map (messages name lines by it, devicelint.engine.lint_source)."""
 
     def lint(source: str) -> list[Finding]:
-        found = lint_source(lint_path or path, source, rules, disk_path=path).findings
+        found = lint_source(lint_path or path, source, rules, disk_path=path, locate=locate).findings
         for finding in found:
             finding.path = path
         return [f for f in found if keep(f)]
@@ -363,7 +365,7 @@ def _fix_file(path, rules, accept, keep, diff_only, max_rounds, outcome, lint_pa
     except (OSError, ValueError) as error:
         outcome.messages.append(f"{path}: not fixed: {error}")
         return None
-    fixed = fix_text(path, document.text, rules, accept, keep, max_rounds, lint_path)
+    fixed = fix_text(path, document.text, rules, accept, keep, max_rounds, lint_path, document.locator())
     document.annotate(fixed.findings)
     outcome.messages.extend(fixed.messages)
     if fixed.text == document.text:

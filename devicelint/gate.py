@@ -552,6 +552,12 @@ def gated(path: str, source: str, rules: list) -> list:
     the gate is off, or when the file cannot be read with `ast`)."""
     if not enabled() or not any(getattr(r, "gate", None) is not None for r in rules):
         return rules
+    if _CUDA_OR_DEVICE.search(source):
+        # The text names a device or CUDA: the file is very likely parsed anyway (DL015's and
+        # DL002's gates need only that), and the gate's `ast` parse and walk would cost more
+        # than the rules it leaves out (timm: CPU 17.4 -> 21.1 s with every file gated).
+        # Every rule runs, as without the gate.
+        return rules
     # `ast` trees hold no cycles: the cyclic collector would only re-examine, again and
     # again, what the run keeps alive (devicelint/collector.py).
     with collector.paused():
@@ -559,6 +565,9 @@ def gated(path: str, source: str, rules: list) -> list:
         if facts is None:
             return rules
         return [r for r in rules if r.gate is None or r.gate(facts)]
+
+
+_CUDA_OR_DEVICE = re.compile(r"device|cuda", re.I)
 
 
 def _dotted(node: ast.AST) -> Optional[str]:

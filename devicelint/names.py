@@ -59,13 +59,17 @@ class ImportTable:
                 bound = alias.asname.name.value
             self.aliases[bound] = f"{module}.{name}" if module else name
 
-    def resolve(self, node: cst.CSTNode) -> Optional[str]:
-        """Qualified name of an expression built from imported names, else None."""
+    def resolve(self, node: cst.CSTNode, star_lookup=None) -> Optional[str]:
+        """Qualified name of an expression built from imported names, else None.
+        `star_lookup(name)`: what a star import of a local module binds `name` to outside
+        the project, or None (FileContext passes the project index's answer)."""
         dotted = dotted_name(node)
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")
         target = self.aliases.get(head)
+        if target is None and self.star_modules and star_lookup is not None:
+            target = star_lookup(head)
         if target is None:
             if self.star_modules and head[:1].isupper():
                 target = f"{self.star_modules[-1]}.{head}"

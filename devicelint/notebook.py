@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from devicelint.source import LINE_BREAK_RE, read_regular, split_lines
 
@@ -64,6 +64,26 @@ class Notebook:
             if cell.start <= line < cell.start + len(cell.lines):
                 return cell
         return None
+
+
+Locate = Callable[[int], Optional[tuple[int, int]]]
+
+
+def line_reference(line: int, locate: Optional[Locate] = None) -> str:
+    """How a message names a line of the linted text: `line 238`, or, given a notebook's
+    cell map (Notebook.locate), `cell 39:23`: the cell and the line within it, in the form
+    the reporters give a finding's own position (`train.ipynb:cell 39:23:5:`)."""
+    where = locate(line) if locate is not None else None
+    return f"line {line}" if where is None else f"cell {where[0]}:{where[1]}"
+
+
+def lines_reference(lines: Sequence[int], locate: Optional[Locate] = None, word: str = "lines") -> str:
+    """`lines 3, 5` (`word` first); in a notebook `cells 2:1, 3:4` (the plain form if a
+    line is in no cell)."""
+    places = [locate(line) for line in lines] if locate is not None else []
+    if not places or None in places:
+        return f"{word} " + ", ".join(str(line) for line in lines)
+    return "cells " + ", ".join(f"{cell}:{within}" for cell, within in places)
 
 
 def _cell_text(cell: dict) -> str:
@@ -378,6 +398,18 @@ def viewer_region(finding) -> tuple[int, int, int, int]:
     if end is None or end < start:
         end = (start[0], start[1] + 1)
     return start[0], start[1], end[0], end[1]
+
+
+def related_region(finding, related: dict) -> tuple[int, int]:
+    """(line, column) to give viewers that open the file itself for a related location: in
+    a notebook, where its cell line is stored in the .ipynb JSON (as viewer_region)."""
+    where = (related["line"], related["column"])
+    if related.get("cell") is None:
+        return where
+    path = related.get("path", finding.path)
+    if not path.endswith(NOTEBOOK_SUFFIX):
+        return where
+    return file_position(path, related["cell"], related["cell_line"], related["column"]) or where
 
 
 def cells_of(notebook: Notebook, new_text: str) -> dict[int, list[str]]:

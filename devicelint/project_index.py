@@ -14,6 +14,8 @@ file (`index.view(path)`):
 - which names reach a class of another file that derives from `nn.Module` (through bases in
   other modules and package `__init__` re-exports): `view.is_module_class(qualname)`;
 - what a module-level alias stands for: `view.alias("d2l.zeros") == "torch.zeros"`;
+- what a name bound only by `from m import *` of a local module stands for outside the
+  project (m's `__all__`, else its public names): `view.star_name("torch") == "torch"`;
 - which function of another file a call runs, and that file's own semantic model, built on
   first use and kept for the run: `view.function(qualname) -> (SemanticModel, FunctionDef)`.
 
@@ -128,6 +130,7 @@ class ProjectIndex:
         # with `ast` whole: a function asked about once the module's `ast` is dropped is
         # parsed alone, not with its module.
         self._spans: dict[str, dict[str, tuple[int, int]]] = {}
+        self._exports: dict[str, object] = {}  # module -> ProjectIndex.exports
         # may_reach's memos: the highest directory a lookup can find a module from (by its
         # path and the extra names a lookup may step through), and whether the directories
         # below one, as far as lookups can walk, hold no symbolic link.
@@ -467,6 +470,33 @@ class ProjectIndex:
         found = self._defs.get(module.path)
         if found is None:
             found = self._keep_defs(module, _module_body(module.text or "") or [])
+        return found
+
+    def exports(self, module: ModuleInfo):
+        """The names `from module import *` binds, as far as they are limited: the strings
+        of its `__all__` (a literal list or tuple at top level), True where it has none
+        (every public name), None where `__all__` is something else. Read from the text,
+        noted as a dependency on the whole module (`__all__` is not among its facts)."""
+        found = self._exports.get(module.path, False)
+        if found is False:
+            found = True
+            if "__all__" in (module.text or ""):
+                found = None
+                body = _module_body(module.text or "") or []
+                for statement in _top_level(body):
+                    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                            and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == "__all__" \
+                            and isinstance(statement.value, (ast.List, ast.Tuple)) \
+                            and all(isinstance(e, ast.Constant) and isinstance(e.value, str)
+                                    for e in statement.value.elts):
+                        found = frozenset(e.value for e in statement.value.elts)
+                    elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name) \
+                            and statement.target.id == "__all__":
+                        found = None  # extended: not a literal list
+                        break
+            self._exports[module.path] = found
+        if found is not True:
+            self._deps[("model", module.path)] = (self.identity(module), "")
         return found
 
     def function_def(self, module: ModuleInfo, function: str) -> Optional[ast.stmt]:
@@ -954,6 +984,42 @@ class FileView:
             return None
         found = self.index.resolve(self.module, dotted)
         return found.name if found is not None and found.kind == "external" else None
+
+    @_asked
+    def star_name(self, name: str) -> Optional[str]:
+        """The qualified name outside the project that `name` stands for when only a
+        `from m import *` of this file binds it, m a local module: Python binds m's `__all__`
+        if m defines one, else its names not starting with `_`, the modules m imports
+        among them (`from utils import *` with `import torch` in utils.py binds `torch`).
+        None when this file binds `name` itself, when a star import of a module not found
+        under the root (a third-party one) comes after (it may bind it), when m's `__all__`
+        is not a literal list of strings, or when the name is m's own (a class, a function,
+        a variable)."""
+        module = self.module
+        self.index._note_module(module.path, module)
+        if not module.stars or name.startswith("_") or name in module.imports or name in module.classes \
+                or name in module.functions or name in module.aliases or name in module.self_names \
+                or name in module.rebound:
+            return None
+        for star in reversed(module.stars):
+            target = self.index.module_named(star, module)
+            if target is None or not self.index.ready(target):
+                return None  # third-party or unreadable: what it binds is not known
+            self.index._note_module(target.path, target)  # its facts decide, found or not
+            exported = self.index.exports(target)
+            if exported is None:
+                return None
+            if exported is not True and name not in exported:
+                continue
+            if name in target.rebound:
+                return None
+            found = self.index.resolve(target, name)
+            if found is None:
+                if name in target.classes or name in target.functions or exported is not True:
+                    return None  # bound there, not to something outside the project
+                continue  # `__all__`-less m does not bind it: an earlier star may
+            return found.name if found.kind == "external" else None
+        return None
 
     @_asked
     def function(self, dotted: str):

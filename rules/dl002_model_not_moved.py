@@ -7,7 +7,8 @@ import libcst as cst
 from devicelint.rule import Rule
 from devicelint.runtime_spec import Find, RuntimeSpec, device_mismatch
 from devicelint.semantic import Kind, Place, Value
-from devicelint.semantic.modules import attribute_assignments, handed_off, holds_state, self_class
+from devicelint.semantic.modules import (
+    attribute_assignments, handed_off, holds_state, read_after_construction, self_class)
 
 _FILLS = ("append", "extend", "insert")
 _REGISTERS = ("add_module", "register_module")
@@ -31,7 +32,10 @@ class ModelNotMoved(Rule):
     Also flags submodules kept in a plain Python `list`, `tuple` or `dict` attribute of an
     `nn.Module` subclass (`self.blocks = [nn.Linear(8, 8) for _ in range(4)]`): they are not
     registered, so `model.to(device)`, `model.parameters()` and `model.state_dict()` all skip
-    them. Lists of parameter-free layers (activations, dropout, pooling) are not flagged.
+    them. Lists of parameter-free layers (activations, dropout, pooling) are not flagged,
+    nor a container read only while the instance is built (`__init__` and the methods only
+    it calls): a dict of candidate backbones that `__init__` picks one from into a
+    registered attribute is not what `forward` uses.
 
     Silent when the module is moved on any path the code shows (as a statement
     `model.to(device)`, by rebinding `model = model.cuda()`, inside a helper that returns
@@ -110,7 +114,7 @@ class ModelNotMoved(Rule):
         called = " ".join(self.ctx.code(func).split())
         where = ""
         if isinstance(module.node, cst.CSTNode):
-            where = f" (line {self.ctx.position(module.node)[0]})"
+            where = f" ({self.ctx.line_ref(module.node)})"
         hint = ""
         if all(_rests_on_name(v) for v in device_inputs):
             hint = " (its input is taken to be on the device only from a variable's name)"
@@ -133,6 +137,8 @@ class ModelNotMoved(Rule):
                 values = [d.value for _target, d in entries]
                 if not values or any(v is None or _plain_elements(v, attr) is None for v in values):
                     continue  # also assigned something else, e.g. an nn.ModuleList(...)
+                if not read_after_construction(sem, owner, attr):
+                    continue  # a lookup table of __init__: what it keeps is registered
                 fills = None
                 for _target, d in entries:
                     elements = _plain_elements(d.value, attr)

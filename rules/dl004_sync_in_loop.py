@@ -208,7 +208,7 @@ class SyncInLoop(Rule):
                             path, line, column = inner.where
                             place, at = f"{path}:{line}", (path, line, column)
                         else:
-                            place, at = f"line {ctx.position(inner.node)[0]}", inner.node
+                            place, at = ctx.line_ref(inner.node), inner.node
                         found.append((candidate, f"`{_called(candidate)}()` ({inner.what} at {place})", evidence))
                         self.related.setdefault(id(candidate), []).append(
                             (at, f"{inner.what} inside `{_called(candidate)}()`, run on every step"))

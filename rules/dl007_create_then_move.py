@@ -123,14 +123,14 @@ class CreateThenMove(Rule):
     message = "`{factory}(...)` creates a CPU tensor that is then copied to the device"
     hint = "pass `device=` to the factory"
     later_message = (
-        "`{factory}(...)` at line {line} creates a CPU tensor copied to the device "
+        "`{factory}(...)` at {line} creates a CPU tensor copied to the device "
         "here"
     )
     joined_message = (
-        "`{factories}` at lines {lines} create the CPU tensor copied to the device here"
+        "`{factories}` at {lines} create the CPU tensor copied to the device here"
     )
     helper_message = (
-        "`{call}()` creates a CPU tensor (`{factory}`, line {line}) copied to the device "
+        "`{call}()` creates a CPU tensor (`{factory}`, {line}) copied to the device "
         "here"
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
@@ -172,13 +172,13 @@ class CreateThenMove(Rule):
         lines = sorted({self.ctx.position(f)[0] for f in fill.factories})
         if fill.calls:
             callee = self.ctx.code(fill.calls[0].func).strip()
-            message = self.helper_message.format(call=callee, factory=label, line=line) + suffix
+            message = self.helper_message.format(call=callee, factory=label, line=self.ctx.line_ref(line)) + suffix
         elif len({id(name) for name, _ in fill.through}) < len(fill.through) and len(lines) > 1:
             message = self.joined_message.format(
                 factories="` / `".join(f"{name}(...)" for name in labels),
-                lines=", ".join(str(n) for n in lines)) + suffix
+                lines=self.ctx.lines_ref(lines)) + suffix
         elif fill.through and line != self.ctx.position(node)[0]:
-            message = self.later_message.format(factory=label, line=line) + suffix
+            message = self.later_message.format(factory=label, line=self.ctx.line_ref(line)) + suffix
         else:
             message = self.message.format(factory=label) + suffix
         fix = self._fix(node, fill)

@@ -76,7 +76,7 @@ class LoaderNotPinned(Rule):
     precision = "high"  # docs/audit.md: at least 20 judged cases, at least 95% right
     name = "loader-not-pinned"
     summary = "DataLoader feeding a GPU without `pin_memory=True`"
-    message = "DataLoader batches go to the GPU (line {line}: `{move}`) without `pin_memory=True`"
+    message = "DataLoader batches go to the GPU ({line}: `{move}`) without `pin_memory=True`"
     hint = "build the DataLoader with `pin_memory=True`"
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = ("DataLoader",)
@@ -99,7 +99,7 @@ class LoaderNotPinned(Rule):
             if len(text) > 50:
                 text = text[:47] + "..."
             # A copy in another file of the project (the loader is returned to it) names it.
-            line = f"{move.where[1]} of {move.where[0]}" if move.where else self.ctx.position(move.call)[0]
+            line = f"line {move.where[1]} of {move.where[0]}" if move.where else self.ctx.line_ref(move.call)
             message = self.message.format(line=line, move=text)
             if move.hint:
                 message += self.hint_message.format(target=self.ctx.code(move.call.args[0].value))

@@ -108,12 +108,12 @@ class NonBlockingUnpinned(Rule):
         sources = sem.batches.sources(data)
         if sources and all(s.pinned is False and not s.pinned_on_path for s in sources):
             lines = sorted({self.ctx.position(s.loader)[0] for s in sources})
-            where = ", ".join(str(line) for line in lines)
-            return f"a batch of the DataLoader at line {where}, built without `pin_memory=True`"
+            where = self.ctx.lines_ref(lines, word="line")
+            return f"a batch of the DataLoader at {where}, built without `pin_memory=True`"
         fill = dataflow.fresh_fill(sem, data)
         if fill is not None and not any(keyword_arg(part, "pin_memory") is not None for part in fill.factories):
-            return f"a tensor `{sem.qualname(fill.factories[0].func)}` filled on the host at line " \
-                f"{self.ctx.position(fill.factories[0])[0]}"
+            return f"a tensor `{sem.qualname(fill.factories[0].func)}` filled on the host at " \
+                f"{self.ctx.line_ref(fill.factories[0])}"
         return None
 
     def probe(run: ProbeRun, rec: LineRecord) -> dict:

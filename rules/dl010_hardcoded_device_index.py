@@ -342,8 +342,7 @@ class HardcodedDeviceIndex(Rule):
         ctx = self.ctx
         for statement in ctx.iter_nodes(cst.ImportFrom):
             if statement.relative:
-                return "a package module (relative import on line " \
-                    f"{ctx.position(statement)[0]})"
+                return f"a package module (relative import on {ctx.line_ref(statement)})"
         for target in ctx.imports.aliases.values():
             if target in PROCESS_CALLS or target == DISTRIBUTED_PREFIX \
                     or target.startswith(DISTRIBUTED_PREFIX + "."):
@@ -351,12 +350,10 @@ class HardcodedDeviceIndex(Rule):
         for call in ctx.iter_nodes(cst.Call):
             qual = ctx.qualname(call.func)
             if qual is not None and (qual in PROCESS_CALLS or qual.startswith(DISTRIBUTED_PREFIX + ".")):
-                line = ctx.position(call)[0]
-                return f"a file that calls `{qual}` (line {line}: several processes run it)"
+                return f"a file that calls `{qual}` ({ctx.line_ref(call)}: several processes run it)"
         for string in ctx.iter_nodes(cst.SimpleString):
             if "rank" in string.value.lower() and string_value(string) in LAUNCHER_STRINGS:
-                line = ctx.position(string)[0]
-                return (f"a file that reads `{string_value(string)}` (line {line}: a launcher "
+                return (f"a file that reads `{string_value(string)}` ({ctx.line_ref(string)}: a launcher "
                         "starts several processes)")
         if in_package_directory(ctx.disk_path):
             return "a package module (library code: its callers choose the device)"

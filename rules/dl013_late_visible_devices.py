@@ -143,8 +143,7 @@ class LateVisibleDevices(Rule):
             for site in self._call_sites(scope):
                 found = self._initialised_before(site, seen)
                 if found is not None:
-                    line = self.ctx.position(site)[0]
-                    return f"{found}, before `{scope.name.value}()` is called on line {line}"
+                    return f"{found}, before `{scope.name.value}()` is called on {self.ctx.line_ref(site)}"
         return None
 
     def _calls_in(self, scope: cst.CSTNode) -> list[cst.Call]:
@@ -202,7 +201,7 @@ class LateVisibleDevices(Rule):
         code = self.ctx.code(call)
         if len(code) > 40:
             code = code[:37] + "..."
-        return f"`{code}` on line {self.ctx.position(call)[0]}"
+        return f"`{code}` on {self.ctx.line_ref(call)}"
 
     def _cuda_target(self, node: Optional[cst.BaseExpression], depth: int = 0) -> bool:
         """A device that is CUDA whatever happens: "cuda", "cuda:1", an index,

@@ -123,33 +123,32 @@ class RepeatedTransfer(Rule):
     name = "repeated-transfer"
     summary = "The same host data copied to the device on every loop iteration, or a host↔device round trip"
     message = (
-        "`{call}` copies the same host data to the device every iteration (loop at line "
-        "{line})"
+        "`{call}` copies the same host data to the device every iteration (loop at {line})"
     )
     hint = "copy once before the loop and reuse it; keep values read back on the device"
     back_message = (
-        "`{call}` copies back to the host what line {line} copied to the device this "
+        "`{call}` copies back to the host what {line} copied to the device this "
         "iteration"
     )
     reupload_message = (
-        "`{call}` copies back to the device data read from it at line {line} "
+        "`{call}` copies back to the device data read from it at {line} "
         "(`{read}`)"
     )
     helper_trip_message = (
-        "`{call}(...)` copies to the device (line {copy}) data read back from it at line "
+        "`{call}(...)` copies to the device ({copy}) data read back from it at "
         "{line} (`{read}`)"
     )
     per_call_message = (
         "`{call}` copies the same host data to the device on every call of `{function}` "
-        "(line {line})"
+        "({line})"
     )
     call_message = (
-        "`{call}(...)` copies the same host data to the device on every call (line "
-        "{line}{where})"
+        "`{call}(...)` copies the same host data to the device on every call "
+        "({line})"
     )
     helper_message = (
         "`{call}` copies the same host data to the device on every call of `{function}` "
-        "(line {site} passes it, {again})"
+        "({site} passes it, {again})"
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", "device=", ".cpu(", ".fill_(")
@@ -255,9 +254,9 @@ class RepeatedTransfer(Rule):
             if again is None:
                 continue
             if isinstance(again, cst.FunctionDef):
-                where = f"run by `{again.name.value}` at line {self._line(again)}"
+                where = f"run by `{again.name.value}` at {self._line(again)}"
             else:
-                where = f"run by the loop at line {self._line(again)}"
+                where = f"run by the loop at {self._line(again)}"
             label = f".{call.func.attr.value}()"  # type: ignore[union-attr]
             self.report(call, self.helper_message.format(
                 call=label, function=function.name.value, site=self._line(site), again=where))
@@ -308,14 +307,14 @@ class RepeatedTransfer(Rule):
                 continue
             if not sem.on_gpu_path(call):
                 return
-            where = "" if other is sem else f" of {os.path.basename(other.ctx.path)}"
-            self.report(call, self.call_message.format(
-                call=self._short(call.func), line=other.ctx.position(upload.node)[0], where=where))
+            line = self._line(upload.node) if other is sem else \
+                f"line {other.ctx.position(upload.node)[0]} of {os.path.basename(other.ctx.path)}"
+            self.report(call, self.call_message.format(call=self._short(call.func), line=line))
             return
         for copy in copies:
             if self._passes_same_data(call, found[1], copy) and sem.on_gpu_path(call):
                 self.report(call, self.call_message.format(
-                    call=self._short(call.func), line=self._line(copy.node), where=""))
+                    call=self._short(call.func), line=self._line(copy.node)))
                 return
 
     def check_helper_round_trip(self, call: cst.Call) -> bool:
@@ -684,8 +683,9 @@ class RepeatedTransfer(Rule):
                    for node, _ in dataflow.data_nodes(sem, operand, region, depth=8))
 
     # -- messages --------------------------------------------------------------------------
-    def _line(self, node: cst.CSTNode) -> int:
-        return self.ctx.position(node)[0]
+    def _line(self, node: cst.CSTNode) -> str:
+        """`line 12`, or in a notebook `cell 4:2` (FileContext.line_ref)."""
+        return self.ctx.line_ref(node)
 
     def _short(self, node: cst.CSTNode) -> str:
         text = " ".join(self.ctx.code(node).split())

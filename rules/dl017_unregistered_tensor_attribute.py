@@ -109,7 +109,7 @@ class UnregisteredTensorAttribute(Rule):
     hint = "register it with `self.register_buffer(...)` (an `nn.Parameter` if it needs gradients)"
     moved_message = (
         "`self.{attr}` is a plain tensor attribute that `{method}` copies to the device "
-        "(line {line})"
+        "({line})"
     )
     buffer_remedy = "register it with `self.register_buffer(\"{attr}\", ..., persistent=False)`"
     parameter_remedy = "it requires gradients: make it an `nn.Parameter`"
@@ -336,7 +336,7 @@ class UnregisteredTensorAttribute(Rule):
         template = self.moved_message if use.moved_by_hand else self.message
         grad = _requires_grad(assign.value)
         remedy = self.parameter_remedy if grad else self.buffer_remedy.format(attr=attr)
-        text = template.format(attr=attr, method=use.method, line=self._line(use.node), remedy=remedy)
+        text = template.format(attr=attr, method=use.method, line=self.ctx.line_ref(use.node), remedy=remedy)
         replacement = None
         if not grad and len(assigns) == 1 and self._fixable(owner, init, assign, attr, methods):
             replacement = _register_buffer(_self_name(init), attr, assign.value)

@@ -126,7 +126,7 @@ class HostFillPerStep(Rule):
         "`{what}` draws on the host, copied to the device each step; keep its input on "
         "the device and draw there"
     )
-    helper_message = " (called at line {line})"
+    helper_message = " (called at {line})"
     tokens = ("Tensor", "copy_(", "numpy", "multinomial", "bernoulli", "poisson", "normal(")
 
     @staticmethod
@@ -152,8 +152,7 @@ class HostFillPerStep(Rule):
             return
         site = self._step_call_site(node)
         if site is not None:
-            line = self.ctx.position(site)[0]
-            self.report(node, text + self.helper_message.format(line=line))
+            self.report(node, text + self.helper_message.format(line=self.ctx.line_ref(site)))
 
     # -- what is made on the host --------------------------------------------------------
     def _legacy_cuda_fill(self, node: cst.Call) -> Optional[tuple[str, str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -225,3 +226,64 @@ def test_add_noqa_in_a_notebook(tmp_path: Path) -> None:
     assert after["cells"][1]["source"] == ["m = nn.DataParallel(net)  # wrap  # noqa: DL005\n", "%time m(x)"]
     assert after["cells"][0]["outputs"] == outputs
     assert devicelint(str(path), cwd=tmp_path).returncode == 0
+
+
+# -- messages that cite other lines name them by cell ---------------------------------------
+
+CELL_REFERENCES = FIXTURES / "notebooks" / "bad_cell_references.ipynb"
+
+
+def test_messages_name_other_lines_as_cell_and_line() -> None:
+    """A message citing another line of a notebook names it as the reporters name a
+    finding's position (`cell 3:1`), not by the merged source's line (`line 4`)."""
+    messages = {f.code: f.message for f in lint(CELL_REFERENCES)}
+    assert "`torch.zeros(...)` at cell 3:1 creates" in messages["DL007"]  # the factory, two cells up
+    assert "(`.item()` at cell 6:2)" in messages["DL004"]  # the helper, a cell up
+    assert "(loop at cell 8:2)" in messages["DL016"]
+    assert not any("line" in message for message in messages.values())
+
+
+def test_the_same_code_as_a_python_file_names_lines(tmp_path: Path) -> None:
+    path = tmp_path / "same.py"
+    path.write_text(load(CELL_REFERENCES.read_bytes()).source, encoding="utf-8")
+    messages = {f.code: f.message for f in lint(path)}
+    assert "`torch.zeros(...)` at line 4 creates" in messages["DL007"]
+    assert "(`.item()` at line 8)" in messages["DL004"]
+    assert "(loop at line 14)" in messages["DL016"]
+
+
+def test_text_output_and_fix_remainders_name_cells(tmp_path: Path) -> None:
+    result = devicelint(str(CELL_REFERENCES.relative_to(ROOT)))
+    assert ":cell 5:2:12: DL007 [*] `torch.zeros(...)` at cell 3:1 creates" in result.stdout
+    notebook = tmp_path / "nb.ipynb"
+    shutil.copy(CELL_REFERENCES, notebook)
+    fixed = devicelint("--fix", "nb.ipynb", cwd=tmp_path)  # DL007 fixed; DL004 and DL016 remain
+    assert "DL007" not in fixed.stdout and "(loop at cell 8:2)" in fixed.stdout, fixed.stdout
+
+
+def test_related_locations_in_a_notebook_name_cells_and_point_into_the_ipynb(tmp_path: Path) -> None:
+    raw = CELL_REFERENCES.read_text(encoding="utf-8").splitlines()
+    findings = json.loads(devicelint("--format", "json", str(CELL_REFERENCES.relative_to(ROOT))).stdout)
+    related = next(f["related"] for f in findings if f["code"] == "DL004")
+    assert [(r["cell"], r["cell_line"], r["column"]) for r in related] == [(6, 2, 12)]
+    sarif = json.loads(devicelint("--format", "sarif", str(CELL_REFERENCES.relative_to(ROOT))).stdout)
+    result = next(r for r in sarif["runs"][0]["results"] if r["ruleId"] == "DL004")
+    location, = result["relatedLocations"]
+    region = location["physicalLocation"]["region"]
+    assert raw[region["startLine"] - 1][region["startColumn"] - 1:].startswith("loss.item()")
+    assert location["properties"] == {"cell": 6, "cell_line": 2, "column": 12}
+    # A run served from the result cache gives the same related locations.
+    shutil.copy(CELL_REFERENCES, tmp_path / "nb.ipynb")
+    runs = [subprocess.run([sys.executable, "-m", "devicelint", "--format", "json", "nb.ipynb"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120).stdout for _ in range(2)]
+    assert runs[0] == runs[1] and '"cell_line": 2' in runs[1]
+
+
+def test_line_references() -> None:
+    from devicelint.notebook import line_reference, lines_reference
+
+    cells = {4: (3, 1), 8: (6, 2)}.get
+    assert line_reference(4) == "line 4" and line_reference(4, cells) == "cell 3:1"
+    assert line_reference(5, cells) == "line 5"  # not in a code cell: the line itself
+    assert lines_reference([4, 8]) == "lines 4, 8" and lines_reference([4, 8], None, "line") == "line 4, 8"
+    assert lines_reference([4, 8], cells) == "cells 3:1, 6:2"

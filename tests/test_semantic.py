@@ -743,3 +743,25 @@ def test_what_a_value_is_known_to_be_asked_first_is_not_lost_when_asked_later(mo
             assert later.kind is first.kind, ctx.code(node)
         if first.place is not Place.UNKNOWN:
             assert later.place is first.place, ctx.code(node)
+
+
+def test_a_loader_batch_field_is_a_container_of_unknown_kind():
+    """default_collate makes a batch field a tensor from a tensor field, but a list of
+    batches from a list field (two crops of one image): written into by index, it is not
+    known to be a tensor. What the code makes of it (`.float()`) is one."""
+    source = """
+    import torch
+    from torch.utils.data import DataLoader
+    for images, _ in DataLoader([]):
+        crops = images  # field
+        made = images.float()  # made
+    """
+    ctx, sem = model_of(source)
+    field = value_at(source, "field")
+    assert field.kind is Kind.TENSOR and field.place is Place.CPU
+    for node in ctx.iter_nodes(cst.SimpleStatementLine):
+        text = ctx.code(node)
+        if text.rstrip().endswith("# field"):
+            assert sem.container(node.body[0].value).kind is Kind.UNKNOWN
+        if text.rstrip().endswith("# made"):
+            assert sem.container(node.body[0].value).kind is Kind.TENSOR

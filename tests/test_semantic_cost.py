@@ -316,3 +316,32 @@ def test_a_value_computed_beside_a_cycle_is_memoised_and_one_computed_from_it_is
     memoised = {code for code, call in calls.items() if id(call) in sem._values}
     assert memoised == {"grow(torch.ones(4))", "torch.zeros(3)", "torch.ones(3)"}
     assert id(next(iter(ctx.iter_nodes(cst.Tuple)))) not in sem._values
+
+
+def test_values_joined_for_a_parameter_or_a_return_stop_at_the_first_unknown():
+    # Every call site must agree for a parameter to be known, every return for a returned
+    # value: once one is "unknown" the others cannot change the answer, and their values
+    # are not computed (they were, for every call site of every function asked about).
+    ctx, sem = model_of("""
+    import torch
+
+    def f(x):
+        return x
+
+    def g(flag):
+        if flag:
+            return mystery
+        return torch.ones(2)
+
+    f(mystery)
+    f(torch.zeros(3))
+    """)
+    calls = {ctx.code(call): call for call in ctx.iter_nodes(cst.Call)}
+    functions = {f.name.value: f for f in ctx.iter_nodes(cst.FunctionDef)}
+    assert sem.param_value(functions["f"].params.params[0]).kind is Kind.UNKNOWN
+    assert sem.returned_value(functions["g"]).kind is Kind.UNKNOWN
+    assert id(calls["torch.zeros(3)"]) not in sem._values
+    assert id(calls["torch.ones(2)"]) not in sem._values
+    # Asked, they are what they are.
+    assert sem.value(calls["torch.zeros(3)"]).kind is Kind.TENSOR
+    assert sem.value(calls["torch.ones(2)"]).kind is Kind.TENSOR

@@ -9,7 +9,8 @@ import libcst as cst
 
 from devicelint.context import FileContext
 from devicelint.semantic import Kind, Place
-from devicelint.semantic.modules import handed_off, holds_state
+from devicelint.semantic.modules import (
+    construction_methods, handed_off, holds_state, read_after_construction)
 
 HEAD = """\
 import torch
@@ -268,3 +269,33 @@ def test_autograd_gradients_live_where_their_inputs_do():
     value = sem.value(find(ctx, cst.Call, "use(grad)").args[0].value)
     assert value.place is Place.DEVICE
     assert value.layout.state != "narrowed"  # a gradient, not a split's piece
+
+
+def test_an_attribute_read_only_while_the_instance_is_built():
+    """`__init__` and a helper called only from it build the instance; a dict they alone
+    read is not what `forward` uses. A helper `forward` calls, or one never called in the
+    class (it may run from outside), runs later."""
+    ctx, sem = semantic("""
+    class Net(nn.Module):
+        def __init__(self, name):
+            super().__init__()
+            self.table = {"a": nn.Linear(2, 2)}
+            self.kept = {"b": nn.Linear(2, 2)}
+            self.body = self._pick(name)
+
+        def _pick(self, name):
+            return self.table[name]
+
+        def _lookup(self):
+            return self.kept["b"]
+
+        def spare(self):
+            return 1
+
+        def forward(self, x):
+            return self.body(x) + self._lookup()(x)
+    """)
+    owner = find(ctx, cst.ClassDef, ctx.code(next(ctx.iter_nodes(cst.ClassDef))))
+    assert construction_methods(sem, owner) == {"__init__", "_pick"}
+    assert not read_after_construction(sem, owner, "table")
+    assert read_after_construction(sem, owner, "kept")

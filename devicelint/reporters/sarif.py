@@ -14,7 +14,7 @@ from urllib.parse import quote
 from devicelint import __version__
 from devicelint.docs_url import rule_url
 from devicelint.finding import Finding
-from devicelint.notebook import viewer_region
+from devicelint.notebook import related_region, viewer_region
 from devicelint.reporters import ReportContext
 from devicelint.reporters.text import describe
 from devicelint.rule import all_rules
@@ -72,6 +72,24 @@ def _uri(path: str, base: Optional[str]) -> tuple[str, bool]:
     posix = PurePath(path).as_posix()
     posix = posix[2:] if posix.startswith("./") else posix
     return quote(posix, safe="/"), True
+
+
+def _related_location(finding: Finding, number: int, related: dict, base: Optional[str]) -> dict:
+    """A relatedLocations entry; in a notebook its region is in the .ipynb JSON text and its
+    properties say where in the cell, as for the result's own location."""
+    line, column = related_region(finding, related)
+    location = {
+        "id": number,
+        "message": {"text": related["message"]},
+        "physicalLocation": {
+            "artifactLocation": _artifact(related.get("path", finding.path), base),
+            "region": {"startLine": line, "startColumn": column},
+        },
+    }
+    if related.get("cell") is not None:
+        location["properties"] = {"cell": related["cell"], "cell_line": related["cell_line"],
+                                  "column": related["column"]}
+    return location
 
 
 def _artifact(path: str, base: Optional[str]) -> dict:
@@ -143,17 +161,8 @@ def render(findings: list[Finding], ctx: ReportContext) -> str:
             },
         }
         if f.related:
-            result["relatedLocations"] = [
-                {
-                    "id": number,
-                    "message": {"text": r["message"]},
-                    "physicalLocation": {
-                        "artifactLocation": _artifact(r.get("path", f.path), base),
-                        "region": {"startLine": r["line"], "startColumn": r["column"]},
-                    },
-                }
-                for number, r in enumerate(f.related, 1)
-            ]
+            result["relatedLocations"] = [_related_location(f, number, r, base)
+                                          for number, r in enumerate(f.related, 1)]
         if f.cell is not None:
             # Notebooks: the region is in the .ipynb JSON text; these say where in the cell.
             result["properties"] = {"cell": f.cell, "cell_line": f.cell_line, "column": f.column}

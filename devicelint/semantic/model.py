@@ -708,6 +708,17 @@ class SemanticModel:
             return self._cut()
         return self._memoised(key, self._value, node)
 
+    def container(self, node: cst.CSTNode) -> Value:
+        """The value of `node` as the container an item assignment (`node[i] = v`) writes
+        into. A loader batch's field is a tensor only by default_collate's usual result (it
+        is a list of batches where the dataset's sample field is a list, as two crops of
+        one image are), so where the tensor kind rests on that alone, the kind is unknown:
+        `images[0] = images[0].cuda()` may rebind a list's item, not copy into a tensor."""
+        value = self.value(node)
+        if value.kind is Kind.TENSOR and value.collated:
+            return value.with_(kind=Kind.UNKNOWN, collated=False)
+        return value
+
     def _cut(self) -> Value:
         """"Unknown", for a value asked deeper than _MAX_DEPTH. What is computed from it is
         kept with the depth it was computed at (`_short`), and computed again when asked
@@ -825,8 +836,8 @@ class SemanticModel:
         if kind is cst.Set:
             return Value(Kind.SEQUENCE, element=join_all(self.value(e.value) for e in node.elements))
         if kind is cst.Dict:
-            values = [self.value(e.value) for e in node.elements if isinstance(e, cst.DictElement)]
-            return Value(Kind.MAPPING, element=join_all(values) if values else UNKNOWN, node=node)
+            values = (self.value(e.value) for e in node.elements if isinstance(e, cst.DictElement))
+            return Value(Kind.MAPPING, element=join_all(values), node=node)  # UNKNOWN when empty
         if kind is cst.ListComp or kind is cst.GeneratorExp or kind is cst.SetComp:
             element = self.value(node.elt)
             walked = self.value(node.for_in.iter)
@@ -1152,7 +1163,7 @@ class SemanticModel:
             return spawned if not args else None
         if not args or any(arg is None for arg in args):
             return None
-        return join_all([self.value(arg) for arg in args])
+        return join_all(self.value(arg) for arg in args)  # stops at the first "unknown"
 
     def _passed_arguments(self, function, param: cst.Param) -> Optional[tuple[list, tuple, Optional[int]]]:
         """What each call of `function` in this file passes for `param` (its default where a
@@ -1665,8 +1676,10 @@ class SemanticModel:
             # What it returns where a GPU is there: `if torch.cuda.is_available(): return
             # torch.device("cuda")` then `return torch.device("cpu")` gives the GPU.
             returns = [r for r in flow.returns if self.on_gpu_path(r)] or flow.returns
-            values = [self.value(r.value) if r.value is not None else NONE for r in returns]
-            result = join_all(values) if values else NONE
+            # Lazily: join_all stops at the first "unknown", and the later returns' values
+            # are not computed for nothing.
+            result = join_all(self.value(r.value) if r.value is not None else NONE
+                              for r in returns) if returns else NONE
         return result
 
     def summary(self, function: cst.FunctionDef):
@@ -1832,7 +1845,8 @@ class SemanticModel:
                 pinned = v.literal if isinstance(v.literal, bool) else None
             return Value(Kind.LOADER, Place.CPU, pinned=pinned, node=node,
                          element=Value(place=Place.CPU, origin=Origin.BATCH, pinned=pinned,
-                                       element=tensor(Place.CPU, origin=Origin.BATCH, pinned=pinned)))
+                                       element=tensor(Place.CPU, origin=Origin.BATCH, pinned=pinned,
+                                                      collated=True)))
         if api.is_module_class(qual):
             if qual in ("torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
                         "torch.nn.parallel.DataParallel"):
@@ -2086,8 +2100,10 @@ class SemanticModel:
         if spec.result == "tensors":
             part = shapes.apply_rank(spec, first, node, self) if first is not None else None
             pieces = spec.layout == "narrow" and name.rsplit(".", 1)[-1] != "unbind"
-            element = tensor(place, part, Layout(LAYOUT_NARROWED, label=f".{name}", source=node)
-                             if pieces else UNKNOWN_LAYOUT, node=node,
+            layout = Layout(LAYOUT_NARROWED, label=f".{name}", source=node) if pieces else UNKNOWN_LAYOUT
+            if pieces and first is not None and first.layout.contiguous and self._splits_rows(node, name, first):
+                layout = CONTIGUOUS  # pieces along dim 0 of a contiguous tensor are runs of whole rows
+            element = tensor(place, part, layout, node=node,
                              origin=Origin.CHUNK if pieces else Origin.NONE)
             return Value(Kind.SEQUENCE, place, element=element, node=node,
                          origin=first.origin if first is not None else Origin.NONE)
@@ -2098,6 +2114,16 @@ class SemanticModel:
         pinned = True if name == "pin_memory" else None
         return tensor(place, shape, layout, origin=origin, node=node, pinned=pinned,
                       hint=bool(first and first.hint))
+
+    @staticmethod
+    def _splits_rows(node: cst.Call, name: str, first: Value) -> bool:
+        """split/chunk/tensor_split cut along dim 0: no dim given (the default), dim=0, or
+        the last dim of a 1-D tensor."""
+        dim = call_arg(node, 1 if not name.startswith("torch.") else 2, "dim")
+        if dim is None:
+            return True
+        at = int_value(dim)
+        return at == 0 or (at == -1 and first.rank == 1)
 
     def _transposed(self, base: Value, node, label: str) -> Value:
         from devicelint.semantic import shapes

@@ -371,3 +371,47 @@ def _read_before(sem, at: Optional[cst.CSTNode], call: cst.Call) -> bool:
         return False
     scope = sem._function_scope(sem.scope_of(at))
     return scope is sem.scope_of(call) and sem.ctx.order(at) < sem.ctx.order(call)
+
+
+def construction_methods(sem, owner: cst.ClassDef) -> set[str]:
+    """The methods of a class that run only while an instance is built: `__init__`, and a
+    method whose every use in the class is a call from such a method (`self.backbone =
+    self._get_basemodel(name)` in `__init__`). A method used any other way (passed as a
+    hook, called from `forward`, or never used in the class) may run later."""
+    def memo():
+        methods = {m.name.value: m for m in owner.body.body if isinstance(m, cst.FunctionDef)}
+        uses: dict[str, list[Optional[str]]] = {name: [] for name in methods}
+        for caller, method in methods.items():
+            for node in sem.ctx.descendants(method, cst.Attribute):
+                name = node.attr.value
+                if name in uses and self_class(sem, node.value) is owner:
+                    parent = sem.ctx.parent(node)
+                    called = isinstance(parent, cst.Call) and parent.func is node
+                    uses[name].append(caller if called else None)
+        found = {"__init__"} if "__init__" in methods else set()
+        grew = True
+        while grew:
+            grew = False
+            for name, callers in uses.items():
+                if name not in found and callers and all(c in found for c in callers):
+                    found.add(name)
+                    grew = True
+        return found
+    cache = _memo(sem, "construction_methods")
+    if id(owner) not in cache:
+        cache[id(owner)] = memo()
+    return cache[id(owner)]
+
+
+def read_after_construction(sem, owner: cst.ClassDef, attr: str) -> bool:
+    """Whether code that may run after construction reads `.attr`: any access of that
+    attribute in the file outside the class's construction methods (see
+    `construction_methods`), on whatever object. A container read only while the instance
+    is built (a dict of candidate backbones, one of which `__init__` keeps in a registered
+    attribute) is not what `forward` uses."""
+    building = [m for m in owner.body.body
+                if isinstance(m, cst.FunctionDef) and m.name.value in construction_methods(sem, owner)]
+    for node in sem.ctx.iter_nodes(cst.Attribute):
+        if node.attr.value == attr and not any(sem.ctx.contains(m, node) for m in building):
+            return True
+    return False

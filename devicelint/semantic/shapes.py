@@ -425,10 +425,13 @@ def apply_layout(spec, first: Optional[Value], call: cst.Call, model, name: str,
             return (Layout(CONTIGUOUS.state, strides=strides) if strides else CONTIGUOUS), shape
         return UNKNOWN_LAYOUT, shape
     short = name.rsplit(".", 1)[-1]
-    label = f".{short}({', '.join(model.ctx.code(a.value) for a in call.args if not a.keyword)})" \
-        if not name.startswith("torch.") else f"{name.replace('torch.', '')}(...)"
-    if name.startswith("torch.") and call.args:
-        label = f".{short}({', '.join(model.ctx.code(a.value) for a in call.args[1:] if not a.keyword)})"
+    if rule in ("transpose", "permute", "expand", "narrow"):
+        # The op as a message shows it: only these rules keep it (printing arguments back
+        # to source text for every call cost more than the rest of the layout).
+        label = f".{short}({', '.join(model.ctx.code(a.value) for a in call.args if not a.keyword)})" \
+            if not name.startswith("torch.") else f"{name.replace('torch.', '')}(...)"
+        if name.startswith("torch.") and call.args:
+            label = f".{short}({', '.join(model.ctx.code(a.value) for a in call.args[1:] if not a.keyword)})"
     if rule in ("transpose", "permute"):
         if rule == "transpose" and short == "t" and first.rank is None and first.layout.contiguous \
                 and isinstance(call.func, cst.Attribute) \

@@ -129,7 +129,7 @@ class SyncModel:
             for target in node.targets:
                 sliced = target.target
                 if isinstance(sliced, cst.Subscript):
-                    base = model.value(sliced.value)
+                    base = model.container(sliced.value)
                     if base.kind is Kind.TENSOR and base.place is Place.CPU:
                         return [HostRead(node.value, "copying a tensor into a CPU tensor", node.value)]
             return []

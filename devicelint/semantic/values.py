@@ -95,6 +95,11 @@ class Value:
     node: object = field(default=None, compare=False)  # where it was made
     hint: bool = False                   # decided by an identifier's name only
     literal: object = None               # Python literal value (numbers, strings)
+    # A field of a loader batch is taken for a tensor because default_collate makes one of
+    # a tensor or number field; where the dataset's sample field is itself a list (two
+    # crops of one image), the batch field is a list of tensors. True: the kind rests on
+    # that default only (see SemanticModel.container).
+    collated: bool = False
 
     @property
     def rank(self) -> Optional[int]:
@@ -169,6 +174,7 @@ def join(a: Value, b: Value) -> Value:
         node=a.node if a.node is b.node else None,
         hint=a.hint or b.hint,
         literal=_same(a.literal, b.literal),
+        collated=a.collated or b.collated,
     )
 
 
