@@ -148,6 +148,7 @@ class SemanticModel:
         self._declarations: Optional[dict[int, list]] = None
         self._scopes: dict[int, cst.CSTNode] = {}  # id(node) -> scope_of(node)
         self._module_aliases: Optional[frozenset] = None
+        self._item_stores: Optional[dict] = None  # (id(function), name) -> [(key, value)]
         self._non_imports: Optional[frozenset] = None
         self._bound_anywhere: Optional[frozenset] = None
         self.children = children  # a node's child nodes in source order (devicelint.tree)
@@ -793,7 +794,7 @@ class SemanticModel:
         if kind is cst.FormattedString:
             return STRING
         if kind is cst.Subscript:
-            return self.index(self.value(node.value), node)
+            return self._item_read(self.index(self.value(node.value), node), node)
         if kind is cst.BinaryOperation:
             return self._binary(node)
         if kind is cst.UnaryOperation:
@@ -1393,6 +1394,62 @@ class SemanticModel:
                     self.flow(statement)
 
     # subscripts and iteration
+    def _item_read(self, read: Value, node: cst.Subscript) -> Value:
+        """`c[key]` where the function also assigns an item of `c` (`c[k] = v`) that may be
+        this one: what the read gives may be the stored value, so a place that the stores
+        do not share is unknown (a dict batch whose tensors a loop moved to the device,
+        `batch["x"]` read back after). A store under another literal key does not count."""
+        if read.place is Place.UNKNOWN or type(node.value) is not cst.Name or len(node.slice) != 1 \
+                or type(node.slice[0].slice) is not cst.Index:
+            return read
+        stores = self._stores_into(node.value)
+        if not stores:
+            return read
+        key = self._literal_key(node.slice[0].slice.value)
+        for stored_key, stored in stores:
+            if key is not None and stored_key is not None and stored_key != key:
+                continue
+            if self._within(node, stored):
+                continue  # `c[k] = c[k].float()`: the read on the right comes before the store
+            if self.value(stored).place is not read.place:
+                return read.with_(place=Place.UNKNOWN, hint=False)
+        return read
+
+    def _within(self, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
+        while node is not None:
+            if node is outer:
+                return True
+            node = self.parent(node)
+        return False
+
+    @staticmethod
+    def _literal_key(node: cst.CSTNode):
+        text = string_value(node)
+        if text is not None:
+            return ("str", text)
+        number = int_value(node)
+        return ("int", number) if number is not None else None
+
+    def _stores_into(self, name: cst.Name) -> list:
+        """The item assignments `name[key] = value` of the function that reads `name`:
+        (literal key or None, value node) pairs."""
+        if self._item_stores is None:
+            found: dict = {}
+            for binder, scope in self.ctx._binders:
+                if type(binder) is not cst.Assign:
+                    continue
+                for target in binder.targets:
+                    store = target.target
+                    if type(store) is cst.Subscript and type(store.value) is cst.Name:
+                        one = len(store.slice) == 1 and type(store.slice[0].slice) is cst.Index
+                        key = self._literal_key(store.slice[0].slice.value) if one else None
+                        where = (id(self._function_scope(scope)), store.value.value)
+                        found.setdefault(where, []).append((key, binder.value))
+            self._item_stores = found
+        if not self._item_stores:
+            return []
+        return self._item_stores.get((id(self._function_scope(self.scope_of(name))), name.value), [])
+
     def index(self, base: Value, node: cst.Subscript) -> Value:
         elements = node.slice
         if base.kind is Kind.TENSOR or base.kind is Kind.ARRAY:
