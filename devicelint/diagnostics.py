@@ -43,7 +43,10 @@ def python_syntax_error(path: str, source: str) -> list[Finding]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
-            compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+            # Named as no file is: given a real file's name, CPython takes the error's line
+            # from that file, not from `source` (a notebook cell's line then came from the
+            # .ipynb JSON, moving the column), and converts the column with it.
+            compile(source, "<devicelint>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
         if _newer_python_parses(source):
             return []  # newer syntax (`def f[T]()` on 3.11): libcst, which the rules use, reads it

@@ -287,3 +287,13 @@ def test_line_references() -> None:
     assert line_reference(5, cells) == "line 5"  # not in a code cell: the line itself
     assert lines_reference([4, 8]) == "lines 4, 8" and lines_reference([4, 8], None, "line") == "line 4, 8"
     assert lines_reference([4, 8], cells) == "cells 3:1, 6:2"
+
+
+def test_a_broken_cell_is_reported_at_its_own_column_whatever_the_file_holds(tmp_path: Path) -> None:
+    """CPython's parser, given the name of a file that exists, takes the error's line text
+    from that file: for a cell, a line of the .ipynb JSON, which moved the column (here
+    `\\u00e9` escapes) and made it depend on the directory devicelint ran from."""
+    path = _notebook(tmp_path, [_code(["import torch\n"]), _code(['s = "\u00e9\u00e9" ; x = = 1\n'])])
+    path.write_text(path.read_text(encoding="utf-8").replace("é", "\\u00e9"), encoding="utf-8")
+    errors = [(f.cell, f.cell_line, f.column) for f in lint(path) if f.code == "DL900"]
+    assert errors == [(2, 1, 16)]  # the second `=` of `x = = 1`
