@@ -8,6 +8,10 @@ Needs `ruff` and `torchfix` in a separate environment (TorchFix pins its own lib
 
     python3 -m venv /tmp/benchenv && /tmp/benchenv/bin/pip install torchfix ruff
 
+`--index-off`: also this devicelint with the project index off (`project_index.ENABLED =
+False`, the "without the index" of issue 13), so that the semantic model's own cost (index
+off against the baseline) and the index's share (on against off) come from the same run.
+
 `--baseline-site DIR`: a directory holding another devicelint (e.g. `pip install --no-deps
 --target DIR <wheel of an older commit>`); it runs as `PYTHONPATH=DIR python -m devicelint`
 beside the current one, so before/after ratios come from one run on one machine.
@@ -66,6 +70,11 @@ def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, fl
     return wall, cpu, usage.ru_maxrss / 1024
 
 
+# `python -m devicelint` with the project index off (bench/project_index_cost.py does the same).
+INDEX_OFF = ("import sys\nimport devicelint.project_index as index\nindex.ENABLED = False\n"
+             "from devicelint.cli import run\nsys.argv[0] = 'devicelint'\nrun()\n")
+
+
 class Tool:
     def __init__(self, label: str, cmd: list[str], env: dict | None = None) -> None:
         self.label, self.cmd, self.env = label, cmd, env
@@ -74,6 +83,8 @@ class Tool:
 def tools_for(args: argparse.Namespace) -> list[Tool]:
     tools = Path(args.tools_venv) / "bin"
     found = [Tool("devicelint", DEVICELINT + ["--no-cache", "-q", "."])]
+    if args.index_off:
+        found.append(Tool("devicelint (index off)", [sys.executable, "-c", INDEX_OFF, "--no-cache", "-q", "."]))
     if args.baseline_site:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [args.baseline_site, *filter(None, [os.environ.get("PYTHONPATH")])]))
@@ -114,6 +125,7 @@ def main() -> None:
     parser.add_argument("--baseline-site", default=None)
     parser.add_argument("--corpora", default="torchvision,pytorch-lightning,timm")
     parser.add_argument("--skip-torchfix", action="store_true")
+    parser.add_argument("--index-off", action="store_true", help="Also devicelint with the project index off.")
     parser.add_argument("--scale", action="store_true", help="Also the transformers scale curve.")
     args = parser.parse_args()
     print(f"machine: {len(os.sched_getaffinity(0))} usable cores of {os.cpu_count()}, "
