@@ -147,6 +147,14 @@ REPOS: tuple[Repo, ...] = (
          ("pytorchyolo/*",), held_out=True),
     Repo("sentiment-analysis", "bentrevett/pytorch-sentiment-analysis",
          "329f654b2cfaed22fee432569ebd7a2674584f79", ("*.ipynb",), held_out=True),
+    Repo("dino", "facebookresearch/dino", "7c446df5b9f45747937fb0d72314eb9f7b66930a", ("*",),
+         ("hubconf.py", "run_with_submitit.py"), held_out=True),
+    Repo("3D-ResNets", "kenshohara/3D-ResNets-PyTorch", "540a0ea1abaee379fa3651d4d5afbd2d667a1f49",
+         ("*",), ("util_scripts/*",), held_out=True),
+    Repo("PyTorchZeroToAll", "hunkim/PyTorchZeroToAll", "e5a260fac0b4ff1e2ec434fc6f0d962ac97fc289",
+         ("*",), held_out=True),
+    Repo("pytorch-beginner", "L1aoXingyu/pytorch-beginner", "a57dd7ea35c9965a41f4963dee62d38884f92a65",
+         ("*",), held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
