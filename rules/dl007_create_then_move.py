@@ -35,6 +35,7 @@ class CreateThenMove(Rule):
     - through conversions, shape changes, fills and arithmetic with numbers on the way:
       `torch.ones(1, 1).fill_(v).type(torch.long).to(dev)`, `torch.arange(n).unsqueeze(0)
       .repeat(b, 1).to(dev)`, `torch.exp(-k * torch.arange(n) / n).to(dev)`,
+      `(ids.unsqueeze(0) == ids.unsqueeze(1)).float().to(dev)` (a fill compared with a fill),
       `torch.stack([torch.zeros(n) for _ in range(k)]).to(dev)`;
     - through a name: `z = torch.randn(n, d)` then `z = z.to(dev)` on a later line, when
       every binding reaching the move is such a fill (one, or one per arm of an if/else:

@@ -458,6 +458,9 @@ def _move_receiver(source: str, marker: str):
     ("torch.stack([torch.zeros(n) for _ in range(4)])", ("torch.stack",)),
     ("torch.Tensor(n, n).fill_(1 / n)", ("fill_",)),
     ("(torch.zeros(n) + 1).bool()", ("bool", "arith")),
+    # a fill compared with a fill (SimCLR's label matrix): a mask of sizes alone
+    ("(torch.arange(n).unsqueeze(0) == torch.arange(n).unsqueeze(1)).float()",
+     ("float", "unsqueeze", "compare", "unsqueeze")),
 ])
 def test_fresh_fill_follows_conversions_shapes_and_arithmetic(expr, ops) -> None:
     from devicelint.semantic import dataflow
@@ -471,7 +474,7 @@ def test_fresh_fill_follows_conversions_shapes_and_arithmetic(expr, ops) -> None
 @pytest.mark.parametrize("expr", [
     "torch.tensor(data)", "torch.zeros(n) + data", "torch.Tensor(data)", "torch.zeros(n, device='cuda')",
     "torch.zeros(n).masked_fill(data > 0, 1)", "torch.ones(n).type(torch.cuda.FloatTensor)",
-    "torch.zeros(n) @ torch.zeros(n)",
+    "torch.zeros(n) @ torch.zeros(n)", "torch.arange(n) == data",
 ])
 def test_fresh_fill_refuses_other_data(expr) -> None:
     from devicelint.semantic import dataflow

@@ -714,7 +714,10 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
         ops.append("arith")
         return bool(sides) and all(_fill(sem, side, parts, ops, through, depth) for side in sides)
     if isinstance(node, cst.Comparison):
-        if not all(_scalar(sem, c.comparator) for c in node.comparisons):
+        # Against numbers, or against fills themselves (`ids.unsqueeze(0) == ids.unsqueeze(1)`:
+        # a mask computed from the fill alone, as elementwise arithmetic between fills is).
+        if not all(_scalar(sem, c.comparator) or _fill(sem, c.comparator, parts, ops, through, depth)
+                   for c in node.comparisons):
             return False
         ops.append("compare")
         return _fill(sem, node.left, parts, ops, through, depth)
