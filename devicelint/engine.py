@@ -78,12 +78,15 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], 
         pieces = top_level_pieces(source)
         if pieces is not None and len(pieces) > 1:
             return _lint_in_pieces(path, source, pieces, rules, honour_noqa, disk_path, locate)
+    # gated() leaves no rule only after `ast` read the file (it keeps every rule of a file
+    # `ast` cannot read): then CPython's parser has accepted it already.
+    gate_read_it = bool(active)
     if active:
         # The rules that may report anything here, decided with `ast` (devicelint/gate.py).
         active = gated(path, source, active)
     if not active:
         # No rule can match: only check that the file parses, with CPython's (faster) parser.
-        errors = python_syntax_error(path, source)
+        errors = [] if gate_read_it else python_syntax_error(path, source)
         if errors:
             return FileResult(path, errors)
         # Every suppression naming an enabled rule is unused here (DL901).

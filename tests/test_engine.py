@@ -338,3 +338,30 @@ def test_walk_calls_handlers_in_source_order_and_iter_nodes_lists_by_type() -> N
     calls = find(fresh, cst.Call)
     assert [fresh.order(c) for c in calls] == sorted(fresh.order(c) for c in calls)
     assert fresh.scope(calls[0]) is fresh.module.body[0] and fresh.scope(calls[2]) is fresh.module
+
+
+def test_a_file_the_gate_read_is_not_parsed_again_by_cpython(monkeypatch):
+    """When the gate (which read the file with `ast`) leaves no rule, the engine does not
+    check the file's syntax with CPython's parser a second time; a file no rule's tokens
+    match, which the gate never read, and one `ast` cannot read are still checked."""
+    from devicelint import engine
+    from devicelint.engine import enabled_rules
+    from devicelint.rule import all_rules
+
+    rules = enabled_rules(list(all_rules()))
+    checked: list[str] = []
+    original = engine.python_syntax_error
+
+    def recording(path, source):
+        checked.append(path)
+        return original(path, source)
+
+    monkeypatch.setattr(engine, "python_syntax_error", recording)
+    # Tokens of several rules, in a docstring and a comment only: the gate lets none through.
+    gated_out = '"""x.view(-1) and DataParallel"""\ny = 1  # noqa: DL003\n'
+    assert [f.code for f in lint_source("gated.py", gated_out, rules).findings] == ["DL901"]
+    assert checked == []
+    assert lint_source("plain.py", "y = 1\n", rules).findings == []
+    assert checked == ["plain.py"]
+    broken = lint_source("broken.py", "x.view(-1)\ndef f(:\n", rules).findings
+    assert [f.code for f in broken] == ["DL900"]
