@@ -8,7 +8,10 @@ included), more than the lint itself. `install()` puts a stand-in for `exec` int
 dataclasses module: for a class of libcst or of devicelint, the code compiled from the very
 same text is looked up in a table kept from earlier runs, and the text is compiled (and kept)
 only when it is not there. The functions made are those Python makes: same text, same file
-name ("<string>"), same compiler flags; only the compiling is skipped.
+name ("<string>"), same compiler flags; only the compiling is skipped. Each package has its
+own table, read when its first class is defined: devicelint's from the start of every run
+(the command line, the runner and the cache define about 20 dataclasses), libcst's (~0.9 MB,
+~5 ms to read) only by a run that parses a file.
 
 The table holds code, so it lives where Python keeps devicelint's own compiled code: the
 package's `__pycache__` folder (under `sys.pycache_prefix` when one is set), opened without
@@ -34,55 +37,62 @@ import sys
 import types
 from typing import Optional
 
-HEADER = b"devicelint-dataclass-code 1\n"
+HEADER = b"devicelint-dataclass-code 2\n"
 OWNERS = ("libcst", "devicelint")  # the packages whose classes are served from the table
-MAX_ENTRIES = 4_000  # past this, the file keeps only what the last run used (libcst's: ~1,000)
+MAX_ENTRIES = 4_000  # past this, a file keeps only what the last run used (libcst's: ~800)
 MAX_BYTES = 64 << 20
 
 
 class Table:
-    """Code objects by the text they were compiled from, read when first needed (`load`:
-    returns them); the texts this run compiled anew and those it served."""
+    """Code objects by owner (a package of OWNERS) and the text they were compiled from,
+    each owner's read when its first class is defined (`load(owner)`: returns them); the
+    texts this run compiled anew and those it served, by owner."""
 
     def __init__(self, load) -> None:
         self.load = load
-        self.codes: Optional[dict[str, types.CodeType]] = None
-        self.new: dict[str, types.CodeType] = {}
-        self.served: set[str] = set()
+        self.codes: dict[str, dict[str, types.CodeType]] = {}
+        self.new: dict[str, dict[str, types.CodeType]] = {}
+        self.served: dict[str, set[str]] = {}
 
     def exec(self, source, globals=None, locals=None, /, *args, **kwargs):
-        """`exec` as dataclasses calls it, serving an owner's text from the table."""
+        """`exec` as dataclasses calls it, serving an owner's text from its table."""
         if type(source) is not str or args or kwargs:
             return builtins.exec(source, globals, locals, *args, **kwargs)
-        # Not before libcst is imported: a run that parses nothing does not read the table
-        # (devicelint's few classes imported before then are compiled, as without it).
-        owned = type(globals) is dict and "libcst" in sys.modules and _owned(globals)
-        if owned and self.codes is None:
-            self.codes = self.load()
-        code = self.codes.get(source) if owned else None
+        owner = _owner(globals)
+        codes = None
+        if owner is not None:
+            codes = self.codes.get(owner)
+            if codes is None:
+                codes = self.codes[owner] = self.load(owner)
+        code = codes.get(source) if codes is not None else None
         if code is not None:
-            self.served.add(source)
+            self.served.setdefault(owner, set()).add(source)
         else:
             # Compiled as dataclasses' own `exec(text)` compiles it: that module has no
             # __future__ imports, and a text exec'd from here would inherit this module's.
             code = compile(source, "<string>", "exec", dont_inherit=True)
-            if owned:
-                self.new[source] = self.codes[source] = code
+            if codes is not None:
+                self.new.setdefault(owner, {})[source] = codes[source] = code
         return builtins.exec(code, globals, locals)
 
 
-def _owned(globals: dict) -> bool:
-    name = globals.get("__name__")
-    return type(name) is str and name.partition(".")[0] in OWNERS
+def _owner(globals) -> Optional[str]:
+    """The package of OWNERS whose module defines the class, or None."""
+    name = globals.get("__name__") if type(globals) is dict else None
+    if type(name) is not str:
+        return None
+    package = name.partition(".")[0]
+    return package if package in OWNERS else None
 
 
 _table: Optional[Table] = None
 
 
-def file_name() -> str:
-    """This Python's table: bytecode differs between versions (pre-releases included, hence
-    the whole hexversion), implementations and optimisation levels."""
-    return (f"dataclass-code-{sys.implementation.cache_tag}-{sys.hexversion:x}"
+def file_name(owner: str) -> str:
+    """This Python's table of `owner`'s classes: bytecode differs between versions
+    (pre-releases included, hence the whole hexversion), implementations and optimisation
+    levels."""
+    return (f"dataclass-code-{owner}-{sys.implementation.cache_tag}-{sys.hexversion:x}"
             f"-O{sys.flags.optimize}.marshal")
 
 
@@ -109,12 +119,14 @@ def parse(data: Optional[bytes]) -> dict[str, types.CodeType]:
     return table
 
 
-def _load() -> dict[str, types.CodeType]:
+def _load(owner: str) -> dict[str, types.CodeType]:
+    if owner not in OWNERS:
+        return {}
     folder = _folder(create=False)
     if folder is None:
         return {}
     with folder:
-        name = file_name()
+        name = file_name(owner)
         info = folder.stat(name)
         if info is None or info.st_mode & 0o002:  # a file anyone may write is not code to run
             return {}
@@ -134,34 +146,40 @@ def install() -> None:
 
 
 def save(force: bool = False) -> None:
-    """Write the table if this run compiled anything new, unless Python writes no bytecode
-    (`force`: write anyway). A pool's forked workers exit without running this: only the
-    process that installed the table writes it."""
+    """Write each owner's table to which this run added anything, unless Python writes no
+    bytecode (`force`: write anyway). A pool's forked workers exit without running this:
+    only the process that installed the table writes it."""
     if _table is None or not _table.new or (sys.dont_write_bytecode and not force):
         return
-    codes = _table.codes or {}
-    if len(codes) > MAX_ENTRIES:
-        codes = {text: codes[text] for text in (*_table.served, *_table.new)}
-    try:
-        data = HEADER + marshal.dumps(codes)
-    except ValueError:
-        return
+    tables = {}
+    for owner, new in _table.new.items():
+        codes = _table.codes[owner]
+        if len(codes) > MAX_ENTRIES:
+            codes = {text: codes[text] for text in (*_table.served.get(owner, ()), *new)}
+        try:
+            tables[owner] = HEADER + marshal.dumps(codes)
+        except ValueError:
+            continue
     folder = _folder(create=True)
     if folder is None:
         return
     try:
         with folder:
-            folder.replace(file_name(), data)
+            for owner, data in tables.items():
+                folder.replace(file_name(owner), data)
+                del _table.new[owner]
     except OSError:
         return  # a read-only installation: the next run compiles again
-    _table.new = {}
 
 
 def main() -> None:
-    """Write the table for what linting imports (libcst, the engine, every rule), and the
-    parsed API table (devicelint.semantic.api), even where Python writes no bytecode."""
+    """Write the tables for what linting imports (the runner, libcst, the engine, every
+    rule, the reporters), and the parsed API table (devicelint.semantic.api), even where
+    Python writes no bytecode."""
     sys.dont_write_bytecode = False
     install()
+    from devicelint import document, reporters, runner  # noqa: F401
+
     import libcst  # noqa: F401
 
     from devicelint import engine  # noqa: F401
@@ -172,8 +190,9 @@ def main() -> None:
     torch_api()
     save(force=True)
     folder = _folder(create=False)
-    where = os.path.join(folder.path, file_name()) if folder is not None else "nowhere (no writable folder)"
-    print(f"{len(_table.codes or {})} dataclass methods written to {where}")
+    for owner in OWNERS:
+        where = os.path.join(folder.path, file_name(owner)) if folder is not None else "nowhere (no writable folder)"
+        print(f"{len(_table.codes.get(owner, ()))} dataclass methods of {owner} written to {where}")
 
 
 if __name__ == "__main__":

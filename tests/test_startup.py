@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 from conftest import ROOT
 
@@ -19,8 +20,10 @@ import atexit, json, sys
 def _report():
     names = sorted(m for m in sys.modules if m.startswith(("devicelint.rules.", "importlib.metadata", "libcst")))
     table = sys.modules["devicelint.dataclass_code"]._table
-    if table is not None and table.codes is not None:
-        names.append("(the dataclass code table)")
+    for owner in sorted(table.codes if table is not None else ()):
+        names.append(f"(the dataclass code table of {owner})")
+    served = {owner: len(texts) for owner, texts in table.served.items()} if table is not None else {}
+    print("SERVED " + json.dumps(served), file=sys.stderr)
     print("MODULES " + json.dumps(names), file=sys.stderr)
 atexit.register(_report)
 sys.argv = ["devicelint", *sys.argv[1:]]
@@ -29,11 +32,20 @@ main()
 """
 
 
-def _run(args: list[str], cwd: Path, cache: Path) -> tuple[str, list[str]]:
+def _run(args: list[str], cwd: Path, cache: Path, served: Optional[dict] = None,
+         bytecode: Optional[Path] = None) -> tuple[str, list[str]]:
+    """`served`: filled with how many texts each owner's dataclass table served; `bytecode`:
+    a private PYTHONPYCACHEPREFIX where Python writes bytecode (and the tables)."""
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(ROOT)}
+    if bytecode is not None:
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     done = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
-    line = [row for row in done.stderr.splitlines() if row.startswith("MODULES ")][-1]
+    rows = done.stderr.splitlines()
+    if served is not None:
+        served.update(json.loads([row for row in rows if row.startswith("SERVED ")][-1][len("SERVED "):]))
+    line = [row for row in rows if row.startswith("MODULES ")][-1]
     return done.stdout, json.loads(line[len("MODULES "):])
 
 
@@ -43,7 +55,7 @@ def test_a_run_imports_only_the_rules_whose_tokens_occur(tmp_path: Path) -> None
     first, _ = _run(args, tmp_path, tmp_path / "xdg")  # builds the rule catalogue: imports every rule
     output, modules = _run(args, tmp_path, tmp_path / "xdg")
     assert output == first and "DL005" in output
-    assert "(the dataclass code table)" in modules  # read once libcst is imported
+    assert "(the dataclass code table of libcst)" in modules  # read once libcst is imported
     rules = [m for m in modules if m.startswith("devicelint.rules.")]
     assert rules == ["devicelint.rules.dl005_data_parallel"], rules
     # Plugins are found through entry points only when some distribution declares them.
@@ -55,7 +67,25 @@ def test_a_file_no_rule_matches_imports_no_rule_and_no_libcst(tmp_path: Path) ->
     _run(["--no-cache", "one.py"], tmp_path, tmp_path / "xdg")
     output, modules = _run(["--no-cache", "one.py"], tmp_path, tmp_path / "xdg")
     assert "All checks passed" in output
-    assert modules == [], modules  # nor is devicelint.dataclass_code's table read
+    # Nor is libcst's dataclass table read (devicelint's own classes are served from theirs).
+    assert modules == ["(the dataclass code table of devicelint)"], modules
+
+
+def test_devicelint_classes_are_served_from_the_start_libcsts_only_when_parsing(tmp_path: Path) -> None:
+    """The command line, the runner and the cache define dataclasses before any file is
+    read: their methods come from devicelint's own table, libcst's table is left unread."""
+    (tmp_path / "one.py").write_text("import os\nprint(os.sep)\n")
+    (tmp_path / "train.py").write_text("import torch.nn as nn\n\nmodel = nn.DataParallel(nn.Linear(4, 4))\n")
+    prefix, xdg = tmp_path / "bytecode", tmp_path / "xdg"
+    for name in ("train.py", "one.py"):  # compiles, writes the tables at exit
+        _run(["--no-cache", name], tmp_path, xdg, bytecode=prefix)
+    served: dict = {}
+    _, modules = _run(["--no-cache", "one.py"], tmp_path, xdg, served, prefix)
+    assert "(the dataclass code table of libcst)" not in modules
+    assert served.get("devicelint", 0) >= 10 and "libcst" not in served, served
+    served.clear()
+    _run(["--no-cache", "train.py"], tmp_path, xdg, served, prefix)
+    assert served.get("devicelint", 0) >= 10 and served.get("libcst", 0) > 300, served
 
 
 def test_a_catalogue_entry_imports_only_a_builtin_rule_module(monkeypatch) -> None:
@@ -124,7 +154,7 @@ for name, module in sorted(sys.modules.items()):
                     repr(canonical(value.__code__)).encode() + notes.encode()).hexdigest()
 from devicelint import dataclass_code
 table = dataclass_code._table
-print(json.dumps({"methods": found, "new": len(table.new) if table else None}))
+print(json.dumps({"methods": found, "new": sum(map(len, table.new.values())) if table else None}))
 """
 
 
@@ -147,8 +177,8 @@ def test_served_methods_are_the_ones_python_compiles(tmp_path: Path) -> None:
     assert len(plain["methods"]) > 600
     cold = _methods("install", tmp_path)  # compiles every text, writes the table at exit
     package = Path(dataclass_code.__file__).resolve().parent
-    table = tmp_path.joinpath(*package.parts[1:], dataclass_code.file_name())
-    assert cold["new"] > (150 if sys.version_info >= (3, 13) else 600) and table.is_file()
+    tables = [tmp_path.joinpath(*package.parts[1:], dataclass_code.file_name(owner)) for owner in ("libcst", "devicelint")]
+    assert cold["new"] > (150 if sys.version_info >= (3, 13) else 600) and all(t.is_file() for t in tables)
     warm = _methods("install", tmp_path)  # served from the table
     assert warm["new"] == 0
     assert cold["methods"] == plain["methods"]
@@ -161,20 +191,23 @@ def test_only_libcst_and_devicelint_classes_are_served() -> None:
     from devicelint.dataclass_code import Table
 
     text = "def __create_fn__():\n def f(self, x: int = 0):\n  return 1\n return f"
-    table = Table(dict)
+    table = Table(lambda owner: {})
     namespace: dict = {}
     table.exec(text, {"__name__": "user_module", "int": int}, namespace)
     made = namespace["__create_fn__"]()
     assert made(None) == 1 and table.new == {} and not table.codes
     assert made.__annotations__ == {"x": int}  # not "int": no __future__ flag of ours leaks in
     table.exec(text, {"__name__": "libcst._nodes.expression"}, namespace)
-    assert list(table.new) == [text]
+    assert list(table.codes) == ["libcst"] and list(table.new["libcst"]) == [text]
     forged = compile("def __create_fn__():\n return lambda self: 2", "<string>", "exec")
-    table = Table(lambda: {text: forged})
+    table = Table(lambda owner: {text: forged} if owner == "devicelint" else {})
     table.exec(text, {"__name__": "user_module"}, namespace)
     assert namespace["__create_fn__"]()(None) == 1  # never served to another package's class
+    table.exec(text, {"__name__": "libcst._nodes.op"}, namespace)
+    assert namespace["__create_fn__"]()(None) == 1  # nor from another owner's table
     table.exec(text, {"__name__": "devicelint.finding"}, namespace)
     assert namespace["__create_fn__"]()(None) == 2
+    assert table.served == {"devicelint": {text}} and list(table.new) == ["libcst"]
 
 
 def _private_prefix(tmp_path: Path, monkeypatch) -> Path:
@@ -200,16 +233,19 @@ def test_a_table_is_read_only_when_whole_and_not_world_writable(tmp_path: Path, 
                    dataclass_code.HEADER + marshal.dumps([code]), b"", dataclass_code.HEADER + b"\xff"):
         assert dataclass_code.parse(broken) == {}
     folder.mkdir(parents=True)
-    path = folder / dataclass_code.file_name()
+    path = folder / dataclass_code.file_name("devicelint")
     path.write_bytes(data)
     path.chmod(0o644)
-    assert dataclass_code._load() == {"x = 1": code}
+    assert dataclass_code._load("devicelint") == {"x = 1": code}
+    assert dataclass_code._load("libcst") == {}  # each owner's own file
+    (folder / dataclass_code.file_name("user")).write_bytes(data)
+    assert dataclass_code._load("user") == {}  # no table but the owners'
     path.chmod(0o646)  # anyone may write it: it is code, so it is not read
-    assert dataclass_code._load() == {}
+    assert dataclass_code._load("devicelint") == {}
     path.unlink()
     path.symlink_to(tmp_path / "elsewhere")
     (tmp_path / "elsewhere").write_bytes(data)
-    assert dataclass_code._load() == {}
+    assert dataclass_code._load("devicelint") == {}
 
 
 def test_a_full_table_keeps_what_the_last_run_used(tmp_path: Path, monkeypatch) -> None:
@@ -217,7 +253,7 @@ def test_a_full_table_keeps_what_the_last_run_used(tmp_path: Path, monkeypatch) 
 
     _private_prefix(tmp_path, monkeypatch)
     code = {text: compile(text, "<string>", "exec") for text in ("a = 1", "b = 2", "c = 3")}
-    table = dataclass_code.Table(lambda: {"a = 1": code["a = 1"], "b = 2": code["b = 2"]})
+    table = dataclass_code.Table(lambda owner: {"a = 1": code["a = 1"], "b = 2": code["b = 2"]})
     monkeypatch.setattr(dataclass_code, "_table", table)
     owner = {"__name__": "devicelint.x"}
     table.exec("b = 2", owner, {})  # served
@@ -225,15 +261,16 @@ def test_a_full_table_keeps_what_the_last_run_used(tmp_path: Path, monkeypatch) 
     monkeypatch.setattr(dataclass_code, "MAX_ENTRIES", 2)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)  # as PYTHONDONTWRITEBYTECODE: no write
     dataclass_code.save()
-    assert dataclass_code._load() == {}
+    assert dataclass_code._load("devicelint") == {}
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     dataclass_code.save()
-    assert sorted(dataclass_code._load()) == ["b = 2", "c = 3"]
+    assert sorted(dataclass_code._load("devicelint")) == ["b = 2", "c = 3"]
+    assert dataclass_code._load("libcst") == {}  # nothing of libcst's was compiled
     assert table.new == {}
     table.exec("d = 4", owner, {})
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     dataclass_code.save(force=True)  # `python -m devicelint.dataclass_code` writes anyway
-    assert sorted(dataclass_code._load()) == ["b = 2", "d = 4"]
+    assert sorted(dataclass_code._load("devicelint")) == ["b = 2", "d = 4"]
 
 
 # -- the program ends without tearing the interpreter down (devicelint.cli._exit) ---------
