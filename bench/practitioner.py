@@ -155,6 +155,15 @@ REPOS: tuple[Repo, ...] = (
          ("*",), held_out=True),
     Repo("pytorch-beginner", "L1aoXingyu/pytorch-beginner", "a57dd7ea35c9965a41f4963dee62d38884f92a65",
          ("*",), held_out=True),
+    Repo("detr", "facebookresearch/detr", "29901c51d7fe8712168b8d0d64351170bc0f83e0", ("*",),
+         ("d2/*", "hubconf.py", "run_with_submitit.py", "test_all.py"), held_out=True),
+    Repo("RL-Adventure", "higgsfield/RL-Adventure", "0f82b6922e8a1a8515fc4c84c28702e7caa226f1", ("*",),
+         held_out=True),
+    Repo("SRGAN", "leftthomas/SRGAN", "7ddfdf27273c42d858ec52cab5ca1cbfca81d0be", ("*",),
+         held_out=True),
+    Repo("text-recognition", "clovaai/deep-text-recognition-benchmark",
+         "e2117f2fb882b3c6085030500a260c113be27a63", ("*",), ("create_lmdb_dataset.py",),
+         held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
