@@ -7,7 +7,7 @@ import libcst as cst
 from devicelint.gate import WITH_ARGS, api_names
 from devicelint.rule import Rule
 from devicelint.semantic import Kind
-from devicelint.semantic.shapes import FAILS, OK, shape_args, view_outcome
+from devicelint.semantic.shapes import FAILS, OK, view_outcome, view_shape
 from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 
@@ -28,7 +28,9 @@ class ViewOnNoncontiguous(Rule):
     (`q.view(B, T, H, D).transpose(1, 2).view(B, H, T, D // 2, 2)`) is not reported; a
     permute of a tensor that was itself permuted upstream (which may restore the layout)
     is not reported. When the shapes cannot be decided the message says the view *may*
-    fail.
+    fail. Sizes passed through a starred argument (`view(B, C, *size)`) hide how many
+    dimensions the view has, so a merge cannot be told from a split there: such a view is
+    reported only when a size it shows is a product (`view(B * T, *size)`).
 
     ## Why is this bad?
     `view` never copies: it needs the requested shape to be expressible with the input's
@@ -95,7 +97,7 @@ class ViewOnNoncontiguous(Rule):
             argument = sem.value(node.args[0].value)
             if argument.kind in (Kind.DTYPE, Kind.STRING):
                 return  # `.view(torch.int8)`: a dtype reinterpretation, no shape involved
-        outcome = view_outcome(receiver, shape_args(node, sem))
+        outcome = view_outcome(receiver, view_shape(node, sem))
         if outcome == OK:
             return
         certain = outcome == FAILS

@@ -14,7 +14,9 @@ import pytest
 from devicelint import safe_parse
 from devicelint.context import FileContext
 from devicelint.semantic import Kind, Origin, Place
-from devicelint.semantic.shapes import FAILS, OK, contiguous_strides, view_outcome, view_strides
+from devicelint.semantic.shapes import (
+    FAILS, MAYBE, OK, REST, contiguous_strides, view_outcome, view_shape, view_strides,
+)
 
 
 def model_of(source: str):
@@ -255,6 +257,24 @@ def test_view_outcome_on_literal_seed_example():
     assert value.shape == (4, 3)
     assert view_outcome(value, (6, 2)) == FAILS
     assert view_outcome(value, (4, 3)) == OK
+
+
+def test_starred_view_sizes_are_undecided_unless_a_shown_size_merges():
+    # `view(B, C, *size)` (timm's Twins): how many sizes `size` holds is not in the code, so
+    # whether the view merges what the transpose separated cannot be told (silence); a shown
+    # product (`B * T`) does merge, as without the star.
+    ctx, sem = model_of("""
+    import torch
+    def f(x, y, size, B, C, T):
+        a = x.transpose(1, 2).view(B, C, *size)
+        b = y.transpose(1, 2).view(B * T, *size)
+        c = x.t().view(*size)
+    """)
+    calls = [node.value for node in ctx.iter_nodes(cst.Assign)]
+    outcomes = [view_outcome(sem.value(call.func.value), view_shape(call, sem)) for call in calls]
+    assert outcomes == [OK, MAYBE, OK]
+    assert view_shape(calls[0], sem) == ("B", "C", REST)
+    assert view_shape(calls[1], sem) == ("B * T", REST)
 
 
 def test_api_table_has_no_duplicates_and_loads():

@@ -123,6 +123,20 @@ def shape_args(call: cst.Call, model, skip: int = 0) -> Optional[tuple]:
     return tuple(size_of(a, model) for a in args)
 
 
+# A `*sizes` argument of a view: any number of sizes the code does not show.
+REST = "*"
+
+
+def view_shape(call: cst.Call, model) -> Optional[tuple]:
+    """The shape a `.view(...)` call asks for, as `shape_args` reads it; a starred argument
+    (`view(B, C, *size)`) stands as one `REST` entry among the sizes the code shows."""
+    if not any(arg.star == "*" and arg.keyword is None for arg in call.args):
+        return shape_args(call, model)
+    if any(arg.keyword is not None or arg.star == "**" for arg in call.args):
+        return None
+    return tuple(REST if arg.star else size_of(arg.value, model) for arg in call.args)
+
+
 def _is_size_call(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
         and node.func.attr.value == "size" and not node.args
@@ -510,6 +524,12 @@ def view_outcome(value: Value, new_shape: Optional[tuple]) -> str:
         return OK  # nothing known: not ours to judge
     if new_shape is None:
         return MAYBE
+    if REST in new_shape:
+        # `view(B, C, *size)`: how many sizes `size` holds, and which, is not in the code, so
+        # whether the view merges what the layout separated cannot be decided from it (a -1
+        # beside it may stand for one dim). Only a merge a shown size spells (`B * T`) is.
+        return MAYBE if any(isinstance(size, str) and size != REST and "*" in size
+                            for size in new_shape) else OK
     shape = value.shape
     if layout.strides is not None and shape is not None and all(isinstance(s, int) for s in shape):
         resolved = resolve_minus_one(shape, new_shape)
