@@ -26,7 +26,9 @@ class LoaderNotPinned(Rule):
     followed), or in a class the loader is handed to (`Solver(loader)` storing it on `self`
     in `__init__`, `train()` moving `next(iter(self.loader))`), here or in another local
     module: a loader `get_loader()` of data.py returns, handed by main.py to `Solver` of
-    solver.py, is reported in data.py, naming the copy's line. The finding is at the
+    solver.py, is reported in data.py, naming the copy's line; so is one of a tuple of loaders
+    data.py returns (`train_dl, valid_dl, vocab = get_data(opts)` in main.py, whose
+    `train()` moves the batches of `train_dl`: that position of the tuple). The finding is at the
     `DataLoader(...)` call.
 
     Stays silent on loaders whose batches are never seen going to a device (CPU-only

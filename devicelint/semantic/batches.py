@@ -66,6 +66,7 @@ class Source:
     pinned: Optional[bool]        # the loader's pin_memory: True, False, or not known
     pinned_on_path: bool          # `.pin_memory()` is called on the data between
     foreign: bool = False         # `loader` calls a function of another file that builds it
+    part: tuple[int, ...] = ()    # of what that function returns: `train, valid = get_data()`
 
 
 class BatchFlow:
@@ -108,7 +109,7 @@ class BatchFlow:
         found = self._sources.get(key)
         if found is None:
             self._sources[key] = ()
-            unique = {(id(s.loader), s.pinned_on_path, s.foreign): s
+            unique = {(id(s.loader), s.pinned_on_path, s.foreign, s.part): s
                       for s in self._trace(expr, iterated=False, pinned=False, hops=0)}
             found = tuple(unique.values())
             self._sources[key] = found
@@ -161,6 +162,11 @@ class BatchFlow:
                     elif d.kind in ("for", "comp") and d.value is not None and depth < _MAX_BINDINGS:
                         stack.extend((n, True, pinned, depth + 1) for n in self._iterated_part(d.value, d.path))
                     elif d.kind in _FOLLOWED and d.value is not None and depth < _MAX_BINDINGS:
+                        if iterated and d.path and self._foreign_call(d.value):
+                            # `train_dl, valid_dl = get_data()` of another file: that file
+                            # reports the construction its returned tuple holds at `d.path`.
+                            found.append(Source(d.value, None, pinned, foreign=True, part=d.path))
+                            continue
                         stack.extend((n, iterated, pinned, depth + 1) for n in self._part(d.value, d.path))
                 continue
             if isinstance(node, cst.Call):
@@ -213,6 +219,12 @@ class BatchFlow:
                 finally:
                     self._unpacking.discard(id(function))
         return [expr]
+
+    def _foreign_call(self, expr: cst.BaseExpression) -> bool:
+        """`expr` calls a top-level function of another local module (not of this file)."""
+        sem = self.model
+        return isinstance(expr, cst.Call) and sem.resolve_function(expr.func) is None \
+            and sem.syncs.runs_foreign_function(expr)
 
     def _iterated_part(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> list[cst.BaseExpression]:
         """What a loop target at `path` is taken from: `for i, (x, y) in enumerate(loader)`
@@ -390,10 +402,19 @@ class BatchFlow:
                 continue
             if not any(sem.api.is_loader(q) for q in view.calls_in(name)):
                 continue
-            built = [s for r in sem.flow(functions[0]).returns if r.value is not None
-                     for s in self._trace(r.value, True, False, 0) if not s.foreign]
-            if not built:
+            returns = [r.value for r in sem.flow(functions[0]).returns if r.value is not None]
+            built: dict[tuple, list[Source]] = {}
+
+            def built_at(part: tuple) -> list[Source]:
+                # The constructions the returned value holds at `part` (all of it: `()`).
+                if part not in built:
+                    built[part] = [s for value in returns for piece in self._part(value, part)
+                                   for s in self._trace(piece, True, False, 0) if not s.foreign]
+                return built[part]
+
+            if not built_at(()):
                 continue
+            reported: set[int] = {id(s.loader) for s, _ in found}
             for importer in view.importers_of(name):
                 other = view.model_of(importer)
                 if other is None:
@@ -406,23 +427,25 @@ class BatchFlow:
                     if move.where is None:
                         line, column = other.ctx.position(move.call)[:2]
                         move = replace(move, where=(other.ctx.path, line, column))
-                    moved = move
-                    found.extend((own, moved) for own in built)
-                    break
+                    for own in built_at(source.part):
+                        if id(own.loader) not in reported:
+                            reported.add(id(own.loader))
+                            found.append((own, move))
         return found
 
     def _all_fed(self) -> list[tuple[Source, Move]]:
         if self._fed is None:
-            fed: dict[int, tuple[Source, Move]] = {}
+            fed: dict[tuple, tuple[Source, Move]] = {}
             for call in self.model.ctx.iter_nodes(cst.Call):
                 move = self.device_move(call)
                 if move is None:
                     continue
                 for source in self.sources(move.data):
-                    known = fed.get(id(source.loader))
+                    key = (id(source.loader), source.part)
+                    known = fed.get(key)
                     if known is None or (known[1].hint and not move.hint):
-                        fed[id(source.loader)] = (source, move)
+                        fed[key] = (source, move)
             for source, move in self._foreign_feeds():
-                fed.setdefault(id(source.loader), (source, move))
+                fed.setdefault((id(source.loader), source.part), (source, move))
             self._fed = list(fed.values())
         return self._fed
