@@ -246,3 +246,16 @@ def test_type_to_a_cpu_tensor_type_is_a_copy_and_a_sync():
     assert results["to-cpu-type"]["count"] == 10
     assert results["to-dtype"]["status"] == "refuted"
     assert results["name"]["status"] == "refuted"
+
+
+def test_an_indexed_assignment_into_a_cpu_tensor_is_a_sync():
+    # `host[i] = cuda_value` (Tensor.__setitem__) is a blocking device->host copy; host
+    # values into a host tensor, or device values into a device tensor, are not.
+    codes = {"scalar-to-host": "DL004", "row-to-host": "DL004", "host-to-host": "DL004",
+             "device-to-device": "DL004"}
+    results, child = run_probe("probe_setitem_copy.py", codes, "sim")
+    for tag in ("scalar-to-host", "row-to-host"):
+        assert results[tag]["status"] == "confirmed", child.stderr_tail
+        assert results[tag]["count"] == 10 and results[tag]["kinds"] == {"setitem": 10}
+    assert results["host-to-host"]["status"] == "refuted"
+    assert results["device-to-device"]["status"] == "refuted"

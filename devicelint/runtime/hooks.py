@@ -291,6 +291,25 @@ def install_syncs(tracker) -> None:
 
     _wrap(torch.cuda, "synchronize", make_sync)
 
+    def make_setitem(original):
+        # `host[i] = device_value`: the assignment copies device data into host memory, a
+        # blocking device->host copy that waits for the GPU, as `.cpu()` does. Counted once
+        # it succeeded (an assignment PyTorch refuses read nothing).
+        def wrapper(self, index, value):
+            if not tracker.is_cuda(value) or tracker.is_cuda(self):
+                return original(self, index, value)
+            sites = tracker.sites(sys._getframe(1))
+            if not sites:
+                return original(self, index, value)
+            out, seconds = timed_call(tracker, original, self, index, value)
+            for rec in tracker.touch(sites):
+                _add_sync(rec, "setitem", seconds)
+            return out
+
+        return wrapper
+
+    _wrap(torch.Tensor, "__setitem__", make_setitem)
+
 
 def install_view(tracker) -> None:
     """Tensor.view: shapes and strides seen at the flagged line, and whether it raised."""
