@@ -164,6 +164,15 @@ REPOS: tuple[Repo, ...] = (
     Repo("text-recognition", "clovaai/deep-text-recognition-benchmark",
          "e2117f2fb882b3c6085030500a260c113be27a63", ("*",), ("create_lmdb_dataset.py",),
          held_out=True),
+    Repo("llama2.c", "karpathy/llama2.c", "350e04fe35433e6d2941dce5a1f53308f87058eb", ("*",),
+         ("test_all.py",), held_out=True),
+    Repo("Pytorch-UNet", "milesial/Pytorch-UNet", "21d7850f2af30a9695bbeea75f3136aa538cfc4a", ("*",),
+         ("hubconf.py",), held_out=True),
+    Repo("a2c-ppo-acktr", "ikostrikov/pytorch-a2c-ppo-acktr-gail", "41332b78dfb50321c29bade65f9d244387f68a60",
+         ("main.py", "enjoy.py", "evaluation.py", "a2c_ppo_acktr/*"), ("a2c_ppo_acktr/arguments.py",),
+         held_out=True),
+    Repo("resnet-cifar10", "akamaster/pytorch_resnet_cifar10", "d5489e8995e81e91ce6b1d69dcc98ad579b0b153",
+         ("*",), ("hubconf.py",), held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
