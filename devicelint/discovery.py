@@ -356,6 +356,9 @@ def discover(paths: list[str], settings: Settings, force_exclude: bool = False
             top = project.canonical(path)
             excluder.floor = top if excluder.respect_gitignore and excluder._gitignored(top, True) else None
             for candidate in _walk(path, excluder, problems):
+                if candidate.relative:  # the walk knew it (lexically inside the root)
+                    found.setdefault(os.path.join(project.root, *candidate.relative.split("/")), candidate)
+                    continue
                 candidate.relative = project.key(candidate.path)
                 found.setdefault(str(project.canonical(candidate.path)), candidate)
             excluder.floor = None
@@ -411,7 +414,9 @@ def _walk(top: Path, excluder: Excluder, problems: list[Problem]) -> Iterator[Ca
                     subdirs.append(entry_path)
             elif is_file and name.endswith(SOURCE_SUFFIXES):
                 if not excluder.excluded(entry_path, False, relative):
-                    yield Candidate(entry_path, display, False)
+                    # `relative` is ProjectPaths.key's answer when the directory is spelled
+                    # inside the root (its abspath and the name); None: discover asks key.
+                    yield Candidate(entry_path, display, False, relative or "")
             elif not is_file and not is_dir and name.endswith(SOURCE_SUFFIXES):
                 if not os.path.exists(entry_path):
                     problems.append(Problem(display, "Broken symbolic link (or a link loop)"))

@@ -97,3 +97,39 @@ def test_newer_python_syntax_parses_whatever_python_runs_devicelint(tmp_path: Pa
     assert lines[0].startswith("broken.py:1:") and " DL900 " in lines[0]  # the column: Python's
     assert lines[1].startswith("model.py:12:9: DL005 ")
     assert lines[2] == "Found 2 findings in 3 files checked."
+
+
+def test_a_walk_places_files_without_asking_project_paths_each_time(tmp_path: Path, monkeypatch) -> None:
+    """Each walked file's path relative to the project root comes from its directory's,
+    worked out once (issue 17: a warm run on timm discovers 304 files): the same answer as
+    ProjectPaths.key, which is asked only where the walk cannot place a file lexically
+    (reached through a link from outside the root)."""
+    import os
+
+    from devicelint.config import load_settings
+    from devicelint.discovery import ProjectPaths, discover
+
+    project = tmp_path / "project"
+    write(project / "pyproject.toml", "[tool.devicelint]\n")
+    for name in ("a.py", "pkg/__init__.py", "pkg/sub/b.py", "pkg/sub/c.ipynb"):
+        write(project / name, "x = 1\n")
+    write(tmp_path / "outside" / "d.py", "x = 1\n")
+    (project / "pkg" / "out").symlink_to(tmp_path / "outside")
+    (tmp_path / "link").symlink_to(project)
+    asked: list[str] = []
+    real_key = ProjectPaths.key
+    monkeypatch.setattr(ProjectPaths, "key", lambda self, path: asked.append(str(path)) or real_key(self, path))
+    for where, paths in ((project, ["."]), (project / "pkg", [".", "../a.py"]), (tmp_path / "link", ["pkg"])):
+        monkeypatch.chdir(where)
+        asked.clear()
+        settings = load_settings(None, project)
+        candidates, problems = discover(paths, settings)
+        keys = ProjectPaths(str(project))
+        assert not problems
+        assert [c.relative for c in candidates] == [real_key(keys, c.path) for c in candidates]
+        walked = [c for c in candidates if not c.explicit]
+        assert {c.relative for c in walked} >= {"pkg/sub/b.py", "pkg/sub/c.ipynb"}
+        # Asked for the files named on the command line only (a link to the project is
+        # resolved by the walk's directory, once).
+        assert asked == [c.path for c in candidates if c.explicit], (where, asked)
+        assert os.path.join(str(project), "pkg", "out", "d.py") not in asked
