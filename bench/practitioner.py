@@ -173,6 +173,14 @@ REPOS: tuple[Repo, ...] = (
          held_out=True),
     Repo("resnet-cifar10", "akamaster/pytorch_resnet_cifar10", "d5489e8995e81e91ce6b1d69dcc98ad579b0b153",
          ("*",), ("hubconf.py",), held_out=True),
+    Repo("ssd.pytorch", "amdegroot/ssd.pytorch", "5b0b77faa955c1917b0c710d770739ba8fbff9b7", ("*",),
+         held_out=True),
+    Repo("pytorch-wgan", "Zeleni9/pytorch-wgan", "7f5b52d638746c8b2abdd65dc26319f1de3be8cf", ("*",),
+         held_out=True),
+    Repo("cs230", "cs230-stanford/cs230-code-examples", "478e747b1c8bf57c6e2ce6b7ffd8068fe0287056",
+         ("pytorch/*",), held_out=True),
+    Repo("barlowtwins", "facebookresearch/barlowtwins", "8e8d284ca0bc02f88b92328e53f9b901e86b4a3c", ("*",),
+         ("hubconf.py",), held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
