@@ -181,6 +181,10 @@ REPOS: tuple[Repo, ...] = (
          ("pytorch/*",), held_out=True),
     Repo("barlowtwins", "facebookresearch/barlowtwins", "8e8d284ca0bc02f88b92328e53f9b901e86b4a3c", ("*",),
          ("hubconf.py",), held_out=True),
+    # The course's numbered notebooks and its going_modular package (docs/ and video_notebooks/ are copies).
+    Repo("pytorch-deep-learning", "mrdbourke/pytorch-deep-learning", "baa27b691617461c173ecf3439793cd8cde74e13",
+         ("0[0-9]_*.ipynb", "going_modular/going_modular/*.py", "helper_functions.py"), held_out=True),
+    Repo("Rainbow", "Kaixhin/Rainbow", "1745b184c3dfc03d4ffa3ce2342ced9996b39a60", ("*",), held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
