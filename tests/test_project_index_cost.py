@@ -1,0 +1,59 @@
+"""What the project index spares: questions about other files answered without building their
+semantic models when the answer cannot depend on them (docs/performance.md, "Session 7:
+index cost")."""
+
+from __future__ import annotations
+
+from devicelint import project_index
+from devicelint.runner import Overrides, lint_paths
+
+SCRIPT = """import torch
+from torch.utils.data import DataLoader
+from b_util import log_line
+from c_solver import fit
+
+
+def main(dataset, model):
+    loader = DataLoader(dataset, batch_size=8)
+    log_line("start", 3)
+    fit(model, loader)
+"""
+UTIL = "def log_line(text, times):\n    print(text * times)\n"
+SOLVER = """import torch
+
+
+def fit(model, loader):
+    for inputs, targets in loader:
+        inputs = inputs.to("cuda")
+        model(inputs)
+"""
+
+
+def _project(tmp_path):
+    (tmp_path / "a_train.py").write_text(SCRIPT)
+    (tmp_path / "b_util.py").write_text(UTIL)
+    (tmp_path / "c_solver.py").write_text(SOLVER)
+
+
+def _lint(tmp_path, monkeypatch) -> tuple[list, list[str]]:
+    built: list[str] = []
+    original = project_index.ProjectIndex.model_of
+
+    def model_of(self, module, context_type):
+        if module.path not in self._models:
+            built.append(module.path.rsplit("/", 1)[-1])
+        return original(self, module, context_type)
+
+    monkeypatch.setattr(project_index.ProjectIndex, "model_of", model_of)
+    found = lint_paths([str(tmp_path)], Overrides(select=["DL008"]), use_cache=False, jobs=1).findings
+    return sorted((f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found), built
+
+
+def test_a_call_given_no_loader_builds_no_model_of_the_callee(tmp_path, monkeypatch) -> None:
+    _project(tmp_path)
+    findings, built = _lint(tmp_path, monkeypatch)
+    # The loader handed to c_solver.fit is still followed there (its model is built) ...
+    assert ("a_train.py", 8, "DL008") in findings
+    assert "c_solver.py" in built
+    # ... but `log_line("start", 3)` hands over no loader's batches: b_util.py is not read.
+    assert "b_util.py" not in built
