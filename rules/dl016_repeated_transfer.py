@@ -52,8 +52,10 @@ class RepeatedTransfer(Rule):
       module (through the project index) that copies the same constants to the device on
       each call, in its straight-line body: `y = utils.normalize_batch(y)` in a training
       loop, where `normalize_batch` does `batch.new_tensor([0.485, 0.456, 0.406])` (the copy
-      goes to the device of an argument that is on the device here, or to the accelerator).
-      Reported at the call, naming the copy's line;
+      goes to the device of an argument that is on the device here, or to the accelerator);
+      also under an `if` taken whenever there is a GPU and through a local bound once (a
+      seq2seq `train()` doing `start = Variable(torch.LongTensor([[SOS_token]]))` then
+      `if USE_CUDA: start = start.cuda()`). Reported at the call, naming the copy's line;
     - a function of this file that copies data its callers pass (`th.from_numpy(arr).to(
       t.device)`, or a window its own helpers build from a size argument), where a caller
       passes the same host data every time (a loop-invariant value, or `self.x` bound in

@@ -213,11 +213,14 @@ def test_foreign_uploads_looked_at_with_ast_before_building_the_other_model(tmp_
             "def normalize(batch):\n    mean = batch.new_tensor([0.485, 0.456])\n    return batch - mean\n\n"
             "def fill(x):\n    return x + torch.tensor([1.0], device='cuda')\n\n"
             "def moved(x):\n    if x is None:\n        return x.to('cuda')\n    return x\n\n"
+            "def start(x):\n    s = torch.tensor([1.0])\n    if torch.cuda.is_available():\n"
+            "        s = s.cuda()\n    return x + s\n\n"
             "def plain(x):\n    return x * 2\n"),
         "train.py": (
             "import torch\nimport utils\nfrom utils import plain\n\n"
             "def run(loader):\n    for x in loader:\n        x = x.cuda()\n"
-            "        utils.normalize(x)\n        utils.fill(x)\n        utils.moved(x)\n        plain(x)\n"),
+            "        utils.normalize(x)\n        utils.fill(x)\n        utils.moved(x)\n        utils.start(x)\n"
+            "        plain(x)\n"),
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -231,12 +234,12 @@ def test_foreign_uploads_looked_at_with_ast_before_building_the_other_model(tmp_
         calls = _calls(ctx)
         assert dataflow.foreign_call_uploads(sem, calls["plain"]) is None
         assert index._models == {}  # `plain` copies nothing: utils.py's model was not built
-        for label in ("utils.normalize", "utils.fill", "utils.moved", "plain"):
+        for label in ("utils.normalize", "utils.fill", "utils.moved", "utils.start", "plain"):
             other, function = sem.syncs.foreign_function(calls[label])  # the full analysis
             full = dataflow.per_call_uploads(other, function)
             cheap = dataflow.foreign_call_uploads(sem, calls[label])
             assert (cheap[2] if cheap is not None else ()) == full, label
-            assert bool(full) == (label in ("utils.normalize", "utils.fill")), label
+            assert bool(full) == (label in ("utils.normalize", "utils.fill", "utils.start")), label
     finally:
         project_index.use(None)
 

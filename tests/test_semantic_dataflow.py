@@ -152,6 +152,20 @@ def test_per_call_uploads_are_copies_of_constants_on_every_call():
         if flag:
             batch = batch + batch.new_tensor([1.0, 2.0])
         return batch
+    USE_CUDA = torch.cuda.is_available()
+    def start(hidden):
+        token = torch.LongTensor([[1]])
+        if USE_CUDA:
+            token = token.cuda()
+        return hidden + token
+    def local(batch):
+        weights = torch.tensor(MEAN)
+        return batch * weights.to(batch.device)
+    def encode(tokens):
+        ids = torch.LongTensor(tokens)
+        if USE_CUDA:
+            ids = ids.cuda()
+        return ids
     """
     ctx, sem = model_of(source)
     functions = {f.name.value: f for f in ctx.iter_nodes(cst.FunctionDef)}
@@ -162,6 +176,10 @@ def test_per_call_uploads_are_copies_of_constants_on_every_call():
     assert found["to_cuda"] == [('torch.tensor([1.0, 2.0], device="cuda")', [])]
     assert found["given"] == []  # the caller's data
     assert found["sometimes"] == []  # under a condition
+    # under an `if` taken whenever there is a GPU, through the one binding that reaches it
+    assert found["start"] == [("token.cuda()", [])]
+    assert found["local"] == [("weights.to(batch.device)", ["batch"])]
+    assert found["encode"] == []  # the caller's tokens
 
 
 _CALLER_DATA = """

@@ -21,7 +21,7 @@ from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
-from devicelint.names import call_arg, dotted_name, keyword_arg
+from devicelint.names import call_arg, dotted_name, int_value, keyword_arg
 from devicelint.semantic.flow import COMPREHENSIONS, Def
 from devicelint.semantic.values import Kind, Place
 
@@ -861,8 +861,8 @@ _COPYING_LOOK_MAX_CHARS = 1_000_000  # over this, no first look: the model is bu
 
 def _copying_functions(index, module) -> Optional[frozenset]:
     """The names of the functions (at any depth) of another module's text whose bodies make
-    a call `_constant_upload` could accept (its three cases each need `.new_tensor`, `.to`
-    or a `device=` keyword); None when the text is not looked at. Kept by the index."""
+    a call `_constant_upload` could accept (its cases each need `.new_tensor`, `.to`,
+    `.cuda` or a `device=` keyword); None when the text is not looked at. Kept by the index."""
     key = ("copying functions", module.path, index.identity(module))
     if key in index.derived:
         return index.derived[key]  # type: ignore[return-value]
@@ -892,19 +892,14 @@ def _copying_functions(index, module) -> Optional[frozenset]:
 
 def _may_copy(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and (
-        isinstance(node.func, ast.Attribute) and node.func.attr in ("new_tensor", "to")
+        isinstance(node.func, ast.Attribute) and node.func.attr in ("new_tensor", "to", "cuda")
         or any(keyword.arg == "device" for keyword in node.keywords))
 
 
 def _per_call_uploads(sem, function: cst.FunctionDef) -> Iterator[CallUpload]:
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params)}
-    body = function.body
-    if not isinstance(body, cst.IndentedBlock):
-        return
-    for line in body.body:
-        if not isinstance(line, cst.SimpleStatementLine):
-            continue  # compound statements: may not run, or run many times, per call
+    for line in _every_call_lines(sem, function):
         stack: list[cst.CSTNode] = list(line.body)
         while stack:
             node = stack.pop()
@@ -918,11 +913,33 @@ def _per_call_uploads(sem, function: cst.FunctionDef) -> Iterator[CallUpload]:
             stack.extend(sem.children(node))
 
 
+def _every_call_lines(sem, function: cst.FunctionDef) -> Iterator[cst.SimpleStatementLine]:
+    """The simple statements of `function` that run once on every call with a GPU: its
+    straight-line body, and the body of an `if` taken whenever there is a GPU (`if
+    USE_CUDA:`, `if torch.cuda.is_available():`: `sem.gpu_truth` True), not its `else`.
+    Other compound statements may not run, or run many times, per call."""
+    blocks = [function.body]
+    while blocks:
+        body = blocks.pop()
+        if not isinstance(body, cst.IndentedBlock):
+            continue
+        for line in body.body:
+            if isinstance(line, cst.SimpleStatementLine):
+                yield line
+            elif isinstance(line, cst.If) and sem.gpu_truth(line.test) is True:
+                blocks.append(line.body)
+
+
 def _constant_upload(sem, call: cst.Call, function, params) -> Optional[CallUpload]:
     func = call.func
     data: Optional[cst.BaseExpression] = None
     follows: set[str] = set()
-    if isinstance(func, cst.Attribute) and func.attr.value == "new_tensor":
+    if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+        # `x.cuda()`: to the accelerator whatever the arguments (not `.cuda(i)` of a variable)
+        if any(arg.star or arg.keyword is None and int_value(arg.value) is None for arg in call.args):
+            return None
+        data = _alias_of(sem, func.value, function)
+    elif isinstance(func, cst.Attribute) and func.attr.value == "new_tensor":
         # `p.new_tensor(data)`: `data` copied to `p`'s device
         if not isinstance(func.value, cst.Name) or func.value.value not in params:
             return None
@@ -937,7 +954,7 @@ def _constant_upload(sem, call: cst.Call, function, params) -> Optional[CallUplo
             follows.add(followed)
         elif sem.device_place(target)[0] is not Place.DEVICE:
             return None
-        data = func.value
+        data = _alias_of(sem, func.value, function)
     else:
         made = data_to_device(sem, call)
         device = keyword_arg(call, "device")
