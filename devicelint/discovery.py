@@ -78,6 +78,12 @@ class ProjectPaths:
             return Path(os.path.abspath(path))
         return Path(self.root, relative) if relative else Path(self.root)
 
+    def display(self, key: str) -> str:
+        """How a report names the file rules saw as `key` (its path from the root, `key`
+        below): relative to the working directory, as a finding's own path is, so that the
+        user can open it from where devicelint ran."""
+        return _display(os.path.join(self.root, key), key)
+
     def key(self, path: "str | os.PathLike[str]") -> str:
         """`relative`, or for a file outside the project its path from the root (`../x.py`)."""
         relative = self.relative(path)

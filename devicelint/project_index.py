@@ -53,7 +53,9 @@ class ModuleInfo:
     name: str                    # dotted module name ("models.base")
     path: str                    # where it was read from
     key: str                     # the path rules see for it (ctx.path), when it is linted
-    shown: str                   # how messages name it: `key`, else its path under the root
+    shown: str                   # how messages name it: `key`, else its path from the project
+    #                              root ("/"-separated), which reports name from the working
+    #                              directory (devicelint.runner.ReportedPaths)
     digest: str
     is_package: bool
     search: tuple[str, ...]      # directories its absolute imports are looked up in
@@ -86,6 +88,7 @@ class Symbol:
 class ProjectIndex:
     def __init__(self, root: str) -> None:
         self.root = os.path.realpath(root)
+        self.shown_from = self.root  # what messages name modules that are not linted from
         self.modules: dict[str, ModuleInfo] = {}      # real path -> module
         self.by_key: dict[str, ModuleInfo] = {}       # ctx.path -> module
         self._module_class: dict[tuple[str, str], bool] = {}
@@ -141,16 +144,21 @@ class ProjectIndex:
     # -- building ------------------------------------------------------------------------
     @classmethod
     def build(cls, root: str, files: Iterable[tuple[str, str, bytes]],
-              known: Optional[dict[str, object]] = None, recording: bool = True) -> "ProjectIndex":
+              known: Optional[dict[str, object]] = None, recording: bool = True,
+              shown_from: Optional[str] = None) -> "ProjectIndex":
         """`files`: (path on disk, the path rules will see, content) of each file linted.
         `known`: the facts of earlier runs by `facts_key` (from the result cache); a module
         found there is not parsed again. `index.new_facts` holds those this run parsed.
         `recording`: False when the run keeps no result cache (nothing noted, no facts kept).
+        `shown_from`: the project root, which messages name a module that is not linted from
+        (as the linted files' own paths are; default `root`).
 
         Nothing is parsed here: a module's facts are read when a question first reaches it
         (`ready`), a linted file's own from the libcst tree its lint already has, another
         module's with `ast`; a local module no question reaches is never read."""
         index = cls(root)
+        if shown_from:
+            index.shown_from = os.path.realpath(shown_from)
         index.known = known or {}
         index.recording = recording
         for path, key, data in files:
@@ -172,7 +180,7 @@ class ProjectIndex:
             return None
         name, search, is_package = self._module_name(real)
         digest = hashlib.sha256(data).hexdigest()
-        shown = key or os.path.relpath(real, self.root)
+        shown = key or Path(os.path.relpath(real, self.shown_from)).as_posix()
         info = ModuleInfo(name=name, path=real, key=key or "", shown=shown, digest=digest,
                           is_package=is_package, search=search, text=text)
         self.modules[real] = info

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import signal
 import sys
 import threading
@@ -122,6 +123,47 @@ def lint_file(path: str, display: str, codes: Sequence[str], max_size: int) -> l
     return [problem] if problem is not None else lint_bytes(path, display, data, codes)
 
 
+class ReportedPaths:
+    """Where a finding points, as a report names it. Rules see every file by its path from
+    the project root (results do not depend on the working directory, so cached ones hold
+    wherever devicelint runs); a report names the finding's file, and each other file of the
+    project it cites (in its message and its `related` locations), from the working
+    directory: as given on the command line when that file was linted, else
+    `ProjectPaths.display`."""
+
+    def __init__(self, project: ProjectPaths, candidates: Sequence = ()) -> None:
+        self.project = project
+        self.given = {c.relative: c.display for c in candidates if c.relative}
+
+    def named(self, key: str) -> str:
+        found = self.given.get(key)
+        return found if found is not None else self.project.display(key)
+
+    def finding(self, data: dict, display: str) -> Finding:
+        """The finding as reported under `display`, from its dict as rules made it."""
+        related = data.get("related")
+        if related and any(r.get("path") is not None for r in related):
+            message, shown, renamed = data["message"], [], {}
+            for entry in related:
+                key = entry.get("path")
+                if key is not None:
+                    if key not in renamed:
+                        renamed[key] = self.named(key)
+                        message = _cite(message, key, renamed[key])
+                    entry = {**entry, "path": renamed[key]}
+                shown.append(entry)
+            data = {**data, "message": message, "related": shown}
+        return Finding.from_dict({**data, "path": display})
+
+
+def _cite(message: str, key: str, name: str) -> str:
+    """`message` naming `name` wherever it names the path `key` as a whole (not the end of a
+    longer path: `a.py` in `data.py`)."""
+    if key == name:
+        return message
+    return re.sub(rf"(?<![\w./\\-]){re.escape(key)}(?![\w/\\-])", lambda _m: name, message)
+
+
 def _worker(job: tuple[str, str, bytes, tuple[str, ...]]) -> tuple[list[dict], list, dict]:
     """(the file's findings, what they used of other files, the index facts read meanwhile:
     devicelint.project_index.ProjectIndex.finish_job)."""
@@ -201,9 +243,10 @@ def lint_paths(
     candidates, problems = discover(list(paths), settings, bool(settings.force_exclude))
     findings = [diagnostic(UNREADABLE, p.display, p.message) for p in problems]
     project = ProjectPaths(settings.root)
+    reported = ReportedPaths(project, candidates)
     cache = _open_cache(settings, project, codes, lazy=True) if use_cache else None
     if cache is not None and not problems:
-        whole = _served_whole(cache, candidates)
+        whole = _served_whole(cache, candidates, reported)
         if whole is not None:
             selected = FindingFilter(settings, codes, project)
             relative_of = {c.display: c.relative for c in candidates}
@@ -240,7 +283,7 @@ def lint_paths(
         if hit is not None:
             cached += 1
             served[candidate.relative] = cache.rows_of(key)
-            findings.extend(Finding.from_dict({**f, "path": candidate.display}) for f in hit)
+            findings.extend(reported.finding(f, candidate.display) for f in hit)
             continue
         jobs_to_run.append((candidate.path, seen_as, data, tuple(codes)))
         keys.append((key, candidate.display))
@@ -254,7 +297,7 @@ def lint_paths(
         if cache is not None:
             cache.put(key, [{k: v for k, v in f.items() if k != "path"} for f in result], used)
             learnt.update(facts)
-        findings.extend(Finding.from_dict({**f, "path": display}) for f in result)
+        findings.extend(reported.finding(f, display) for f in result)
     if cache is not None:
         if index is not None:  # the index facts read here and in the workers
             learnt.update(index.new_facts)
@@ -269,7 +312,8 @@ def lint_paths(
     return LintRun(findings, len(candidates), cached, codes, settings)
 
 
-def _served_whole(cache: Cache, candidates: list) -> Optional[list[Finding]]:
+def _served_whole(cache: Cache, candidates: list,
+                  reported: ReportedPaths) -> Optional[list[Finding]]:
     """The findings of the cache's record of the last run (`Cache.last_run`) when it was a
     run of these same files and nothing it depends on changed; else None."""
     record = cache.last_run()
@@ -287,7 +331,7 @@ def _served_whole(cache: Cache, candidates: list) -> Optional[list[Finding]]:
             finding = unpack(row)
             if finding is None:
                 return None
-            found.append(Finding.from_dict({**finding, "path": candidate.display}))
+            found.append(reported.finding(finding, candidate.display))
     for path, state in record["paths"]:
         if path_state(path) != state:
             return None
@@ -343,13 +387,13 @@ def _project_index(settings: Settings, readable: list,
     files = [(c.path, c.relative or c.display, data) for c, data in readable]
     # Local modules are read only under the project root, or, for files linted outside it
     # (a --config elsewhere), under the directory that holds them all.
-    root = os.path.realpath(str(settings.root))
+    root = project_root = os.path.realpath(str(settings.root))
     places = [os.path.dirname(os.path.realpath(c.path)) for c, _data in readable]
     if not all(p == root or p.startswith(root + os.sep) for p in places):
         root = os.path.commonpath(places)
     with collector.paused():  # `ast` trees hold no cycles: freed as each file is read
         return project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None,
-                                                recording=cache is not None)
+                                                recording=cache is not None, shown_from=project_root)
 
 
 def _still_valid(index, cache: Cache, used: list[int], holds: dict[int, bool]) -> bool:
@@ -380,7 +424,8 @@ def lint_text(data: bytes, display: str, settings: Settings) -> LintRun:
         found = [diagnostic(UNREADABLE, display, f"File is {len(data):,} bytes, over max-file-size "
                                                  f"({settings.max_file_size:,}); skipped")]
     else:
-        found = [Finding.from_dict({**f, "path": display})
+        reported = ReportedPaths(project)
+        found = [reported.finding(f, display)
                  for f in _worker((display, relative or display, data, tuple(codes)))[0]]
     selected = FindingFilter(settings, codes, project)
     found = [f for f in found if selected.keep(f, relative)]

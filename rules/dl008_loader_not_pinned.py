@@ -105,7 +105,10 @@ class LoaderNotPinned(Rule):
             message = self.message.format(line=line, move=text)
             if move.hint:
                 message += self.hint_message.format(target=self.ctx.code(move.call.args[0].value))
-            self.report(loader, message)
+            # (the other file's copy as a related location: reports name its path as the user
+            # reaches it, in the message too)
+            related = [(move.where, "the copy of its batches to the GPU")] if move.where else []
+            self.report(loader, message, related=related)
 
     def _collates_to_device(self, loader: cst.Call) -> bool:
         """The loader's `collate_fn` (a function of the file, or a `functools.partial` of

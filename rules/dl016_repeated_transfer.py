@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 import libcst as cst
@@ -309,9 +308,16 @@ class RepeatedTransfer(Rule):
                 continue
             if not sem.on_gpu_path(call):
                 return
-            line = self._line(upload.node) if other is sem else \
-                f"line {other.ctx.position(upload.node)[0]} of {os.path.basename(other.ctx.path)}"
-            self.report(call, self.call_message.format(call=self._short(call.func), line=line))
+            if other is sem:
+                line, related = self._line(upload.node), []
+            else:
+                # The other file by its path (reports name it from the working directory, in
+                # the message and as a related location), not its bare name.
+                number, column = other.ctx.position(upload.node)[:2]
+                line = f"line {number} of {other.ctx.path}"
+                related = [((other.ctx.path, number, column), "the copy made on every call")]
+            self.report(call, self.call_message.format(call=self._short(call.func), line=line),
+                        related=related)
             return
         for copy in copies:
             if self._passes_same_data(call, found[1], copy) and sem.on_gpu_path(call):

@@ -208,7 +208,7 @@ GATES_DERIVED_FROM = {
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
     "DL007": "5b1794f1b3f9",
-    "DL008": "d9fc976692cd",
+    "DL008": "0816db8ad57f",
     "DL009": "f3f7d38e4d08",
     "DL010": "ed35fb7f697b",
     "DL011": "5035fd3532c1",
@@ -216,7 +216,7 @@ GATES_DERIVED_FROM = {
     "DL013": "ed7a868d6de0",
     "DL014": "8cd1d637754e",
     "DL015": "2243e9009d60",
-    "DL016": "0c1da4dee16e",
+    "DL016": "a8da74aa3121",
     "DL017": "cf2c8ebb9257",
     "DL018": "9cefab6b8502",
 }

@@ -428,9 +428,18 @@ def train(loader, device):
 
 
 def _cli_findings(workspace: Path, name: str) -> list[tuple]:
+    """The CLI run from the workspace (a message names another file from where it ran; the
+    server names it from the workspace root)."""
+    import os
+
     from devicelint.runner import lint_paths
 
-    run = lint_paths([str(workspace)], use_cache=False)
+    old = os.getcwd()
+    os.chdir(workspace)
+    try:
+        run = lint_paths(["."], use_cache=False)
+    finally:
+        os.chdir(old)
     return [(f.code, f.line - 1, f.message) for f in run.findings
             if Path(f.path).name == name]
 
