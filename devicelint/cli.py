@@ -11,7 +11,7 @@ from typing import Optional
 
 import click
 
-from devicelint import __version__
+from devicelint import __version__, collector
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
@@ -76,6 +76,10 @@ class DefaultGroup(click.Group):
         return super().main(*args, **kwargs)
 
     def get_command(self, ctx: click.Context, name: str):
+        if name != "check":
+            # The collector is off while a run imports (collector.start_up, from `run`):
+            # only `check` switches it on itself; `confirm` runs the user's program.
+            collector.started()
         if name == "confirm":
             from devicelint.runtime.command import confirm
 
@@ -157,6 +161,7 @@ def run() -> None:
     """The program (the console script, `python -m devicelint`): `main`, then the process
     ends without tearing the interpreter down (`_exit`). Code that calls `main` itself gets
     its SystemExit back, as from any click command."""
+    collector.start_up()  # until the run's imports are done (the runner: collector.started)
     try:
         main()
         status = None  # click's standalone mode ends by SystemExit: not reached
@@ -634,6 +639,7 @@ WATCH_INTERVAL = 0.5  # seconds between two looks at the files' modification tim
 def _watch(targets: list[str], overrides, options: Options, output_file: Optional[str]) -> None:
     """Lint, then lint again whenever a linted file (or the config) changes; Ctrl-C ends it
     (exit 130). A configuration error is reported and waited out, not fatal."""
+    collector.started()  # a long run: the collector as usual (collector.start_up)
     click.echo(f"[{time.strftime('%H:%M:%S')}] Watching for file changes (Ctrl-C stops).", err=True)
     seen = None
     while True:

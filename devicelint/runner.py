@@ -292,6 +292,7 @@ def lint_paths(
         results = _run_jobs(jobs_to_run, jobs)
     finally:
         project_index.use(None)
+    collector.started()  # also when no file needed linting
     learnt: dict = {}
     for (key, display), (result, used, facts) in zip(keys, results):
         if cache is not None:
@@ -458,7 +459,11 @@ def available_cpus() -> int:
 def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[tuple[list[dict], list, dict]]:
     workers = jobs or available_cpus()
     if workers <= 1 or len(jobs_to_run) < PARALLEL_THRESHOLD:
-        return [_worker(job) for job in jobs_to_run]
+        results = []
+        for job in jobs_to_run:
+            results.append(_worker(job))
+            collector.started()  # the first file imported what linting needs (collector.start_up)
+        return results
     # Imported here: a run of a handful of files (an editor's, a hook's) never starts a pool
     # and does not pay for importing one (issue 17: one small file in 0.3 s, start-up included).
     import multiprocessing
@@ -470,6 +475,7 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[tuple[list[dict], 
         from devicelint.engine import enabled_rules
 
         enabled_rules(jobs_to_run[0][3])
+    collector.started()  # before the fork: the workers inherit the imports frozen
     context = multiprocessing.get_context(method)
     if method == "fork" and project_index.current() is not None:
         project_index.current().share_facts()  # the workers read each module once between them
