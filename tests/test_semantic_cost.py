@@ -348,3 +348,34 @@ def test_values_joined_for_a_parameter_or_a_return_stop_at_the_first_unknown():
     # Asked, they are what they are.
     assert sem.value(calls["torch.zeros(3)"]).kind is Kind.TENSOR
     assert sem.value(calls["torch.ones(2)"]).kind is Kind.TENSOR
+
+
+def test_exact_type_sets_hold_every_statement_class_the_parser_makes():
+    """The flow builder tests statements by exact type (flow._SMALL_STATEMENTS, not
+    isinstance on libcst's abstract base): every small statement the parser makes is in
+    the set, and a compound statement is not."""
+    from devicelint.semantic import flow
+
+    source = ("import a\nfrom b import c\nx = 1\ny: int = 2\nx += 1\nf()\ndel x\npass\n"
+              "assert x\nglobal g\nraise E\nfor i in x:\n    break\n    continue\n"
+              "def h():\n    nonlocal z\n    return 1\n")
+    module = safe_parse.parse_module(source)
+    ctx = FileContext("t.py", source, module)
+    ctx.walk({}, {})
+    smalls = {type(node) for node in ctx.nodes if isinstance(node, cst.BaseSmallStatement)}
+    assert len(smalls) == 15
+    assert smalls <= flow._SMALL_STATEMENTS
+    assert not {cst.If, cst.For, cst.While, cst.FunctionDef, cst.SimpleStatementLine} & flow._SMALL_STATEMENTS
+
+
+def test_reaching_defs_come_in_source_order():
+    ctx, sem = model_of("""
+    if c:
+        x = 1
+    else:
+        x = 2
+    x
+    """)
+    read = [n for n in ctx.iter_nodes(cst.Name) if n.value == "x"][-1]
+    assert [ctx.order(d.node) for d in sem.defs(read)] == sorted(ctx.order(d.node) for d in sem.defs(read))
+    assert [d.value.value for d in sem.defs(read)] == ["1", "2"]

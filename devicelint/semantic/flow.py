@@ -23,6 +23,23 @@ COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 IN_PLACE_MODULE_METHODS = ("to", "cuda", "cpu", "half", "float", "double", "bfloat16", "eval",
                             "train", "requires_grad_")
 FUNCTIONS = (cst.FunctionDef, cst.Lambda)
+
+
+def _concrete_subclasses(base: type) -> frozenset:
+    """The classes under `base` that no class derives from: those the parser makes (and
+    the classes libcst's slots decorator replaced), all defined when libcst is imported.
+    For exact type tests instead of isinstance(), which costs a Python-level ABC check for
+    every miss."""
+    found, stack = set(), [base]
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if not cls.__subclasses__():
+            found.add(cls)
+    return frozenset(found)
+
+
+_SMALL_STATEMENTS = _concrete_subclasses(cst.BaseSmallStatement)
 # Expressions _expr does more with than reading the names inside.
 _SPECIAL_EXPRESSIONS = frozenset((cst.NamedExpr, cst.Lambda, cst.Yield, cst.Await) + COMPREHENSIONS)
 _NESTED_SCOPES = frozenset((cst.FunctionDef, cst.ClassDef, cst.Lambda) + COMPREHENSIONS)
@@ -60,19 +77,20 @@ def _join(a: Optional[State], b: Optional[State]) -> Optional[State]:
     out = dict(a)
     for name, defs in b.items():
         mine = out.get(name)
-        out[name] = defs if mine is None else (mine | defs)
+        # The same set on both paths (most names): kept, not copied by a union.
+        out[name] = defs if mine is None or mine is defs else (mine | defs)
     return out
 
 
 def target_parts(target: cst.CSTNode, path: tuple[int, ...] = ()) -> Iterable[tuple[cst.CSTNode, tuple[int, ...]]]:
     """(target node, unpacking path) for every part of an assignment target."""
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         for index, element in enumerate(target.elements):
-            if isinstance(element, cst.StarredElement):
+            if type(element) is cst.StarredElement:
                 yield from target_parts(element.value, path + (-1,))
             else:
                 yield from target_parts(element.value, path + (index,))
-    elif isinstance(target, cst.StarredElement):
+    elif type(target) is cst.StarredElement:
         yield from target_parts(target.value, path + (-1,))
     else:
         yield target, path
@@ -103,7 +121,7 @@ class ScopeFlow:
         # every scope's body for them cost more than the flow itself on model code).
         for node in self.model.declarations(scope):
             names = {n.name.value for n in node.names}
-            (self.globals if isinstance(node, cst.Global) else self.nonlocals).update(names)
+            (self.globals if type(node) is cst.Global else self.nonlocals).update(names)
 
     def _define(self, state: State, d: Def) -> None:
         # A loop body is walked twice: the same binding must be the same Def both times.
@@ -132,22 +150,22 @@ class ScopeFlow:
             for param in (*params.posonly_params, *params.params, *params.kwonly_params):
                 self._define(state, Def(param.name.value, "param", param, param.default, scope=scope))
             for star in (params.star_arg, params.star_kwarg):
-                if isinstance(star, cst.Param):
+                if type(star) is cst.Param:
                     self._define(state, Def(star.name.value, "param", star, None, scope=scope))
-            if isinstance(scope, cst.Lambda):
+            if type(scope) is cst.Lambda:
                 state = {**self.model.function_entry_state.get(id(scope), {}), **state}
                 self._expr(scope.body, state)
                 self.end_state = state
                 return
             body = scope.body
-            statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+            statements = body.body if type(body) is cst.IndentedBlock else [body]
             self.end_state = self._block(statements, state)
         elif isinstance(scope, COMPREHENSIONS):
             state = dict(self.model.comprehension_entry_state.get(id(scope), {}))
             self.end_state = self._comprehension(scope, state)
         else:  # Module / ClassDef
             body = scope.body
-            statements = body.body if isinstance(body, cst.IndentedBlock) else (
+            statements = body.body if type(body) is cst.IndentedBlock else (
                 body if isinstance(body, (list, tuple)) else [body])
             self.end_state = self._block(statements, state)
 
@@ -162,45 +180,45 @@ class ScopeFlow:
     def _suite(self, suite, state: Optional[State]) -> Optional[State]:
         if state is None:
             return None
-        if isinstance(suite, cst.IndentedBlock):
+        if type(suite) is cst.IndentedBlock:
             return self._block(suite.body, state)
-        if isinstance(suite, cst.SimpleStatementSuite):
+        if type(suite) is cst.SimpleStatementSuite:
             return self._block(suite.body, state)
         return self._block([suite], state)
 
     def _statement(self, node: cst.CSTNode, state: State) -> Optional[State]:
-        if isinstance(node, cst.SimpleStatementLine):
+        if type(node) is cst.SimpleStatementLine:
             for small in node.body:
                 if state is None:
                     return None
                 state = self._small(small, state)
             return state
-        if isinstance(node, cst.BaseSmallStatement):
+        if type(node) in _SMALL_STATEMENTS:
             return self._small(node, state)
-        if isinstance(node, cst.If):
+        if type(node) is cst.If:
             self._expr(node.test, state)
             taken = self._suite(node.body, dict(state))
             if node.orelse is None:
                 other = state
-            elif isinstance(node.orelse, cst.If):
+            elif type(node.orelse) is cst.If:
                 other = self._statement(node.orelse, dict(state))
             else:
                 other = self._suite(node.orelse.body, dict(state))
             return _join(taken, other)
-        if isinstance(node, cst.For):
+        if type(node) is cst.For:
             self._expr(node.iter, state)
             return self._loop(node, state)
-        if isinstance(node, cst.While):
+        if type(node) is cst.While:
             self._expr(node.test, state)
             return self._loop(node, state)
-        if isinstance(node, cst.With):
+        if type(node) is cst.With:
             for item in node.items:
                 self._expr(item.item, state)
                 if item.asname is not None:
                     for target, path in target_parts(item.asname.name):
                         self._bind_target(target, state, Def("", "with", node, item.item, path, self.scope))
             return self._suite(node.body, state)
-        if isinstance(node, (cst.Try, cst.TryStar)):
+        if type(node) in (cst.Try, cst.TryStar):
             entry = dict(state)
             before = {name: len(defs) for name, defs in self.all_defs.items()}
             after_body = self._suite(node.body, dict(state))
@@ -219,7 +237,7 @@ class ScopeFlow:
                 hstate = dict(handler_entry)
                 if handler.type is not None:
                     self._expr(handler.type, hstate)
-                if handler.name is not None and isinstance(handler.name.name, cst.Name):
+                if handler.name is not None and type(handler.name.name) is cst.Name:
                     self._define(hstate, Def(handler.name.name.value, "except", handler, handler.type, (), self.scope))
                 result = _join(result, self._suite(handler.body, hstate))
             if node.finalbody is not None:
@@ -227,7 +245,7 @@ class ScopeFlow:
                 fin_out = self._suite(node.finalbody.body, fin_in)
                 return fin_out if result is not None else None
             return result
-        if isinstance(node, cst.Match):
+        if type(node) is cst.Match:
             self._expr(node.subject, state)
             result = None
             for case in node.cases:
@@ -238,13 +256,13 @@ class ScopeFlow:
                     self._expr(case.guard, cstate)
                 result = _join(result, self._suite(case.body, cstate))
             return _join(result, state)
-        if isinstance(node, cst.FunctionDef):
+        if type(node) is cst.FunctionDef:
             for decorator in node.decorators:
                 self._expr(decorator.decorator, state)
             self._params_defaults(node.params, state)
             self._define(state, Def(node.name.value, "def", node, node, (), self.scope))
             return state
-        if isinstance(node, cst.ClassDef):
+        if type(node) is cst.ClassDef:
             for decorator in node.decorators:
                 self._expr(decorator.decorator, state)
             for arg in (*node.bases, *node.keywords):
@@ -264,13 +282,13 @@ class ScopeFlow:
         stack = [pattern]
         while stack:
             node = stack.pop()
-            if isinstance(node, cst.MatchAs) and node.name is not None:
+            if type(node) is cst.MatchAs and node.name is not None:
                 found.append(node.name)
-            if isinstance(node, cst.MatchStar) and node.name is not None:
+            if type(node) is cst.MatchStar and node.name is not None:
                 found.append(node.name)
-            if isinstance(node, cst.MatchMapping) and node.rest is not None:
+            if type(node) is cst.MatchMapping and node.rest is not None:
                 found.append(node.rest)
-            if isinstance(node, cst.MatchValue):
+            if type(node) is cst.MatchValue:
                 continue
             stack.extend(self.model.children(node))
         return found
@@ -285,7 +303,7 @@ class ScopeFlow:
             exits[0].clear()
             exits[1].clear()
             start = dict(head)
-            if isinstance(node, cst.For):
+            if type(node) is cst.For:
                 for target, path in target_parts(node.target):
                     self._bind_target(target, start, Def("", "for", node, node.iter, path, self.scope))
             else:
@@ -310,61 +328,61 @@ class ScopeFlow:
         return after
 
     def _small(self, node: cst.CSTNode, state: State) -> Optional[State]:
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             self._expr(node.value, state)
             for target in node.targets:
                 for part, path in target_parts(target.target):
                     self._bind_target(part, state, Def("", "assign", node, node.value, path, self.scope))
             return state
-        if isinstance(node, cst.AnnAssign):
+        if type(node) is cst.AnnAssign:
             if node.value is not None:
                 self._expr(node.value, state)
             self._expr(node.annotation.annotation, state)
             self._bind_target(node.target, state, Def("", "annassign", node, node.value, (), self.scope))
             return state
-        if isinstance(node, cst.AugAssign):
+        if type(node) is cst.AugAssign:
             self._expr(node.value, state)
             self._expr(node.target, state)
-            if isinstance(node.target, cst.Name):
+            if type(node.target) is cst.Name:
                 prior = state.get(node.target.value, frozenset())
                 self._define(state, Def(node.target.value, "augassign", node, node.value, (), self.scope, prior))
             else:
                 self._bind_target(node.target, state, Def("", "augassign", node, node.value, (), self.scope))
             return state
-        if isinstance(node, cst.Expr):
+        if type(node) is cst.Expr:
             self._expr(node.value, state)
             self._effect(node.value, state)
             return state
-        if isinstance(node, cst.Return):
+        if type(node) is cst.Return:
             if node.value is not None:
                 self._expr(node.value, state)
             self.returns.append(node)
             return None
-        if isinstance(node, cst.Raise):
+        if type(node) is cst.Raise:
             if node.exc is not None:
                 self._expr(node.exc, state)
             return None
-        if isinstance(node, cst.Break):
+        if type(node) is cst.Break:
             if self._loop_exits:
                 self._loop_exits[-1][0].append(dict(state))
             return None
-        if isinstance(node, cst.Continue):
+        if type(node) is cst.Continue:
             if self._loop_exits:
                 self._loop_exits[-1][1].append(dict(state))
             return None
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
-            if isinstance(node.names, cst.ImportStar):
+        if type(node) in (cst.Import, cst.ImportFrom):
+            if type(node.names) is cst.ImportStar:
                 return state
             for alias in node.names:
                 bound = alias.asname.name if alias.asname is not None else alias.name
-                while isinstance(bound, cst.Attribute):
+                while type(bound) is cst.Attribute:
                     bound = bound.value
-                if isinstance(bound, cst.Name):
+                if type(bound) is cst.Name:
                     self._define(state, Def(bound.value, "import", node, None, (), self.scope))
             return state
-        if isinstance(node, cst.Del):
+        if type(node) is cst.Del:
             return state
-        if isinstance(node, (cst.Assert,)):
+        if type(node) is cst.Assert:
             self._expr(node.test, state)
             return state
         for child in self.model.children(node):
@@ -374,29 +392,29 @@ class ScopeFlow:
     def _effect(self, value: cst.BaseExpression, state: State) -> None:
         """`model.to(device)` / `model.cuda()` as a statement moves a module in place: record
         it as a binding that refines the receiver's previous value."""
-        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        if not (type(value) is cst.Call and type(value.func) is cst.Attribute):
             return
         receiver = value.func.value
-        while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
+        while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute \
                 and receiver.func.attr.value in IN_PLACE_MODULE_METHODS:
             receiver = receiver.func.value  # `model.eval().to(device)`, `model.to(device).half()`
-        if isinstance(receiver, cst.Name) and value.func.attr.value in IN_PLACE_MODULE_METHODS:
+        if type(receiver) is cst.Name and value.func.attr.value in IN_PLACE_MODULE_METHODS:
             prior = state.get(receiver.value, frozenset())
             if prior:
                 self._define(state, Def(receiver.value, "effect", value, value, (), self.scope, prior))
-        elif isinstance(receiver, cst.Attribute) and value.func.attr.value in IN_PLACE_MODULE_METHODS:
+        elif type(receiver) is cst.Attribute and value.func.attr.value in IN_PLACE_MODULE_METHODS:
             # `self.D.to(self.device)` in a method: the object `self.D` holds changes place
             # for the class's other methods (devicelint.semantic.modules.attribute_moves).
             self.model.record_attribute_move(self.scope, receiver, value)
 
     def _bind_target(self, target: cst.CSTNode, state: State, template: Def) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             self._define(state, Def(target.value, template.kind, template.node, template.value,
                                     template.path, self.scope))
-        elif isinstance(target, cst.Attribute):
+        elif type(target) is cst.Attribute:
             self._expr(target.value, state)
             self.model.record_attribute_binding(self.scope, target, template)
-        elif isinstance(target, cst.Subscript):
+        elif type(target) is cst.Subscript:
             self._expr(target, state)
         else:
             self._expr(target, state)
@@ -447,9 +465,9 @@ class ScopeFlow:
     def _special(self, current: cst.CSTNode, state: State) -> bool:
         """What _expr does at a walrus, comprehension, lambda, yield or await; True when
         the names inside are not read in the current scope (or are read by this call)."""
-        if isinstance(current, cst.NamedExpr):
+        if type(current) is cst.NamedExpr:
             self._expr(current.value, state)
-            if isinstance(current.target, cst.Name):
+            if type(current.target) is cst.Name:
                 self._define(state, Def(current.target.value, "walrus", current, current.value, (), self.scope))
             return True
         if isinstance(current, COMPREHENSIONS):
@@ -457,11 +475,11 @@ class ScopeFlow:
             self._expr(current.for_in.iter, state)
             self.model.comprehension_entry_state[id(current)] = dict(state)
             return True
-        if isinstance(current, cst.Lambda):
+        if type(current) is cst.Lambda:
             self._params_defaults(current.params, state)
             self.model.function_entry_state[id(current)] = dict(state)
             return True
-        if isinstance(current, cst.Yield):
+        if type(current) is cst.Yield:
             self.yields = True
         return False
 
@@ -500,7 +518,7 @@ class ScopeFlow:
             for condition in clause.ifs:
                 self._expr(condition.test, state)
             clause = clause.inner_for_in
-        if isinstance(comp, cst.DictComp):
+        if type(comp) is cst.DictComp:
             self._expr(comp.key, state)
             self._expr(comp.value, state)
         else:

@@ -19,7 +19,8 @@ rests on a name carries `hint=True` so that a rule can say so or stay silent.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from itertools import chain
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -38,6 +39,11 @@ from devicelint.semantic.values import (
 SCOPES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPREHENSIONS
 _MAX_DEPTH = 40
 _SCOPES = frozenset(FUNCTIONS + (cst.ClassDef,) + COMPREHENSIONS)
+_NOT_INDEXED = (None, -1, None)  # FileContext's index entry of a node it does not hold
+# The nodes _non_import_names reads besides the engine's binders (read per type, not by a
+# pass over every node).
+_NAME_BINDING_NODES = (cst.Parameters, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchAs,
+                       cst.MatchStar, cst.MatchMapping, cst.Call)
 _NO_CYCLE = 1 << 30
 _STATEMENT_CONTAINERS = frozenset((cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.IndentedBlock,
                                    cst.Module))
@@ -157,6 +163,9 @@ class SemanticModel:
         # The engine's parent table, asked without a call through this model (hot: the
         # scope and loop queries climb the tree on every value asked).
         self.parent = ctx.parent
+        info = ctx._info
+        # A sort key: the order of a Def's node in the file (ctx.order without a method call).
+        self._source_order: Callable[[Def], int] = lambda d: (info.get(id(d.node)) or _NOT_INDEXED)[1]
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.ctx.parent(node)
@@ -171,13 +180,15 @@ class SemanticModel:
         return found
 
     def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
-        parent_of = self.parent
+        info = self.ctx._info  # the index's (parent, order, scope) by id: read directly (hot)
         child = node
-        parent = parent_of(node)
+        entry = info.get(id(node))
+        parent = entry[0] if entry else None
         while parent is not None:
             if type(parent) not in _SCOPES:  # exact type: isinstance() on libcst's ABCs is slow
                 child = parent
-                parent = parent_of(parent)
+                entry = info.get(id(parent))
+                parent = entry[0] if entry else None
                 continue
             if isinstance(parent, FUNCTIONS):
                 if child is parent.body or (isinstance(parent, cst.FunctionDef) and child is parent.params) \
@@ -290,7 +301,9 @@ class SemanticModel:
         found = self.reaching.get(id(name))
         if found is None:
             return self._free_defs(name.value, scope)
-        return sorted(found, key=lambda d: self.ctx.order(d.node))
+        if len(found) == 1:
+            return list(found)
+        return sorted(found, key=self._source_order)
 
     def _free_defs(self, name: str, scope: cst.CSTNode) -> list[Def]:
         """A name read but not bound on any path of its own scope: a global, a closure
@@ -308,10 +321,10 @@ class SemanticModel:
                 break
             end = outer.end_state if outer.end_state is not None else {}
             if name in end and not isinstance(current, cst.Module):
-                return sorted(end[name], key=lambda d: self.ctx.order(d.node))
+                return sorted(end[name], key=self._source_order)
             if name in outer.all_defs:
                 if isinstance(current, cst.Module) and name in end:
-                    return sorted(end[name], key=lambda d: self.ctx.order(d.node))
+                    return sorted(end[name], key=self._source_order)
                 return list(outer.all_defs[name])
         module = self.flow(self.ctx.module)
         self._run_global_writers()
@@ -319,7 +332,7 @@ class SemanticModel:
             end = module.end_state or {}
             found = end.get(name) or frozenset(module.all_defs[name])
             found = set(found) | set(self.foreign_defs.get(name, ()))
-            return sorted(found, key=lambda d: self.ctx.order(d.node))
+            return sorted(found, key=self._source_order)
         return list(self.foreign_defs.get(name, ()))
 
     def _run_global_writers(self) -> None:
@@ -373,7 +386,7 @@ class SemanticModel:
                         add(node.asname.name)
                 elif kind is cst.Param or kind is cst.FunctionDef or kind is cst.ClassDef:
                     names.add(node.name.value)
-            for node in self.ctx.nodes:
+            for node in chain.from_iterable(map(self.ctx.iter_nodes, _NAME_BINDING_NODES)):
                 kind = type(node)
                 if kind is cst.Parameters:
                     # `*args`, `**kwargs`: the engine's walk skips these fields (`star...`)
