@@ -185,6 +185,10 @@ REPOS: tuple[Repo, ...] = (
     Repo("pytorch-deep-learning", "mrdbourke/pytorch-deep-learning", "baa27b691617461c173ecf3439793cd8cde74e13",
          ("0[0-9]_*.ipynb", "going_modular/going_modular/*.py", "helper_functions.py"), held_out=True),
     Repo("Rainbow", "Kaixhin/Rainbow", "1745b184c3dfc03d4ffa3ce2342ced9996b39a60", ("*",), held_out=True),
+    Repo("semseg", "hszhao/semseg", "4f274c3f276778228bc14a4565822d46359f0cc8",
+         ("tool/*", "model/*", "util/*"), held_out=True),
+    Repo("pix2pixHD", "NVIDIA/pix2pixHD", "14b3b3c7fff413086e3b58df52096f16b6891172", ("*",),
+         ("options/*", "run_engine.py"), held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
