@@ -158,9 +158,9 @@ def main() -> None:
 
 
 def run() -> None:
-    """The program (the console script, `python -m devicelint`): `main`, then the process
-    ends without tearing the interpreter down (`_exit`). Code that calls `main` itself gets
-    its SystemExit back, as from any click command."""
+    """The program (from devicelint.__main__: the console script, `python -m devicelint`):
+    `main`, then the process ends without tearing the interpreter down (`_exit`). Code
+    that calls `main` itself gets its SystemExit back, as from any click command."""
     collector.start_up()  # until the run's imports are done (the runner: collector.started)
     try:
         main()

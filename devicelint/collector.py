@@ -9,8 +9,8 @@ objects freed by reference counting when it is done (FileContext.release breaks 
 cycles that would keep them), memory stays bounded by the largest file as before.
 Imports nothing of devicelint.
 
-The program (`python -m devicelint`, the console script: devicelint.cli.run) also starts
-with the collector off (`start_up`): the modules a run imports (click, dataclasses,
+The program (`python -m devicelint`, the console script: devicelint.__main__.main) also
+starts with the collector off (`start_up`): the modules a run imports (click, dataclasses,
 typing, libcst, the runner, the rules) are objects that live until the process ends, and
 the collections their allocations trigger re-examine them again and again, ~17 ms of
 CPU, about a tenth of linting one small file, start-up included. When the imports are

@@ -390,9 +390,9 @@ def _report():
                               "collections": _collections() - before}), file=sys.stderr)
 atexit.register(_report)
 sys.argv = ["devicelint", *sys.argv[1:]]
-from devicelint.cli import run
-before = _collections()  # from here: the runner, libcst, the engine, the rules, the lint
-run()
+before = _collections()  # from here: click, the runner, libcst, the engine, the rules, the lint
+from devicelint.__main__ import main  # the console script's entry point, as python -m's
+main()
 """
 
 
@@ -408,6 +408,10 @@ def test_the_program_imports_with_the_collector_off_then_freezes_the_imports(tmp
     """Importing click, libcst and the rules triggered ~80 collections that re-examined
     objects alive until the end (~17 ms of a ~170 ms run); now none run until the first
     file is linted, what is alive then is frozen, and the collector is on again."""
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert scripts["devicelint"] == "devicelint.__main__:main"  # before click is imported
     (tmp_path / "train.py").write_text("import torch.nn as nn\n\nmodel = nn.DataParallel(nn.Linear(4, 4))\n")
     _collections(["--no-cache", "-q", "train.py"], tmp_path)  # the rule catalogue, once
     found = _collections(["--no-cache", "-q", "train.py"], tmp_path)
