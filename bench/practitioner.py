@@ -189,6 +189,10 @@ REPOS: tuple[Repo, ...] = (
          ("tool/*", "model/*", "util/*"), held_out=True),
     Repo("pix2pixHD", "NVIDIA/pix2pixHD", "14b3b3c7fff413086e3b58df52096f16b6891172", ("*",),
          ("options/*", "run_engine.py"), held_out=True),
+    Repo("transformers-tutorials", "abhimishra91/transformers-tutorials",
+         "3d5a9b1d735eb68648588526d77d6dda7735d631", ("*",), held_out=True),
+    Repo("vits", "jaywalnut310/vits", "2e561ba58618d021b5b8323d3765880f7e0ecfdb", ("*",),
+         ("monotonic_align/setup.py", "text/*", "preprocess.py"), held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
