@@ -13,9 +13,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -505,6 +503,9 @@ def _worker_init(parent: int) -> None:
     pipe open. On Linux the kernel sends SIGKILL when the parent dies (PR_SET_PDEATHSIG);
     elsewhere a thread watches the parent pid. Ctrl-C is left to the main process, which
     cancels the pool (the workers then exit without a traceback each)."""
+    import signal  # here: a run without a pool does not import it (issue 17: start-up)
+    import threading
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     watched = _set_parent_death_signal()
     if os.getppid() != parent:  # the parent died before the signal was armed
@@ -518,6 +519,7 @@ def _set_parent_death_signal() -> bool:
         return False
     try:
         import ctypes
+        import signal
 
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
