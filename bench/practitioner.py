@@ -193,6 +193,10 @@ REPOS: tuple[Repo, ...] = (
          "3d5a9b1d735eb68648588526d77d6dda7735d631", ("*",), held_out=True),
     Repo("vits", "jaywalnut310/vits", "2e561ba58618d021b5b8323d3765880f7e0ecfdb", ("*",),
          ("monotonic_align/setup.py", "text/*", "preprocess.py"), held_out=True),
+    Repo("pytorch-retinanet", "kuangliu/pytorch-retinanet", "2d7c663350f330a34771a8fa6a4f37a2baa52a1d",
+         ("*.py",), ("scripts/*",), held_out=True),
+    Repo("ViT-pytorch", "jeonsworld/ViT-pytorch", "460a162767de1722a014ed2261463dbbc01196b6", ("*.py",),
+         held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
