@@ -39,6 +39,7 @@ VALUE = 16            # not a whole statement
 WITH_ARGS = 32        # the call passes some argument
 ATTRIBUTE_CALL = 64   # the callee is an attribute (`x.f(...)`)
 WITHOUT_DEVICE = 128  # no `device=` keyword (`**kwargs` may hold one: the API reads it not)
+IN_FUNCTION = 256     # in the body of a function (or lambda), not at module or class level
 
 # Deeper than this (ast nesting), libcst's recursive parse or code generation may fail where
 # CPython's parser does not (a DL900 the gate would hide): such files are not gated.
@@ -77,13 +78,25 @@ class FileFacts:
         self.calls = 0
         self.has_step_loop = False              # a for/while loop
         self.has_with = False                   # a with statement
+        self.with_items: list[ast.AST] = []     # what the with statements enter
+        # Calls that may put a value on the device (`_device_target`): (dotted callee or
+        # None, flags, the method when an attribute call, whether the target is `x.dtype`)
+        self._placing: list[tuple[Optional[str], int, Optional[str], bool]] = []
+        self.stores_dtype = False               # `x.dtype = ...`: `.to(x.dtype)` may be a device
+        self.has_any_loop = False               # a for/while loop or a comprehension
+        self.function_names: set[str] = set()   # names of the functions the file defines
         self.has_step_slice = False             # `x[::2]`
-        # (name, bases, its __init__ stores `self.x = ...`, `x.attr = [...]` of something
-        # other than literals in its body (DL002))
-        self._classes: Optional[list[tuple[str, list[str], bool, bool]]] = None
+        # (name, bases, the class, `x.attr = [...]` of something other than literals in its
+        # body (DL002))
+        self._classes: Optional[list[tuple[str, list[str], ast.ClassDef, bool]]] = None
         self._class_nodes: list[ast.ClassDef] = []
-        self._attr_stores: list[tuple[int, Optional[str]]] = []   # (line, receiver name)
-        self._containers: list[tuple[int, Optional[bool]]] = []   # (line, may hold a module)
+        # `x.attr = [...]` (a display or comprehension): (line, its elements, the attributes)
+        self._containers: list[tuple[int, list[ast.AST], list[str]]] = []
+        self._attribute_counts: Optional[dict[str, int]] = None
+        self._whole = tree
+        self._called: dict[int, set[str]] = {}
+        self._stars: Optional[set[str]] = None
+        self._bind_counts: Optional[dict[str, int]] = None
         self._module_classes: Optional[set[str]] = None
         self.star_import = False
         self.import_names: set[str] = set()     # names bound by imports
@@ -120,6 +133,8 @@ class FileFacts:
                 continue
             if kind is ast.Attribute:
                 ids.add(node.attr)
+                if node.attr == "dtype" and type(node.ctx) is not ast.Load:
+                    self.stores_dtype = True
                 if self.alias_heads:
                     dotted = _dotted(node)
                     if dotted is not None and dotted.partition(".")[0] in self.alias_heads:
@@ -163,9 +178,12 @@ class FileFacts:
                 ids.add(node.name)
                 if kind is ast.ClassDef:
                     self._class_nodes.append(node)  # looked at when a gate asks (classes())
-                loops = 0  # loops outside a function do not run its body
+                    loops = 0
+                else:
+                    self.function_names.add(node.name)
+                    loops = IN_FUNCTION  # loops outside a function do not run its body
             elif kind is ast.Lambda:
-                loops = 0
+                loops = IN_FUNCTION
             elif kind is ast.arg:
                 ids.add(node.arg)
             elif kind is ast.keyword:
@@ -175,11 +193,15 @@ class FileFacts:
                 ids.update(node.names)
             elif kind in _FOR_WHILE:
                 self.has_step_loop = True
+                self.has_any_loop = True
+            elif kind in _COMPREHENSIONS:
+                self.has_any_loop = True
             elif (kind is ast.Assign or kind is ast.AnnAssign and node.value is not None) \
                     and any(type(t) is ast.Attribute for t in (node.targets if kind is ast.Assign else [node.target])):
                 self._store(node)
             elif kind in (ast.With, ast.AsyncWith):
                 self.has_with = True
+                self.with_items.extend(item.context_expr for item in node.items)
             elif kind is ast.Slice and node.step is not None:
                 self.has_step_slice = True
             stack.extend(self._children(node, loops, depth + 1))
@@ -207,6 +229,11 @@ class FileFacts:
         if not any(keyword.arg == "device" for keyword in node.keywords):
             flags |= WITHOUT_DEVICE
         func = node.func
+        target = _device_target(node)
+        if target is not None and _may_be_device_target(target):
+            self._placing.append((_dotted(func), flags,
+                                  func.attr if type(func) is ast.Attribute else None,
+                                  type(target) is ast.Attribute and target.attr == "dtype"))
         if type(func) is ast.Attribute:
             flags |= ATTRIBUTE_CALL
             self.attr_calls[func.attr] = self.attr_calls.get(func.attr, 0) | flags
@@ -223,43 +250,27 @@ class FileFacts:
             self.int_arg_callees.add(last)
 
     def _store(self, node: ast.AST) -> None:
-        """An assignment to an attribute (`self.x = ...`): its line and receiver, and, when
-        its value is a display or comprehension, whether that may hold a module (DL002)."""
-        targets = node.targets if type(node) is ast.Assign else [node.target]
-        receivers = [t.value.id if type(t.value) is ast.Name else None for t in targets if type(t) is ast.Attribute]
-        if not receivers:
-            return
-        for receiver in receivers:
-            self._attr_stores.append((node.lineno, receiver))
+        """An assignment to an attribute (`self.x = ...`): when its value is a display or
+        comprehension, its line and whether that may hold a module (DL002)."""
         elements = _container_elements(node.value)
         if elements is not None:
-            # `self.layers = []`: what the class appends or stores into it decides (None).
-            self._containers.append((node.lineno, None if not elements else any(not _constant(e) for e in elements)))
+            targets = node.targets if type(node) is ast.Assign else [node.target]
+            self._containers.append((node.lineno, elements, [t.attr for t in targets if type(t) is ast.Attribute]))
 
     def _class(self, node: ast.ClassDef) -> None:
         first, last = node.lineno, node.end_lineno or node.lineno
         container = False
-        for line, holds in self._containers:
+        for line, elements, attrs in self._containers:
             if first <= line <= last:
-                if holds is None:
-                    holds = any(not _constant(e) for e in _fills(node))
-                if holds:
+                # `self.layers = []`: what the class appends or stores into it decides.
+                if any(self._may_be_module(e) for e in elements or _fills(node)) \
+                        and any(self._attribute_count(a) > 1 for a in attrs):
                     container = True
                     break
         bases = [d for d in (_dotted(b) for b in node.bases) if d is not None]
         if not bases:
             return  # not an nn.Module subclass: DL002 and DL017 look at those only
-        stores = False
-        for method in node.body:
-            if type(method) in (ast.FunctionDef, ast.AsyncFunctionDef) and method.name == "__init__":
-                params = method.args.posonlyargs + method.args.args
-                if not params:
-                    continue
-                me, first, last = params[0].arg, method.lineno, method.end_lineno or method.lineno
-                # (a store in a function nested in `__init__` counts too: a superset)
-                if any(first <= line <= last and receiver == me for line, receiver in self._attr_stores):
-                    stores = True
-        self._classes.append((node.name, bases, stores, container))
+        self._classes.append((node.name, bases, node, container))
 
     # -- questions -----------------------------------------------------------------------
     def calls_method(self, names: Iterable[str], flags: int = ANY) -> bool:
@@ -314,8 +325,214 @@ class FileFacts:
         return self.has_with and self.calls_foreign(
             lambda symbol, view: symbol.kind == "function" and "torch.device" in view.calls_of(symbol))
 
+    def _may_be_module(self, element: ast.AST) -> bool:
+        """An element of a container that may be a module (DL002's `_stateful_module`): not
+        a literal, and not the result of a builtin that makes no module (`dict(...)`,
+        `int(...)`) where the file does not bind that name."""
+        if _constant(element):
+            return False
+        if type(element) is ast.Call and type(element.func) is ast.Name \
+                and element.func.id in _NO_MODULE_BUILTINS and element.func.id not in self.bound_names():
+            return False
+        return True
+
+    def bound_names(self) -> set[str]:
+        """Every name the file binds anywhere (assignments, parameters, imports, functions,
+        classes, loops, `with`/`except` targets, `global`, match captures): what may shadow
+        a builtin."""
+        return set(self.binding_counts())
+
+    def binding_counts(self) -> dict[str, int]:
+        """How many times the file binds each name (see `bound_names`; a star import binds
+        any name: counted once more for every name asked through `get`)."""
+        if self._bind_counts is None:
+            self._second_look()
+        return self._bind_counts
+
+    def _second_look(self) -> None:
+        """One more walk of the tree, for the few questions the first walk does not answer
+        (asked only about classes DL002 and DL017 look at): how many times each name is
+        bound, how many `x.attr` nodes each attribute name has, and the names called with
+        `*args`/`**kwargs`."""
+        counts: dict[str, int] = {}
+        attributes: dict[str, int] = {}
+        stars: set[str] = set()
+
+        def bind(name: str) -> None:
+            counts[name] = counts.get(name, 0) + 1
+
+        for node in ast.walk(self._whole):
+            kind = type(node)
+            if kind is ast.Name:
+                if type(node.ctx) is not ast.Load:
+                    bind(node.id)
+            elif kind is ast.Attribute:
+                attributes[node.attr] = attributes.get(node.attr, 0) + 1
+            elif kind is ast.Call:
+                if type(node.func) is ast.Name and (any(type(a) is ast.Starred for a in node.args)
+                                                    or any(k.arg is None for k in node.keywords)):
+                    stars.add(node.func.id)
+            elif kind is ast.arg:
+                bind(node.arg)
+            elif kind in _NESTED_SCOPES:
+                bind(node.name)
+            elif kind is ast.ExceptHandler and node.name:
+                bind(node.name)
+            elif kind in (ast.Global, ast.Nonlocal):
+                for name in node.names:
+                    bind(name)
+            elif kind in (ast.MatchAs, ast.MatchStar) and node.name:
+                bind(node.name)
+            elif kind is ast.MatchMapping and node.rest:
+                bind(node.rest)
+            elif kind in (ast.Import, ast.ImportFrom):
+                for alias in node.names:
+                    bind(alias.asname or alias.name.partition(".")[0])
+        self._bind_counts = _StarCounts(counts) if self.star_import else counts
+        self._attribute_counts = attributes
+        self._stars = stars
+
+    def _attribute_count(self, attr: str) -> int:
+        """How many `x.attr` nodes the file has (DL002 needs the container read after
+        construction: `read_after_construction`, a second access at least)."""
+        if self._attribute_counts is None:
+            self._second_look()
+        return self._attribute_counts.get(attr, 0)
+
+    def _may_be_host_tensor(self, value: ast.AST, init: ast.AST, owner: ast.ClassDef) -> bool:
+        """A value `__init__` stores that the semantic model may find a tensor on the host
+        (DL017's `_cpu_tensor`): not a literal or display (`never_tensor`), not a Parameter
+        or Buffer (`_plain_value`), not a module's constructor nor a builtin's number, not
+        a parameter of `__init__` whose value the file's calls do not give
+        (`_unknown_parameter`) nor an attribute of one, and not an operation (arithmetic,
+        a comparison, `and`/`or`, `a if c else b`) none of whose operands may be a tensor
+        (semantic/model.py: an operation gives a tensor only from a tensor operand)."""
+        if isinstance(value, _NEVER_TENSOR) or _constant(value):
+            return False
+        kind = type(value)
+        if kind is ast.Call:
+            return not self._makes_module_or_number(value)
+        if kind is ast.Name:
+            return not self._unknown_parameter(value.id, init, owner)
+        if kind is ast.Attribute:
+            base = value.value
+            me = _self_param(init)
+            return not (type(base) is ast.Name and base.id != me and self._unknown_parameter(base.id, init, owner))
+        if kind is ast.BinOp:
+            return self._may_be_host_tensor(value.left, init, owner) or self._may_be_host_tensor(value.right, init, owner)
+        if kind is ast.UnaryOp:
+            return type(value.op) is not ast.Not and self._may_be_host_tensor(value.operand, init, owner)
+        if kind is ast.BoolOp:
+            return any(self._may_be_host_tensor(v, init, owner) for v in value.values)
+        if kind is ast.Compare:
+            if any(type(op) in (ast.In, ast.NotIn, ast.Is, ast.IsNot) for op in value.ops):
+                return False  # a bool
+            return any(self._may_be_host_tensor(v, init, owner) for v in [value.left, *value.comparators])
+        if kind is ast.IfExp:
+            return self._may_be_host_tensor(value.body, init, owner) or self._may_be_host_tensor(value.orelse, init, owner)
+        return True
+
+    def _unknown_parameter(self, name: str, init: ast.AST, owner: ast.ClassDef) -> bool:
+        """`name` is a parameter of `__init__` that it does not rebind and whose value the
+        model does not know (`_param_value`: what every call of the file passes, else its
+        annotation, a device default or a device name, none of them a host tensor): the
+        file makes no call of the class or of an `__init__` with arguments (nor spawns), or
+        a call of the class passes `*args`/`**kwargs` (`_passed_arguments`), where the
+        class's name is bound once (that call is its)."""
+        if name not in _parameters(init) or name in _rebound(init):
+            return False
+        called = self.called_names()
+        if not (owner.name in called or "spawn" in called or any(
+                n == "__init__" and f & WITH_ARGS for n, f in self.attr_calls.items())):
+            return True
+        return owner.name in self._star_called() and self.binding_counts().get(owner.name) == 1
+
+    def _makes_module_or_number(self, call: ast.Call) -> bool:
+        """`call` makes a module (a torch.nn class, an nn.Module class of this file or, per
+        the project index, of another local module), a Parameter or Buffer (DL017's
+        `_plain_value`), or a number or string (`float(x)`, a builtin the file does not
+        bind): never a plain host tensor."""
+        func = call.func
+        if type(func) is ast.Name and func.id in _NO_TENSOR_BUILTINS and func.id not in self.bound_names():
+            return True
+        dotted = _dotted(func)
+        if dotted is None:
+            return False
+        quals = self._qualnames(dotted)
+        if quals:
+            if all(q in _PARAMETER_CLASSES or _is_module_class(q) for q in quals):
+                return True
+        elif dotted in self.module_classes() and self.binding_counts().get(dotted) == 1:
+            return True
+        if not self._may_be_imported(dotted):
+            return False
+        view = self.view()
+        return view is not None and view.is_module_class(dotted, _module_root)
+
+    def _star_called(self) -> set[str]:
+        """Names called (`Name(...)`) with `*args` or `**kwargs` somewhere in the file."""
+        if self._stars is None:
+            self._second_look()
+        return self._stars
+
+    def device_placing(self) -> bool:
+        """Something in the file may put a tensor or a module on the accelerator, as the
+        semantic model places values: a `.cuda(...)`, a `.to(...)` or a `device=` given a
+        target that may be a device (not `None`, `"cpu"`, a dtype; `_device_target`), a
+        `torch.cuda` legacy tensor type (by name, or a `"torch.cuda..."` string for `.type()`),
+        or a `with` block whose item may be a device (the default place of what it makes:
+        `with torch.device("cuda"):`, `with dev:`). A device alone (a `device` parameter, a
+        `torch.device(...)`, another file's `dev()`) puts nothing there without one of these:
+        without one, no value of the file is on the device (semantic/model.py: `_moved`,
+        `_apply`'s `device=`, `built_place`, `default_place`, `tensor_type_place`)."""
+        if self.placing_calls() or self.mentions("cuda"):
+            return True
+        if any("torch.cuda." in text for text in self.strings):
+            return True  # `.type("torch.cuda.FloatTensor")` (`tensor_type_place`)
+        # A `with` item is a device only where the file has one (`device_source`).
+        return any(self._may_be_device(item) for item in self.with_items) and self.device_source()
+
+    def placing_calls(self, flags: int = ANY) -> list[tuple[Optional[str], int, Optional[str], bool]]:
+        """The calls (with every bit of `flags`) that may put a value on the device. A target
+        `x.dtype` is a dtype unless the file stores an attribute named `dtype` (or names one
+        in a string: `setattr`)."""
+        dtype_may_place = self.stores_dtype or "dtype" in self.strings
+        return [c for c in self._placing if c[1] & flags == flags and (dtype_may_place or not c[3])]
+
+    def uploads(self, flags: int = ANY) -> bool:
+        """Some call (with every bit of `flags`) may copy host data to the device, as
+        DL016's `upload` and `dataflow`'s uploads find them: `.cuda()`, `.to(target)`, or a
+        `device=` call of what may be `torch.tensor`/`as_tensor`/`asarray` (any callee but
+        another torch function, whose qualified name the imports give)."""
+        data = _data_to_device_names()
+        for dotted, _flags, method, _dtype in self.placing_calls(flags):
+            if method in ("cuda", "to"):
+                return True
+            if dotted is None:
+                return True
+            quals = self._qualnames(dotted)
+            if not quals or any(not q.startswith("torch.") or q.rsplit(".", 1)[-1] in data for q in quals):
+                return True
+        return False
+
+    def _may_be_device(self, item: ast.AST) -> bool:
+        """A `with` item that may be a device: anything but a literal, or a call of a torch
+        function other than `torch.device`-like ones (`torch.no_grad()`, `torch.autocast(...)`
+        return no device)."""
+        if isinstance(item, _NEVER_TENSOR):
+            return False
+        if type(item) is ast.Call:
+            dotted = _dotted(item.func)
+            if dotted is not None:
+                quals = self._qualnames(dotted)
+                last = dotted.rsplit(".", 1)[-1]
+                if quals and all(q.startswith("torch.") for q in quals) \
+                        and not _DEVICE_ID.search(last):
+                    return False
+        return True
+
     @property
-    def classes(self) -> list[tuple[str, list[str], bool, bool]]:
+    def classes(self) -> list[tuple[str, list[str], ast.ClassDef, bool]]:
         if self._classes is None:
             self._classes = []
             for node in self._class_nodes:
@@ -326,10 +543,12 @@ class FileFacts:
         """Some class that may derive from an nn.Module class (semantic model
         `module_classes`: a base whose import names a `torch.nn` class or a Lightning
         module, a class of this file that does, or, per the project index, a class of
-        another local module that does) stores `self.x = ...` in its `__init__` (`stores`)
+        another local module that does) keeps in its `__init__` an attribute that may be a
+        tensor and that another method reads (`stores`, DL017)
         or assigns a display or comprehension of non-literals to an attribute in its body
         (`container`)."""
-        candidates = [c for c in self.classes if (c[2] or not stores) and (c[3] or not container)]
+        candidates = [c for c in self.classes if (c[3] or not container)
+                      and (not stores or _keeps_tensor_attribute(c[2], self._may_be_host_tensor))]
         if not candidates:
             return False
         found = self.module_classes()
@@ -405,6 +624,12 @@ class FileFacts:
         """The last names of the callees (`zeros` of `torch.zeros(...)`) of the calls with
         every bit of `flags`, the names their imports bind them from (`from torch import
         zeros as z`), and what module-level aliases stand for (`names`, as a superset)."""
+        found = self._called.get(flags)
+        if found is None:
+            found = self._called[flags] = self._called_names(flags)
+        return found
+
+    def _called_names(self, flags: int) -> set[str]:
         callees = [d for d, f in self.callees.items() if f & flags == flags]
         found = {dotted.rsplit(".", 1)[-1] for dotted in callees}
         found.update(n for n, f in self.attr_calls.items() if f & flags == flags)
@@ -622,6 +847,213 @@ def _constant(node: ast.AST) -> bool:
     if kind in (ast.Tuple, ast.List, ast.Set):
         return all(_constant(e) for e in node.elts)
     return False
+
+
+_MOVER_METHODS = ("to", "cuda", "_apply")  # DL017's `_MOVERS`: a class that moves its own state
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# Expressions whose value is never a tensor (semantic/model.py `never_tensor`).
+_NEVER_TENSOR = (ast.Constant, ast.JoinedStr, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.ListComp,
+                 ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
+
+
+_NOT_DEVICE_TARGETS = frozenset({"None", "True", "False"})
+
+
+_ANY_TARGET = ast.Name(id="?")  # a target that may be anything (`.cuda()`, `.to(**kwargs)`)
+
+
+def _device_target(call: ast.Call) -> Optional[ast.AST]:
+    """Where `call` may put its result (semantic/model.py `_moved`, `_apply`): the target
+    of a `.cuda(...)` (any), of a `.to(...)` (`device=`, else its first argument;
+    `.to(dtype=...)` alone has none; `**kwargs` may hold one) or of any call's `device=`;
+    None for a call that places nothing."""
+    func = call.func
+    method = func.attr if type(func) is ast.Attribute else None
+    if method == "cuda":
+        return _ANY_TARGET
+    for keyword in call.keywords:
+        if keyword.arg == "device":
+            return keyword.value
+        if keyword.arg is None and method == "to":
+            return _ANY_TARGET
+    if method != "to" or not call.args:
+        return None
+    return call.args[0]
+
+
+def _may_be_device_target(node: ast.AST) -> bool:
+    """semantic/model.py `device_place` may say "the device" for this target."""
+    kind = type(node)
+    if kind is ast.Constant:
+        if isinstance(node.value, str):
+            return _names_accelerator(node.value)
+        return type(node.value) is int  # a CUDA device index (`None`, a float: no device)
+    if kind is ast.JoinedStr:
+        # (the model reads the f-string's text parts, joined)
+        return _names_accelerator("".join(v.value for v in node.values
+                                          if type(v) is ast.Constant and isinstance(v.value, str)))
+    if kind is ast.Attribute and type(node.value) is ast.Name and node.value.id == "torch" \
+            and node.attr in _TORCH_DTYPES:
+        return False
+    return not isinstance(node, _NEVER_TENSOR)
+
+
+def _names_accelerator(text: str) -> bool:
+    """semantic/model.py `device_string_place(text) is Place.DEVICE` (without importing the
+    semantic model: a file the gate skips needs none of it; tests/test_gate.py compares)."""
+    return text.split(":", 1)[0].strip().lower() in _DEVICE_STRING_HEADS
+
+
+def _data_to_device_names() -> frozenset:
+    """Last names of the API table's factories that copy their data to `device=`."""
+    global _DATA_TO_DEVICE
+    if _DATA_TO_DEVICE is None:
+        from devicelint.semantic.api import torch_api
+
+        _DATA_TO_DEVICE = frozenset(q.rsplit(".", 1)[-1] for q in torch_api().data_to_device)
+    return _DATA_TO_DEVICE
+
+
+_DATA_TO_DEVICE: Optional[frozenset] = None
+
+
+# torch's dtypes (`torch.float16`): `.to(torch.float16)` changes no device.
+_TORCH_DTYPES = frozenset({
+    "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16",
+    "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat",
+    "cdouble", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64",
+})
+
+
+def _keeps_tensor_attribute(owner: ast.ClassDef, may_be_host_tensor) -> bool:
+    """DL017's reporting site, as its detection walks a class: the class defines no
+    `to`/`cuda`/`_apply`, its `__init__` stores `self.x = value` (a direct attribute target,
+    not in a nested function or class) with a value that may be a host tensor
+    (`may_be_host_tensor(value, init, owner)`), and another of its methods reads `self.x`
+    (`_first_use`: a use needs a read)."""
+    methods: dict[str, ast.AST] = {}
+    for statement in owner.body:
+        if type(statement) in _FUNCTIONS:
+            methods[statement.name] = statement  # the last definition wins, as in the class
+    if any(name in methods for name in _MOVER_METHODS):
+        return False
+    init = methods.get("__init__")
+    me = _self_param(init) if init is not None else None
+    if me is None:
+        return False
+    stored: set[str] = set()
+    for node in _own_nodes(init):
+        kind = type(node)
+        if kind is ast.Assign or kind is ast.AnnAssign and node.value is not None:
+            targets = node.targets if kind is ast.Assign else [node.target]
+            for target in targets:
+                if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == me \
+                        and target.attr not in stored and may_be_host_tensor(node.value, init, owner):
+                    stored.add(target.attr)
+    if not stored:
+        return False
+    for name, method in methods.items():
+        if name == "__init__":
+            continue
+        other = _self_param(method)
+        if other is None:
+            continue
+        for node in _own_nodes(method):
+            if type(node) is ast.Attribute and node.attr in stored \
+                    and type(node.value) is ast.Name and node.value.id == other:
+                return True
+    return False
+
+
+# Builtins whose result is never a module (semantic/model.py `_builtin_call`; `dict(...)`,
+# the usual element of timm's `feature_info` lists).
+_NO_MODULE_BUILTINS = frozenset({"dict", "list", "tuple", "set", "int", "float", "str", "bool", "len",
+                                 "round", "repr", "format", "range", "sorted"})
+
+class _StarCounts(dict):
+    """Binding counts where a star import may bind any name once more."""
+
+    def get(self, key, default=None):
+        return super().get(key, 0) + 1
+
+
+# Builtins whose result is never a tensor (semantic/model.py `_builtin_call`: numbers,
+# strings, booleans, sequences; not `min`/`max`/`sum`/`abs`, which keep a tensor).
+_NO_TENSOR_BUILTINS = frozenset({"int", "float", "round", "len", "ord", "hash", "str", "repr", "format",
+                                 "bool", "isinstance", "callable", "hasattr", "range", "enumerate", "zip"})
+
+
+def _module_root(qual: str) -> bool:
+    """semantic/model.py `_module_root`."""
+    from devicelint.semantic.api import torch_api
+
+    return torch_api().is_module_class(qual) \
+        or qual.startswith(("pytorch_lightning.", "lightning.")) and qual.endswith("Module")
+
+
+# DL017's `_PARAMETER_CLASSES`: values that register themselves on assignment.
+_PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer",
+                                "torch.nn.parameter.Buffer", "torch.nn.UninitializedParameter",
+                                "torch.nn.UninitializedBuffer"})
+
+
+def _is_module_class(qual: str) -> bool:
+    from devicelint.semantic.api import torch_api
+
+    return torch_api().is_module_class(qual)
+
+
+def _parameters(function: ast.AST) -> set[str]:
+    args = function.args
+    found = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    found.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    return found
+
+
+def _rebound(function: ast.AST) -> set[str]:
+    """Names a function's own code binds or unbinds besides its parameters (assignments,
+    loops, `with ... as`, `except ... as`, imports, `global`/`nonlocal`, match captures)."""
+    found: set[str] = set()
+    for node in _own_nodes(function):
+        kind = type(node)
+        if kind is ast.Name:
+            if type(node.ctx) is not ast.Load:
+                found.add(node.id)
+        elif kind is ast.ExceptHandler and node.name:
+            found.add(node.name)
+        elif kind in (ast.Import, ast.ImportFrom):
+            found.update((a.asname or a.name.partition(".")[0]) for a in node.names)
+        elif kind in (ast.Global, ast.Nonlocal):
+            found.update(node.names)
+        elif kind in (ast.MatchAs, ast.MatchStar) and node.name:
+            found.add(node.name)
+        elif kind is ast.MatchMapping and node.rest:
+            found.add(node.rest)
+        elif kind in _NESTED_SCOPES:
+            found.add(node.name)
+    return found
+
+
+def _self_param(method: ast.AST) -> Optional[str]:
+    """The instance parameter's name (DL017's `_self_name`)."""
+    for decorator in method.decorator_list:
+        if type(decorator) is ast.Name and decorator.id in ("staticmethod", "classmethod"):
+            return None
+    params = method.args.args or method.args.posonlyargs
+    return params[0].arg if params else None
+
+
+def _own_nodes(function: ast.AST):
+    """The nodes under a function (its decorators, parameters and body); nested functions
+    and classes are listed but not entered (lambdas and comprehensions are), as the rules'
+    `ctx.descendants(method, kind, (FunctionDef, ClassDef))` list them."""
+    stack = list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        yield node
+        if type(node) not in _NESTED_SCOPES:  # listed, not entered
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _fills(owner: ast.ClassDef) -> list[ast.AST]:

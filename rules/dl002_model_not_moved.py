@@ -84,10 +84,10 @@ class ModelNotMoved(Rule):
 
     @staticmethod
     def gate(facts) -> bool:
-        """A module called on device data needs a value on the device (`device_source`); a
-        plain container of submodules needs `x.attr = [...]` (or a dict, a comprehension)
-        in a class (devicelint/gate.py)."""
-        return facts.device_source() or facts.module_class_with(container=True)
+        """A module called on device data needs something that puts a value on the device
+        (`device_placing`); a plain container of submodules needs `x.attr = [...]` (or a
+        dict, a comprehension) in a class (devicelint/gate.py)."""
+        return facts.device_placing() or facts.module_class_with(container=True)
 
     # devicelint confirm: the mismatch error PyTorch raises at the line
     runtime = RuntimeSpec(probe=device_mismatch, whole_file=True, finds=(Find.CPU_MODULE,))

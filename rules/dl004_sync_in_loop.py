@@ -130,9 +130,12 @@ class SyncInLoop(Rule):
     @staticmethod
     def gate(facts) -> bool:
         """A read in a step loop (a for/while loop) of a value on the device: the file puts
-        one there (`device_source`), or calls code of another local module (a helper, a
-        module's forward) whose reads that file's model decides (devicelint/gate.py)."""
-        return facts.has_step_loop and (facts.device_source() or facts.imports_foreign())
+        one there (`device_placing`), or a whole-device wait (`torch.cuda.synchronize()`,
+        the API table's `syncs` functions, by name), or calls code of another local module
+        (a helper, a module's forward) whose reads that file's model decides
+        (devicelint/gate.py)."""
+        return facts.has_step_loop and (facts.device_placing() or facts.mentions("synchronize")
+                                        or facts.imports_foreign())
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

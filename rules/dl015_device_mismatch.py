@@ -109,8 +109,9 @@ class DeviceMismatch(Rule):
 
     @staticmethod
     def gate(facts) -> bool:
-        """A tensor on the device is involved (devicelint/gate.py: `device_source`)."""
-        return facts.device_source()
+        """A tensor on the device is involved: something in the file puts one there
+        (devicelint/gate.py: `device_placing`)."""
+        return facts.device_placing()
 
     # devicelint confirm: the mismatch error PyTorch raises at the line
     runtime = RuntimeSpec(probe=device_mismatch, whole_file=True, finds=(Find.CPU_OPERAND,))

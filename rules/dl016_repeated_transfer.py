@@ -5,7 +5,7 @@ from typing import Optional
 import libcst as cst
 
 from devicelint.builders import hoist_statement, hoistable_args
-from devicelint.gate import IN_ANY_LOOP
+from devicelint.gate import IN_ANY_LOOP, IN_FUNCTION, WITH_ARGS
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow
@@ -156,10 +156,20 @@ class RepeatedTransfer(Rule):
 
     @staticmethod
     def gate(facts) -> bool:
-        """A copy in the file (`.to`, `.cuda`, `.cpu`, `.fill_`, `.new_tensor`, `device=`),
-        or a call in a loop of another local module's function that may copy
-        (`dataflow.foreign_call_uploads`'s first look) (devicelint/gate.py)."""
-        if facts.calls_method(("to", "cuda", "cpu", "fill_", "new_tensor")) or facts.uses_keyword(("device",)):
+        """Each reporting path needs an upload (`upload`, `dataflow`'s per-call and
+        parameter uploads: `.cuda()`, `.to(device)`, `torch.tensor(..., device=)`;
+        devicelint/gate.py `uploads`): in a loop (a repeated upload; a download needs one
+        there too), or in a function that runs again and again (a `forward`/`__call__`, or
+        one called in a loop: the file has a loop); or a `.fill_(v)` in a loop and
+        `p.new_tensor(...)` in a function called in a loop, each into a tensor on the
+        device (`device_placing`); or a call in a loop of another local module's function
+        that may copy (`dataflow.foreign_call_uploads`'s first look)."""
+        if facts.uploads(IN_ANY_LOOP):
+            return True
+        if facts.uploads(IN_FUNCTION) and (facts.has_any_loop or facts.function_names & {"forward", "__call__"}):
+            return True
+        if (facts.calls_method(("fill_",), IN_ANY_LOOP | WITH_ARGS)
+                or facts.has_any_loop and facts.calls_method(("new_tensor",), IN_FUNCTION)) and facts.device_placing():
             return True
         return facts.calls_foreign(_may_upload, IN_ANY_LOOP)
     fixable = True

@@ -133,11 +133,11 @@ class HostFillPerStep(Rule):
     def gate(facts) -> bool:
         """In a step loop, or a function one runs (a for/while loop either way): a
         `torch.cuda.*Tensor` fill (`cuda` in the code or its aliases' targets), a
-        `.copy_(...)` into a tensor on the device (`device_source`), or a move whose result
+        `.copy_(...)` into a tensor on the device (`device_placing`), or a move whose result
         is used (`.to(...)`, `.cuda()`: a host draw moved) (devicelint/gate.py)."""
         return facts.has_step_loop and (
             facts.mentions("cuda") or facts.calls_method(("to", "cuda"), VALUE)
-            or facts.calls_method(("copy_",), WITH_ARGS) and facts.device_source())
+            or facts.calls_method(("copy_",), WITH_ARGS) and facts.device_placing())
 
     def leave_Call(self, node: cst.Call) -> None:
         sem = self.ctx.semantic

@@ -97,6 +97,10 @@ def test_tokens_in_strings_and_comments_do_not_count(monkeypatch):
         lint_source("m.py", CODE_ONLY_IN_TEXT, rules)
 
 
+# DL017 reports a tensor attribute only where another method uses it (`_first_use`).
+_READ_W = "    def forward(self, x):\n        return x + self.w\n"
+
+
 @pytest.mark.parametrize("code, text", [
     ("DL003", "y = x.permute(1, 0)\nz = y.view(-1)\n"),
     ("DL001", "for r in rows:\n    out.append(r.to('cuda'))\n"),
@@ -109,15 +113,16 @@ def test_tokens_in_strings_and_comments_do_not_count(monkeypatch):
     ("DL014", "from torch.cuda import amp\n"),
     ("DL005", "from torch.nn import DataParallel as DP\nm = DP(net)\n"),
     ("DL017", "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n"
-              "        self.w = torch.zeros(3)\n"),
+              "        self.w = torch.zeros(3)\n" + _READ_W),
     ("DL002", "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
-              "        self.layers = [nn.Linear(2, 2)]\n"),
+              "        self.layers = [nn.Linear(2, 2)]\n"
+              "    def forward(self, x):\n        return self.layers[0](x)\n"),
     ("DL017", "import torch\nclass M(torch.nn.Module):\n    def __init__(self, d):\n"
-              "        self.w = torch.zeros(3, device='cpu')\n"),
+              "        self.w = torch.zeros(3, device='cpu')\n" + _READ_W),
     ("DL017", "import torch\nclass M(torch.nn.Module):\n    def __init__(self, w):\n"
-              "        self.w = w.to('cpu')\n"),
+              "        self.w = w.to('cpu')\n" + _READ_W),
     ("DL017", "import torch\nclass M(torch.nn.Module):\n    def __init__(self, w):\n"
-              "        self.w = w.type(torch.FloatTensor)\n"),
+              "        self.w = w.type(torch.FloatTensor)\n" + _READ_W),
     # a host draw moved each step, the device named only by a string: no `cuda` identifier
     ("DL018", "device = torch.device('cuda')\nfor step in range(9):\n"
               "    z = torch.from_numpy(np.random.rand(4, 3)).float()\n    y = model(z.to(device))\n"),
@@ -141,6 +146,116 @@ def test_gate_says_may_fire_on_the_pitfall(code, text):
               "        self.w = torch.zeros(3, device=device)\n"),
 ])
 def test_gate_says_cannot_fire_without_the_pitfall(code, text):
+    facts = gate.facts_of("m.py", text)
+    assert facts is not None and not all_rules()[code].gate(facts)
+
+
+# A tensor goes to the device only through a placing call (`device_placing`): each of these
+# places one, in the ways the semantic model reads (tests/test_semantic*.py cover the model).
+_PLACED = [
+    "y = torch.arange(3, device=x.device)\n",           # a tensor's device: the device
+    "y = torch.zeros(3, device=0)\n",                   # a CUDA index
+    "y = t.to(f'cuda:{rank}')\n",
+    "y = t.to(rank)\n",
+    "y = t.cuda()\n",
+    "y = t.to(**options)\n",
+    "y = t.type('torch.cuda.FloatTensor')\n",
+    "y = torch.cuda.FloatTensor(3)\n",
+    "with torch.device('cuda'):\n    y = torch.zeros(3)\n",
+    "def f(device):\n    with device:\n        return torch.zeros(3)\n",
+]
+# ... and none of these does: a device named (a parameter, `torch.device`) but nothing put
+# there, a dtype-only `.to`, the CPU, `device=None`.
+_NOT_PLACED = [
+    "def f(x, device=None, dtype=None):\n    dd = {'device': device, 'dtype': dtype}\n"
+    "    return torch.zeros(3, **dd) + x\n",
+    "y = t.to(torch.float16) + t.to(dtype=torch.bfloat16)\n",
+    "y = torch.zeros(3, device='cpu') + torch.ones(3, device=None)\n",
+    "d = torch.device('cuda')\nwith torch.no_grad():\n    y = t.to()\n",
+]
+
+
+@pytest.mark.parametrize("text", _PLACED)
+def test_device_placing_sees_each_way_to_the_device(text):
+    facts = gate.facts_of("m.py", text)
+    assert facts.device_placing()
+    assert all_rules()["DL015"].gate(facts)
+
+
+@pytest.mark.parametrize("text", _NOT_PLACED)
+def test_a_device_named_but_nothing_placed_skips_the_device_rules(text):
+    facts = gate.facts_of("m.py", "import torch\n" + text)
+    assert not facts.device_placing()
+    for code in ("DL015", "DL002"):
+        assert not all_rules()[code].gate(facts), code
+
+
+def test_the_gate_reads_device_strings_as_the_model_does():
+    from devicelint.semantic.model import device_string_place
+    from devicelint.semantic.values import Place
+
+    for text in ("cuda", "cuda:1", " CUDA:0", "mps", "xla:2", "meta", "cpu", "cpu:0", "", "gpu", "auto"):
+        assert gate._names_accelerator(text) == (device_string_place(text) is Place.DEVICE), text
+
+
+@pytest.mark.parametrize("code, text", [
+    # DL016: an upload in a loop; in a forward; in a helper a loop calls
+    ("DL016", "import torch\nfor _ in range(3):\n    w = torch.tensor([1.0, 2.0], device='cuda')\n"),
+    ("DL016", "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+              "        return x * torch.tensor([1.0, 2.0]).to(x.device)\n"),
+    ("DL016", "import torch\ndef norm(x):\n    return x - x.new_tensor([0.5])\n"
+              "for x in xs:\n    y = norm(x.cuda())\n"),
+    ("DL016", "import torch\ndef mean():\n    return torch.tensor([0.5]).cuda()\n"
+              "ys = [x - mean() for x in xs]\n"),
+    # a whole-device wait in a step loop needs no tensor on the device
+    ("DL004", "import torch\nfor x in loader:\n    model(x)\n    torch.accelerator.synchronize()\n"),
+    # submodules appended to a plain list, used in forward
+    ("DL002", "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
+              "        self.blocks = []\n        self.blocks.append(nn.Linear(2, 2))\n"
+              "    def forward(self, x):\n        return self.blocks[0](x)\n"),
+    # a parameter of __init__, where the file makes the module with a host tensor
+    ("DL017", "import torch\nclass M(torch.nn.Module):\n    def __init__(self, w):\n"
+              "        self.w = w\n" + _READ_W + "m = M(torch.zeros(3))\n"),
+])
+def test_gate_says_may_fire_on_these_too(code, text):
+    facts = gate.facts_of("m.py", text)
+    assert facts is not None and all_rules()[code].gate(facts)
+
+
+@pytest.mark.parametrize("code, text", [
+    # timm's `feature_info`: dicts are no modules
+    ("DL002", "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
+              "        self.feature_info = [dict(num_chs=3, module='stem')]\n"
+              "    def forward(self, x):\n        return self.feature_info\n"),
+    # a container of modules that nothing reads after `__init__` (`read_after_construction`)
+    ("DL002", "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
+              "        self.layers = [nn.Linear(2, 2)]\n"),
+    # a host tensor that no other method reads
+    ("DL017", "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n"
+              "        self.w = torch.zeros(3)\n        self.y = self.w * 2\n"),
+    # what __init__ stores there: a module, a number, a parameter no call of the file passes
+    ("DL017", "import torch\nclass M(torch.nn.Module):\n    def __init__(self, w, k):\n"
+              "        self.w = w\n        self.k = 2 * 3.0\n        self.fc = torch.nn.Linear(2, 2)\n"
+              "        self.z = torch.zeros(k)\n"
+              "    def forward(self, x):\n        return self.fc(x) * self.w * self.k\n"),
+    # DL016: a dtype change, a size factory given the device and a download, in a loop:
+    # no upload of host data (`upload`: `.cuda()`, `.to(device)`, `torch.tensor(x, device=)`)
+    ("DL016", "import torch\ndef step(xs, device):\n    for x in xs:\n"
+              "        y = x.to(torch.float16) + torch.zeros(3, device=device)\n        z = y.cpu()\n"),
+    # ... an upload once, at module level, with no loop or forward to repeat it
+    ("DL016", "import torch\nw = torch.tensor([1.0, 2.0]).cuda()\n"),
+    # DL004: `.item()` in a training loop, but nothing on the device and no other module
+    ("DL004", "import torch\ndef fit(model, loader, opt, device=None):\n    for x, y in loader:\n"
+              "        loss = model(x).sum()\n        loss.backward()\n        opt.step()\n"
+              "        print(loss.item())\n"),
+    # DL018: a copy into a buffer each step, the buffer never on the device
+    ("DL018", "import torch\ndef fill(buf, rows, device=None):\n    for r in rows:\n"
+              "        buf.copy_(torch.as_tensor(r))\n"),
+    # a class that moves its own state (`_MOVERS`)
+    ("DL017", "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n"
+              "        self.w = torch.zeros(3)\n" + _READ_W + "    def _apply(self, fn):\n        return self\n"),
+])
+def test_gate_says_cannot_fire_on_these_near_misses(code, text):
     facts = gate.facts_of("m.py", text)
     assert facts is not None and not all_rules()[code].gate(facts)
 
