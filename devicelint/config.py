@@ -38,6 +38,8 @@ class ConfigError(Exception):
 
 @dataclass
 class Settings:
+    """The settings of a run: the `[tool.devicelint]` table over the defaults."""
+
     select: Optional[list[str]] = None
     ignore: list[str] = field(default_factory=list)
     extend_select: list[str] = field(default_factory=list)

@@ -21,6 +21,8 @@ MAX_GITIGNORE_BYTES = 10_000_000
 
 @dataclass
 class Candidate:
+    """A file to lint."""
+
     path: str  # the path to open
     display: str  # the path to report (as given, or relative to the working directory)
     explicit: bool  # named on the command line
@@ -98,6 +100,8 @@ class ProjectPaths:
 
 @dataclass
 class Problem:
+    """A path named on the command line or met while walking that cannot be linted."""
+
     display: str
     message: str
 

@@ -21,6 +21,8 @@ from devicelint.source import decode_source, read_regular
 
 @dataclass
 class Document:
+    """A file to lint: the Python text the rules see, and what it takes to write it back."""
+
     path: str
     text: str  # the Python source the rules see
     original: bytes

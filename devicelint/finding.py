@@ -21,6 +21,8 @@ class Fix:
 
 @dataclass
 class Finding:
+    """One finding of a rule (or of the engine) in one file, as reporters and the cache see it."""
+
     code: str
     name: str
     path: str

@@ -40,6 +40,8 @@ class NotebookError(ValueError):
 
 @dataclass
 class CodeCell:
+    """A code cell of a notebook, where it lies in the virtual source."""
+
     index: int  # 1-based among all cells
     start: int  # first line of the cell in the virtual source (1-based)
     lines: list[str]  # the cell's original lines (with line endings)
@@ -48,6 +50,8 @@ class CodeCell:
 
 @dataclass
 class Notebook:
+    """A notebook read as one virtual Python source, its code cells one after another."""
+
     document: dict
     cells: list[CodeCell]
     source: str  # the virtual Python source

@@ -50,6 +50,8 @@ _MAX_MODULES = 5000
 
 @dataclass
 class ModuleInfo:
+    """A module of the project: where it is, what it is called, and its facts once read."""
+
     name: str                    # dotted module name ("models.base")
     path: str                    # where it was read from
     key: str                     # the path rules see for it (ctx.path), when it is linted
@@ -80,6 +82,8 @@ class ModuleInfo:
 
 @dataclass(frozen=True)
 class Symbol:
+    """What a name resolves to: a class, function or module of the project, or an external name."""
+
     kind: str                    # "class", "function", "module" or "external"
     module: Optional[ModuleInfo]
     name: str                    # the name in that module, or the external qualified name

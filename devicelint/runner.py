@@ -52,6 +52,8 @@ class Overrides:
 
 @dataclass
 class LintRun:
+    """The findings of a run, with how many files it checked and served from the cache."""
+
     findings: list[Finding]
     files: int = 0
     cached: int = 0
