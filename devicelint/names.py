@@ -16,10 +16,12 @@ import libcst as cst
 def dotted_name(node: cst.CSTNode) -> Optional[str]:
     """`a.b.c` for a Name/Attribute chain, else None (calls, subscripts, ...)."""
     parts = []
-    while isinstance(node, cst.Attribute):
+    # Exact type tests: isinstance() on libcst's ABC-based classes costs a Python-level
+    # check for every miss, and rules ask this of nearly every call.
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))

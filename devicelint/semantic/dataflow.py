@@ -1175,6 +1175,9 @@ def _param_uploads(sem, function: cst.FunctionDef) -> Iterator[ParamUpload]:
             yield ParamUpload(call, data, frozenset(follows))
 
 
+_NOT_STRAIGHT_LINE = frozenset((cst.Lambda, cst.IfExp, cst.BooleanOperation) + COMPREHENSIONS)
+
+
 def _straight_line_calls(sem, function: cst.FunctionDef) -> Iterator[cst.Call]:
     """Calls that run once on every call of `function`: in its straight-line statements
     (not under a condition, loop, `try` or `with`), not in nested functions or lambdas."""
@@ -1187,9 +1190,9 @@ def _straight_line_calls(sem, function: cst.FunctionDef) -> Iterator[cst.Call]:
         stack: list[cst.CSTNode] = list(line.body)
         while stack:
             node = stack.pop()
-            if isinstance(node, (cst.Lambda, cst.IfExp, cst.BooleanOperation) + COMPREHENSIONS):
+            if type(node) in _NOT_STRAIGHT_LINE:  # exact types: isinstance() misses cost an ABC check
                 continue
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 yield node
             stack.extend(sem.children(node))
 
