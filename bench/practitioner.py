@@ -197,6 +197,11 @@ REPOS: tuple[Repo, ...] = (
          ("*.py",), ("scripts/*",), held_out=True),
     Repo("ViT-pytorch", "jeonsworld/ViT-pytorch", "460a162767de1722a014ed2261463dbbc01196b6", ("*.py",),
          held_out=True),
+    # The notebook is absent from the snapshot; its jupytext script is the same code.
+    Repo("annotated-transformer", "harvardnlp/annotated-transformer", "debc9fd747bb2123160a98046ad1c2d4da44a567",
+         ("the_annotated_transformer.py",), held_out=True),
+    Repo("hyunwoongko-transformer", "hyunwoongko/transformer", "63286547b9cd174a6cfc204832271814d685181f",
+         ("*.py",), held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
