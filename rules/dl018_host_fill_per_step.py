@@ -58,7 +58,10 @@ class HostFillPerStep(Rule):
     It reports a call that runs once per step of a step loop (a loop that trains, calls a
     module on its data or walks a loader; not one under a `%` or flag gate whose body does
     not train), or inside a function of the file that such a loop calls (reported in the
-    function, naming the call's line). It decides from values and the file's data flow:
+    function, naming the call's line), or in the `forward` of a module class of the file,
+    or a method that `forward` calls (not in a loop there): a module runs on every call,
+    once per step wherever the step loop is (PyTorch-GAN's UNIT `Encoder.reparameterization`
+    drawing `Tensor(np.random.normal(0, 1, mu.shape))`, the loop in another file). It decides from values and the file's data flow:
     the tensor type a name holds on the GPU path (the arm or binding that is a CUDA type,
     whatever flag picks it), where the array comes from, where the refilled tensor lives.
     It stays silent on a draw made once before the loop, on scripts
@@ -127,15 +130,20 @@ class HostFillPerStep(Rule):
         "the device and draw there"
     )
     helper_message = " (called at {line})"
+    forward_message = " (in `{cls}.forward`, which runs on every call of the module)"
+    forward_helper_message = (
+        " (called at {line} in `{cls}.forward`, which runs on every call of the module)"
+    )
     tokens = ("Tensor", "copy_(", "numpy", "multinomial", "bernoulli", "poisson", "normal(")
 
     @staticmethod
     def gate(facts) -> bool:
-        """In a step loop, or a function one runs (a for/while loop either way): a
+        """In a step loop, or a function one runs (a for/while loop either way), or in a
+        file with a module class (its `forward` runs every step): a
         `torch.cuda.*Tensor` fill (`cuda` in the code or its aliases' targets), a
         `.copy_(...)` into a tensor on the device (`device_placing`), or a move whose result
         is used (`.to(...)`, `.cuda()`: a host draw moved) (devicelint/gate.py)."""
-        return facts.has_step_loop and (
+        return (facts.has_step_loop or bool(facts.module_classes())) and (
             facts.mentions("cuda") or facts.calls_method(("to", "cuda"), VALUE)
             or facts.calls_method(("copy_",), WITH_ARGS) and facts.device_placing())
 
@@ -153,6 +161,20 @@ class HostFillPerStep(Rule):
         site = self._step_call_site(node)
         if site is not None:
             self.report(node, text + self.helper_message.format(line=self.ctx.line_ref(site)))
+            return
+        function = sem.function_of(node)
+        if function is None or sem.loops.enclosing_loops(node):
+            return
+        found = self._forward_of(function, 1)
+        if found is None:
+            return
+        forward, call = found
+        owner = sem.parent(sem.parent(forward)).name.value  # type: ignore[union-attr]
+        if call is None:
+            self.report(node, text + self.forward_message.format(cls=owner))
+        else:
+            self.report(node, text + self.forward_helper_message.format(
+                line=self.ctx.line_ref(call), cls=owner))
 
     # -- what is made on the host --------------------------------------------------------
     def _legacy_cuda_fill(self, node: cst.Call) -> Optional[tuple[str, str]]:
@@ -343,6 +365,32 @@ class HostFillPerStep(Rule):
         if function is None or sem.loops.enclosing_loops(node):
             return None
         return self._site_of(function, 2)
+
+    def _forward_of(self, function: cst.FunctionDef, hops: int):
+        """(`forward` of a module class of this file, the call in it that runs `function`,
+        or None when `function` is that `forward`): a module's forward runs on every call
+        of the module, once per step wherever the step loop is (another file: train.py
+        calling `encoder(x)`). A call in a loop of `forward`, or one that runs only without
+        a GPU, does not count."""
+        sem = self.ctx.semantic
+        owner = sem.parent(sem.parent(function))
+        if function.name.value == "forward" and isinstance(owner, cst.ClassDef) \
+                and sem.module_classes().get(owner.name.value) is owner:
+            return function, None
+        if hops <= 0:
+            return None
+        for call in sem.calls_by_name().get(function.name.value, ()):
+            if not (sem.resolve_function(call.func) is function or self._method_call_of(call, function)):
+                continue
+            if not sem.on_gpu_path(call) or sem.loops.enclosing_loops(call):
+                continue
+            caller = sem.function_of(call)
+            if caller is None or caller is function:
+                continue
+            found = self._forward_of(caller, hops - 1)
+            if found is not None and found[1] is None:
+                return found[0], call
+        return None
 
     def _method_call_of(self, call: cst.Call, function: cst.FunctionDef) -> bool:
         """`obj.method(...)` that runs `function`: a method of the class of the file that

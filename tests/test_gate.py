@@ -126,6 +126,9 @@ _READ_W = "    def forward(self, x):\n        return x + self.w\n"
     # a host draw moved each step, the device named only by a string: no `cuda` identifier
     ("DL018", "device = torch.device('cuda')\nfor step in range(9):\n"
               "    z = torch.from_numpy(np.random.rand(4, 3)).float()\n    y = model(z.to(device))\n"),
+    # host noise in a module's forward, no loop in the file: the module runs every step
+    ("DL018", "import torch\nclass J(torch.nn.Module):\n    def forward(self, x):\n"
+              "        return x + torch.cuda.FloatTensor(np.random.normal(0, 1, x.shape))\n"),
 ])
 def test_gate_says_may_fire_on_the_pitfall(code, text):
     facts = gate.facts_of("m.py", text)
@@ -333,7 +336,7 @@ GATES_DERIVED_FROM = {
     "DL015": "2243e9009d60",
     "DL016": "a8da74aa3121",
     "DL017": "cf2c8ebb9257",
-    "DL018": "9cefab6b8502",
+    "DL018": "74305f1e566a",
 }
 
 
