@@ -526,6 +526,30 @@ def test_fresh_fill_through_one_binding_and_uses() -> None:
     assert dataflow.fresh_fill(sem, receiver, depth=0) is None
 
 
+def test_uses_are_reads_of_the_variable_not_attributes_or_parameters_of_its_name() -> None:
+    from devicelint.semantic import dataflow
+
+    source = """\
+    import torch
+    def f(x, a):
+        zeros = torch.zeros(a.size(0))
+        a = torch.ones(3)
+        if x.is_cuda:
+            zeros = zeros.cuda()  # here
+        return zeros + a, g(zeros=1)
+    """
+    _, sem, receiver = _move_receiver(textwrap.dedent(source).replace(".cuda()", ".to('cuda')"), "here")
+    fill = dataflow.fresh_fill(sem, receiver)
+    first = fill.through[0][1]           # `zeros = torch.zeros(...)`
+    # the move's receiver and `zeros + a`: not `torch.zeros`' attribute, nor the keyword `zeros=`
+    assert [sem.ctx.position(u)[0] for u in dataflow.uses(sem, first)] == [6, 7]
+    ctx = sem.ctx
+    a_def = next(d for node in ctx.iter_nodes(cst.Name) if node.value == "a"
+                 for d in sem.defs(node) if d.kind == "assign")
+    # `def f(x, a)`'s own `a` is no read of the binding `a = torch.ones(3)`
+    assert [ctx.position(u)[0] for u in dataflow.uses(sem, a_def)] == [7]
+
+
 def test_fresh_fill_through_the_bindings_of_both_arms() -> None:
     from devicelint.semantic import dataflow
 

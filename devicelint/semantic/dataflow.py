@@ -599,11 +599,22 @@ def uses(sem, d: Def) -> list[cst.Name]:
     scope = d.scope if d.scope is not None else sem.scope_of(d.node)
     found = []
     for name in _names_in(sem, scope, d.name):
-        if _is_store(sem, name) or name is d.node:
+        if _is_store(sem, name) or name is d.node or not _is_variable(sem, name):
             continue
         if any(other is d for other in sem.defs(name)):
             found.append(name)
     return sorted(found, key=sem.ctx.order)
+
+
+def _is_variable(sem, name: cst.Name) -> bool:
+    """`name` stands for a variable: not the attribute of `torch.zeros` (a variable `zeros`
+    is not read there), a parameter's or a keyword argument's name."""
+    parent = sem.parent(name)
+    if isinstance(parent, cst.Attribute) and parent.attr is name:
+        return False
+    if isinstance(parent, cst.Param) and parent.name is name:
+        return False
+    return not (isinstance(parent, cst.Arg) and parent.keyword is name)
 
 
 def number_store(sem, use: cst.Name) -> bool:
