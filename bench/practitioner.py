@@ -202,6 +202,7 @@ REPOS: tuple[Repo, ...] = (
          ("the_annotated_transformer.py",), held_out=True),
     Repo("hyunwoongko-transformer", "hyunwoongko/transformer", "63286547b9cd174a6cfc204832271814d685181f",
          ("*.py",), held_out=True),
+    Repo("TD3", "sfujim/TD3", "34770ccdcb51df6f6c7d85c1ba7e40d71b940d16", ("*.py",), held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
