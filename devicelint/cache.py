@@ -12,7 +12,6 @@ served. It is written only inside the project root, through no symbolic link (se
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
@@ -20,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from devicelint.datafile import SafeDir, UnsafePath, decode, encode
+from devicelint.datafile import SafeDir, UnsafePath, blake2b, decode, encode, sha256
 
 CACHE_DIR_NAME = ".devicelint_cache"
 FORMAT = "devicelint-results-3"  # bump when the layout of an entry changes
@@ -43,7 +42,7 @@ _INT_MAX = 1 << 31
 def content_key(data: bytes) -> str:
     # SHA-256 (hardware-assisted where the CPU has it) hashes source about twice as fast as
     # BLAKE2b here: every file of a warm run is hashed.
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def entry_key(data: bytes, relative: str, in_package: bool = False) -> str:
@@ -51,7 +50,7 @@ def entry_key(data: bytes, relative: str, in_package: bool = False) -> str:
     to the project root (DL010 exempts tests/, a notebook is linted as one by its suffix),
     and whether its directory is a package (DL010: library code)."""
     suffix = os.path.splitext(relative)[1]
-    hasher = hashlib.blake2b(digest_size=16)
+    hasher = blake2b(digest_size=16)
     parts = (content_key(data), relative, suffix, "package" if in_package else "")
     for part in (text.encode("utf-8", "surrogateescape") for text in parts):
         hasher.update(len(part).to_bytes(8, "little"))

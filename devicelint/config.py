@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -10,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from devicelint.datafile import sha256
 from devicelint.diagnostics import SYNTAX_ERROR, UNREADABLE
 
 # ruff's default excludes (ruff 0.17: `ruff check --show-settings`), plus devicelint's own
@@ -58,7 +58,7 @@ class Settings:
     def fingerprint(self, enabled: list[str], version: str) -> str:
         """What a cached result depends on besides the file's content."""
         data = {"version": version, "enabled": sorted(enabled), "max": self.max_file_size}
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+        return sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def find_pyproject(start: Path) -> Optional[Path]:

@@ -35,13 +35,14 @@ and only when the facts changed.
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import re
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
+
+from devicelint.datafile import blake2b, sha256
 
 _MAX_DEPTH = 24
 _MAX_DEPENDENCY_SIZE = 2 * 1024 * 1024  # bytes: a local module larger than this is not read
@@ -183,7 +184,7 @@ class ProjectIndex:
         except (ValueError, UnicodeDecodeError):
             return None
         name, search, is_package = self._module_name(real)
-        digest = hashlib.sha256(data).hexdigest()
+        digest = sha256(data).hexdigest()
         shown = key or Path(os.path.relpath(real, self.shown_from)).as_posix()
         info = ModuleInfo(name=name, path=real, key=key or "", shown=shown, digest=digest,
                           is_package=is_package, search=search, text=text)
@@ -299,7 +300,7 @@ class ProjectIndex:
             text = ""  # no facts, as an unreadable module
         # Changed in place: other modules' memos hold this object.
         fresh = ModuleInfo(name=old.name, path=real, key=old.key, shown=old.shown,
-                           digest=hashlib.sha256(data).hexdigest(), is_package=old.is_package,
+                           digest=sha256(data).hexdigest(), is_package=old.is_package,
                            search=old.search, text=text)
         old.__dict__.update(fresh.__dict__)
         if key is not None and not old.key:
@@ -1554,7 +1555,7 @@ def facts_key(digest: str, name: str, is_package: bool) -> str:
     """What a module's facts depend on: its content, and its dotted name and whether it is
     a package (relative imports are resolved against them)."""
     text = f"{FACTS_FORMAT}\0{digest}\0{name}\0{int(is_package)}"
-    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+    return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
 def facts_to_json(info: ModuleInfo) -> dict:
@@ -1668,7 +1669,7 @@ def _alive(pid: int) -> bool:
 
 
 def _hash(*parts: str) -> str:
-    hasher = hashlib.blake2b(digest_size=16)
+    hasher = blake2b(digest_size=16)
     for part in parts:
         data = part.encode("utf-8", "surrogateescape")
         hasher.update(len(data).to_bytes(8, "little"))

@@ -20,7 +20,6 @@ the sections "Why is this bad?", "Example" and "Use instead".
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import inspect
 import os
@@ -30,6 +29,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar, Optional
+
+from devicelint.datafile import sha256
 
 if TYPE_CHECKING:  # libcst is imported only when a file is actually parsed
     import libcst as cst
@@ -240,7 +241,7 @@ def _signature() -> str:
         except OSError:
             parts.append(f"{folder}:unreadable")
     parts.extend(_plugin_declarations())
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
+    return sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
 def _plugin_declarations() -> list[str]:
@@ -263,7 +264,7 @@ def _plugin_declarations() -> list[str]:
             except OSError:
                 continue
             if b"devicelint.rules" in text:
-                found.append(f"plugin:{directory}/{name}:{hashlib.sha256(text).hexdigest()}")
+                found.append(f"plugin:{directory}/{name}:{sha256(text).hexdigest()}")
     return found
 
 

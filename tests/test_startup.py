@@ -465,3 +465,35 @@ def test_the_dataclasses_every_run_defines_have_docstrings() -> None:
             if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == module.__name__:
                 generated = value.__name__ + str(inspect.signature(value)).replace(" -> None", "")
                 assert value.__doc__ and value.__doc__ != generated, value
+
+
+def test_hashing_small_texts_leaves_openssl_unloaded(tmp_path: Path, monkeypatch) -> None:
+    """`import hashlib` sets OpenSSL up (~11M instructions); a run that hashes only a few
+    short texts (the rules' signature, the settings, one small file's content key) uses
+    Python's own SHA-256 and BLAKE2b, with the same digests, and hashlib's past
+    SHA256_BUILTIN_BYTES (a warm run hashing every file)."""
+    import hashlib
+
+    from devicelint import datafile
+
+    monkeypatch.setattr(datafile, "_sha256_bytes", 0)
+    for data in (b"", b"abc", bytes(range(256)) * 100):
+        assert datafile.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+        assert type(datafile.sha256(data)).__module__ != "_hashlib"
+    assert datafile.blake2b(b"x", digest_size=16).hexdigest() == hashlib.blake2b(b"x", digest_size=16).hexdigest()
+    big = bytes(datafile.SHA256_BUILTIN_BYTES)
+    assert datafile.sha256(big).hexdigest() == hashlib.sha256(big).hexdigest()
+    assert type(datafile.sha256(b"abc")).__name__ == "HASH"  # OpenSSL's, from now on
+
+    (tmp_path / "one.py").write_text("import os\nprint(os.sep)\n")
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: print('OPENSSL', '_hashlib' in sys.modules, 'hmac' in sys.modules, file=sys.stderr))\n"
+             "sys.argv = ['devicelint', *sys.argv[1:]]\n"
+             "from devicelint.__main__ import main\n"
+             "main()\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg"), "PYTHONPATH": str(ROOT)}
+    for args in (["--no-cache", "one.py"], ["one.py"], ["one.py"]):  # the catalogue; cached; served
+        done = subprocess.run([sys.executable, "-c", probe, *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "OPENSSL False False" in done.stderr, done.stderr
