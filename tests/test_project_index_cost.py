@@ -57,3 +57,58 @@ def test_a_call_given_no_loader_builds_no_model_of_the_callee(tmp_path, monkeypa
     assert "c_solver.py" in built
     # ... but `log_line("start", 3)` hands over no loader's batches: b_util.py is not read.
     assert "b_util.py" not in built
+
+
+COPYING = '''import torch
+
+
+@register(device="cuda")
+def decorated(x):
+    return x
+
+
+def outer(batch, table):
+    def inner(y):
+        return (
+            y
+            .to("cuda")
+        )
+    return inner(batch)
+
+
+class Head:
+    def forward(self, x):
+        return x.new_tensor([1.0])
+
+    def plain(self, x):
+        total = 0
+        for value in x:
+            total += value * 2
+        return total
+
+
+def quiet(rows):
+    out = []
+    for row in rows:
+        out.append(sum(row) / len(row))
+    return out
+'''
+
+
+def test_copying_functions_walks_only_the_lines_that_may_copy(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from devicelint.semantic import dataflow
+
+    asked: list = []
+    original = dataflow._may_copy
+    monkeypatch.setattr(dataflow, "_may_copy", lambda node: asked.append(node) or original(node))
+    index = SimpleNamespace(derived={}, identity=lambda module: "")
+    found = dataflow._copying_functions(index, SimpleNamespace(path="m.py", text=COPYING))
+    # A decorator's call names its function, a call split over lines names every function
+    # around it, a method is named by its own name.
+    assert found == {"decorated", "outer", "inner", "forward"}
+    # The statements of `quiet` and `Head.plain` (no `to`, `new_tensor` or `device` on their
+    # lines) are not walked.
+    lines = {getattr(node, "lineno", 0) for node in asked}
+    assert not lines & set(range(22, 34))

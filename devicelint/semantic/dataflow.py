@@ -16,6 +16,8 @@ region (assignments, loop and comprehension targets), to a bounded depth.
 from __future__ import annotations
 
 import ast
+import bisect
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
@@ -24,6 +26,7 @@ import libcst as cst
 from devicelint.names import call_arg, dotted_name, int_value, keyword_arg
 from devicelint.semantic.flow import COMPREHENSIONS, Def
 from devicelint.semantic.values import Kind, Place
+from devicelint.source import line_starts
 
 # Attributes that describe a tensor without reading its elements.
 METADATA_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout",
@@ -886,7 +889,9 @@ def _copying_functions(index, module) -> Optional[frozenset]:
             tree = None
         if tree is not None:
             # One pass, each node with the functions around it (a walk per function would
-            # walk nested ones again): a call that may copy names all of them.
+            # walk nested ones again): a call that may copy names all of them. Only into
+            # the nodes whose lines hold one of the words such a call is written with.
+            lines = _word_lines(text)
             names: set[str] = set()
             stack: list[tuple[ast.AST, tuple[str, ...]]] = [(tree, ())]
             while stack:
@@ -895,10 +900,34 @@ def _copying_functions(index, module) -> Optional[frozenset]:
                     owners = owners + (node.name,)
                 elif owners and _may_copy(node):
                     names.update(owners)
-                stack.extend((child, owners) for child in ast.iter_child_nodes(node))
+                stack.extend((child, owners) for child in ast.iter_child_nodes(node)
+                             if _on_lines(child, lines))
             found = frozenset(names)
     index.derived[key] = found
     return found
+
+
+# The words a call `_may_copy` accepts is written with (its attribute, or its keyword): the
+# call's lines hold one of them, and so do those of every node around it.
+_MAY_COPY_WORDS = re.compile(r"\b(?:new_tensor|to|device)\b")
+
+
+def _word_lines(text: str) -> list[int]:
+    """The numbers of the lines (as `ast` numbers them) where one of `_MAY_COPY_WORDS` occurs."""
+    starts = line_starts(text)
+    return sorted({bisect.bisect_right(starts, match.start()) for match in _MAY_COPY_WORDS.finditer(text)})
+
+
+def _on_lines(node: ast.AST, lines: list[int]) -> bool:
+    """Whether `node`'s lines hold one of `lines` (sorted); True for a node without lines.
+    A decorator lies above its function's or class's first line."""
+    first = getattr(node, "lineno", None)
+    if first is None:
+        return True
+    for decorator in getattr(node, "decorator_list", ()):
+        first = min(first, decorator.lineno)
+    at = bisect.bisect_left(lines, first)
+    return at < len(lines) and lines[at] <= (getattr(node, "end_lineno", None) or first)
 
 
 def _may_copy(node: ast.AST) -> bool:
