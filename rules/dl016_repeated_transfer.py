@@ -70,7 +70,10 @@ class RepeatedTransfer(Rule):
     each iteration keeps apart (a comprehension's elements, `bufs.append(x.to(device))`:
     distinct tensors, such as buffers for `all_gather`), on a
     factory that fills a new tensor (`torch.zeros(n).to(device)`: DL007's), on loops that
-    run once (`for ...: ...; break`), on transfers whose target changes per iteration (one
+    run once (`for ...: ...; break`), on a copy and a read-back in the two exclusive arms of
+    one flag (`if use_cuda: x = x.cuda()` ... `if use_cuda: ... else: y.cpu()`), on a
+    read-back after the inner loop that made the copies (`if epoch == 0: save(batch.cpu())`
+    once per epoch: one read, not one per copy), on transfers whose target changes per iteration (one
     copy per device), on device buffers filled with constants (`buf.fill_(0)`), on values
     read back that the loop did not compute from its own upload and that are not known to be
     on the device, and on code that runs only without a GPU (`if not use_cuda:`).
@@ -207,7 +210,7 @@ class RepeatedTransfer(Rule):
             return
         if self.is_download(node) and sem.on_gpu_path(node):
             source = self.uploaded_here(node.func.value, loops)  # type: ignore[union-attr]
-            if source is not None:
+            if source is not None and self._each_copy_read(source, node, loops):
                 label = f".{node.func.attr.value}()"  # type: ignore[union-attr]
                 self.report(node, self.back_message.format(call=label, line=self._line(source)))
 
@@ -665,9 +668,19 @@ class RepeatedTransfer(Rule):
             if d is not None or not isinstance(node, cst.Call):
                 continue
             operand = self._host_read_operand(node)
-            if operand is not None and self._device_data(operand, (upload, *filled), region):
+            if operand is not None and self._device_data(operand, (upload, *filled), region) \
+                    and not dataflow.exclusive_arms(sem, upload, node, region):
                 return node
         return None
+
+    def _each_copy_read(self, upload: cst.Call, download: cst.Call, loops: list) -> bool:
+        """The read-back `download` runs each time `upload` copies: the copy sits in no loop
+        that the read is outside of (a batch loop's copies read back once after that loop,
+        `if epoch == 0: save(x.cpu())`, are one read, not a round trip per copy), and the two
+        are not in opposite arms of one condition (`if use_cuda:` ... `else:`)."""
+        if any(loop not in loops for loop in self.ctx.loops(upload)):
+            return False
+        return not dataflow.exclusive_arms(self.ctx.semantic, upload, download, loops[-1])
 
     def _host_read_operand(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """What `call` copies back to the host: `t` of `t.item()`, `t.tolist()`, `t.cpu()`,

@@ -242,3 +242,43 @@ def test_repeats_finds_the_loop_a_few_calls_up_and_constant_at_the_call():
                        if sem.function_of(s[0]).name.value == "noise"]
     # self.alphas is bound in __init__ alone, and gather (which only reads it) changes nothing
     assert dataflow.constant_at(sem, bound["table"][0], site)
+
+
+def test_exclusive_arms_of_one_if_and_of_one_unchanged_flag():
+    source = """
+    import torch
+    def f(loader, flag, opts):
+        for x in loader:
+            if flag:
+                a = x.cuda()  # here
+            else:
+                b = x.cpu()  # here
+            if flag:
+                c = x.cuda()  # here
+            if not flag:
+                d = x.cpu()  # here
+            if opts.gpu:
+                e = x.cuda()  # here
+            elif x.ndim:
+                f = x.cpu()  # here
+            if opts.gpu:
+                g = x.cpu()  # here
+    def g(loader, flag):
+        for x in loader:
+            if flag:
+                a = x.cuda()  # here
+            flag = not flag
+            if not flag:
+                b = x.cpu()  # here
+    """
+    ctx, sem = model_of(source)
+    a, b, c, d, e, f, g, a2, b2 = calls_on_marked_lines(ctx)
+    loop, loop2 = [n for n in ctx.iter_nodes(cst.For)]
+    assert dataflow.exclusive_arms(sem, a, b, loop)  # body and else of one if
+    assert dataflow.exclusive_arms(sem, c, d, loop)  # `flag` and `not flag`
+    assert dataflow.exclusive_arms(sem, b, c, loop)  # else of one, body of another
+    assert dataflow.exclusive_arms(sem, e, f, loop)  # an attribute flag, the elif arm
+    assert not dataflow.exclusive_arms(sem, a, c, loop)  # the same arm of the flag
+    assert not dataflow.exclusive_arms(sem, e, g, loop)
+    assert not dataflow.exclusive_arms(sem, a, e, loop)  # different flags
+    assert not dataflow.exclusive_arms(sem, a2, b2, loop2)  # the loop flips the flag

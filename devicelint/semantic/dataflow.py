@@ -1301,3 +1301,86 @@ def _repeats(sem, function: cst.FunctionDef, depth: int) -> Optional[cst.CSTNode
             if found is not None:
                 return found
     return None
+
+
+def exclusive_arms(sem, a: cst.CSTNode, b: cst.CSTNode, region: cst.CSTNode) -> bool:
+    """`a` and `b` sit in opposite arms of conditions that have one value wherever `region`
+    runs, so one never runs when the other does: the body and the `else` of one `if`, or of
+    two `if`s that test the same flag (`if use_cuda: x = x.cuda()` ... `if use_cuda: ...
+    else: y.cpu()`; `not flag` flips the arm). A flag is a name, or an attribute of one
+    (`args.use_cuda`), that no binding inside `region` rebinds and no store inside it writes."""
+    arms_b = list(_condition_arms(sem, b, region))
+    for owner_a, test_a, taken_a in _condition_arms(sem, a, region):
+        for owner_b, test_b, taken_b in arms_b:
+            if owner_a is owner_b:
+                if taken_a != taken_b:
+                    return True
+                continue
+            flag_a, negated_a = _flag(test_a)
+            flag_b, negated_b = _flag(test_b)
+            if flag_a is None or flag_b is None or (taken_a != negated_a) == (taken_b != negated_b):
+                continue
+            if _same_flag(sem, flag_a, flag_b, region):
+                return True
+    return False
+
+
+def _condition_arms(sem, node: cst.CSTNode, region: cst.CSTNode) -> Iterator[tuple[cst.If, cst.BaseExpression, bool]]:
+    """The `if`s inside `region` that decide whether `node` runs: (the if, its test, True for
+    its body / False for its `else` or `elif`)."""
+    child = node
+    parent = sem.parent(node)
+    while parent is not None and child is not region:
+        if isinstance(parent, cst.If):
+            if child is parent.body:
+                yield parent, parent.test, True
+            elif child is parent.orelse:
+                yield parent, parent.test, False
+        elif isinstance(parent, cst.Else):
+            owner = sem.parent(parent)
+            if isinstance(owner, cst.If) and owner.orelse is parent:
+                yield owner, owner.test, False
+            child = owner
+            parent = sem.parent(owner)
+            continue
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return
+        child = parent
+        parent = sem.parent(parent)
+
+
+def _flag(test: cst.BaseExpression) -> tuple[Optional[cst.BaseExpression], bool]:
+    """`use_cuda` / `args.use_cuda` of a test, and whether the test negates it."""
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        negated = not negated
+        test = test.expression
+    if dotted_name(test) is None:
+        return None, negated
+    return test, negated
+
+
+def _same_flag(sem, a: cst.BaseExpression, b: cst.BaseExpression, region: cst.CSTNode) -> bool:
+    text = dotted_name(a)
+    if text is None or text != dotted_name(b):
+        return False
+    base_a, base_b = _base_name(a), _base_name(b)
+    defs_a, defs_b = sem.defs(base_a), sem.defs(base_b)
+    if not defs_a or {id(d) for d in defs_a} != {id(d) for d in defs_b}:
+        return False
+    if any(d.node is None or within(sem, d.node, region) for d in defs_a):
+        return False  # rebound inside the region: the two tests may differ
+    if isinstance(a, cst.Attribute):
+        for other in _names_in(sem, region, base_a.value):
+            node: cst.CSTNode = other
+            while isinstance(sem.parent(node), cst.Attribute) and sem.parent(node).value is node:
+                node = sem.parent(node)
+                if dotted_name(node) == text and _is_store(sem, node):
+                    return False
+    return True
+
+
+def _base_name(node: cst.BaseExpression) -> cst.Name:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node  # type: ignore[return-value]
