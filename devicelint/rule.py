@@ -365,9 +365,31 @@ def rule_catalog() -> dict[str, RuleMeta]:
         if folder is not None:
             with folder:
                 folder.replace(name, encode(CATALOG_FORMAT, {c: asdict(m) for c, m in _catalog.items()}))
+                _prune_catalogs(folder, name)
     except (UnsafePath, OSError):
         pass  # no writable cache directory: the next run imports the rules again
     return _catalog
+
+
+KEPT_CATALOGS = 16  # one per devicelint install, version and edit: the newest written are kept
+_CATALOG_NAME = re.compile(r"^rules-[0-9a-f]{20}\.json$")
+
+
+def _prune_catalogs(folder, current: str) -> None:
+    """Remove the catalogues of other signatures past the KEPT_CATALOGS newest: each
+    upgrade (and, in a checkout, each edit) writes one, and none was ever removed (a
+    developer's cache held 1,007). Regular files with a catalogue's name only."""
+    import stat
+
+    found = []
+    for name in folder.names():
+        if name == current or not _CATALOG_NAME.match(name):
+            continue
+        info = folder.stat(name)
+        if info is not None and stat.S_ISREG(info.st_mode):
+            found.append((info.st_mtime_ns, name))
+    for _written, name in sorted(found, reverse=True)[KEPT_CATALOGS - 1:]:
+        folder.unlink(name)
 
 
 # -- the engine's own diagnostics: findings about files it cannot lint. They are listed and

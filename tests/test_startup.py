@@ -497,3 +497,26 @@ def test_hashing_small_texts_leaves_openssl_unloaded(tmp_path: Path, monkeypatch
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "OPENSSL False False" in done.stderr, done.stderr
+
+
+def test_old_rule_catalogues_are_removed_past_the_newest_sixteen(tmp_path: Path) -> None:
+    """Each upgrade (in a checkout, each edit) writes a catalogue under its own signature;
+    the user's cache kept every one. Writing one now removes the others past the newest
+    KEPT_CATALOGS, and nothing that is not a catalogue file."""
+    from devicelint import rule
+    from devicelint.datafile import SafeDir
+
+    folder_path = tmp_path / "devicelint"
+    folder_path.mkdir()
+    names = [f"rules-{i:020x}.json" for i in range(30)]
+    for age, name in enumerate(names):
+        (folder_path / name).write_text("{}")
+        os.utime(folder_path / name, ns=(10**18 + age * 10**9,) * 2)  # the last written is newest
+    (folder_path / "rules-notes.json").write_text("mine")
+    (folder_path / "results-0123.json").write_text("{}")
+    (folder_path / f"rules-{'f' * 20}.json").mkdir()  # not a regular file
+    with SafeDir.inside(str(tmp_path), ("devicelint",), create=False) as folder:
+        rule._prune_catalogs(folder, names[0])  # the current one: the oldest of all here
+    left = sorted(p.name for p in folder_path.iterdir())
+    kept = names[-(rule.KEPT_CATALOGS - 1):]
+    assert left == sorted([names[0], *kept, "rules-notes.json", "results-0123.json", f"rules-{'f' * 20}.json"])
