@@ -203,6 +203,11 @@ REPOS: tuple[Repo, ...] = (
     Repo("hyunwoongko-transformer", "hyunwoongko/transformer", "63286547b9cd174a6cfc204832271814d685181f",
          ("*.py",), held_out=True),
     Repo("TD3", "sfujim/TD3", "34770ccdcb51df6f6c7d85c1ba7e40d71b940d16", ("*.py",), held_out=True),
+    Repo("pygcn", "tkipf/pygcn", "1600b5b748b3976413d1e307540ccc62605b4d6d", ("pygcn/*",), held_out=True),
+    Repo("CutMix", "clovaai/CutMix-PyTorch", "2d8eb68faff7fe4962776ad51d175c3b01a25734", ("*",),
+         held_out=True),
+    Repo("gpu-benchmark", "ryujaehun/pytorch-gpu-benchmark", "3f47a9e2a43ca751ffade0add700b54b00e44bf0",
+         ("*.py",), held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
@@ -210,7 +215,11 @@ BY_NAME = {r.name: r for r in REPOS}
 # --------------------------------------------------------------------------- materialise
 
 def mirror_of(repo: Repo, mirrors: Path) -> Path:
-    return mirrors / repo.repo.replace("/", "+") / "repo"
+    mirror = mirrors / repo.repo.replace("/", "+") / "repo"
+    # The fetch tool keeps most snapshots as a bare repository in repo/, a few as a clone whose
+    # git directory is repo/.git.
+    nested = mirror / ".git"
+    return nested if nested.is_dir() else mirror
 
 
 def git(mirror: Path, *args: str, binary: bool = False):

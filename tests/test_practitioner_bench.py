@@ -118,3 +118,12 @@ def test_held_out_repos_are_scored_apart():
     assert {r.name for r in P.chosen_repos(None, held_out=True, scoring=False)} == held
     some = sorted(held)[0]
     assert [r.name for r in P.chosen_repos([some], held_out=False, scoring=True)] == [some]
+
+
+def test_mirror_of_finds_a_bare_snapshot_or_a_clone_s_git_directory(tmp_path):
+    repo = P.Repo("x", "owner/name", "0" * 40, ("*",))
+    bare = tmp_path / "owner+name" / "repo"
+    bare.mkdir(parents=True)
+    assert P.mirror_of(repo, tmp_path) == bare
+    (bare / ".git").mkdir()
+    assert P.mirror_of(repo, tmp_path) == bare / ".git"
