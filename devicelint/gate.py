@@ -95,7 +95,8 @@ class FileFacts:
         self._attribute_counts: Optional[dict[str, int]] = None
         self._whole = tree
         self._called: dict[int, set[str]] = {}
-        self._stars: Optional[set[str]] = None
+        self.star_called: set[str] = set()     # names called with `*args`/`**kwargs`
+        self._init_names: dict[int, tuple[set[str], set[str]]] = {}  # an __init__'s parameters, rebound names
         self._bind_counts: Optional[dict[str, int]] = None
         self._module_classes: Optional[set[str]] = None
         self.star_import = False
@@ -121,6 +122,11 @@ class FileFacts:
                             self.alias_heads.add(target.id)
         ids = self.ids
         strings = self.strings
+        # How many times each name is bound (assignments, parameters, imports, functions,
+        # classes, `except ... as`, `global`, match captures), and `x.attr` nodes per name.
+        bindings: dict[str, int] = {}
+        attributes: dict[str, int] = {}
+        load = ast.Load
         # (node, flags inherited: loops; depth)
         stack: list[tuple[ast.AST, int, int]] = [(tree, 0, 0)]
         while stack:
@@ -130,9 +136,12 @@ class FileFacts:
             kind = type(node)
             if kind is ast.Name:
                 ids.add(node.id)
+                if type(node.ctx) is not load:
+                    bindings[node.id] = bindings.get(node.id, 0) + 1
                 continue
             if kind is ast.Attribute:
                 ids.add(node.attr)
+                attributes[node.attr] = attributes.get(node.attr, 0) + 1
                 if node.attr == "dtype" and type(node.ctx) is not ast.Load:
                     self.stores_dtype = True
                 if self.alias_heads:
@@ -164,6 +173,7 @@ class FileFacts:
                     ids.update(alias.name.split("."))
                     bound = alias.asname or alias.name.partition(".")[0]
                     ids.add(bound)
+                    bindings[bound] = bindings.get(bound, 0) + 1
                     self.import_names.add(bound)
                     self.imported_from.setdefault(bound, set()).add(alias.name.rsplit(".", 1)[-1])
                     if kind is ast.Import:
@@ -176,6 +186,7 @@ class FileFacts:
                 continue
             elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
                 ids.add(node.name)
+                bindings[node.name] = bindings.get(node.name, 0) + 1
                 if kind is ast.ClassDef:
                     self._class_nodes.append(node)  # looked at when a gate asks (classes())
                     loops = 0
@@ -186,11 +197,19 @@ class FileFacts:
                 loops = IN_FUNCTION
             elif kind is ast.arg:
                 ids.add(node.arg)
+                bindings[node.arg] = bindings.get(node.arg, 0) + 1
             elif kind is ast.keyword:
                 if node.arg:
                     ids.add(node.arg)
             elif kind in (ast.Global, ast.Nonlocal):
                 ids.update(node.names)
+                for name in node.names:
+                    bindings[name] = bindings.get(name, 0) + 1
+            elif kind is ast.ExceptHandler or kind is ast.MatchAs or kind is ast.MatchStar:
+                if node.name:
+                    bindings[node.name] = bindings.get(node.name, 0) + 1
+            elif kind is ast.MatchMapping and node.rest:
+                bindings[node.rest] = bindings.get(node.rest, 0) + 1
             elif kind in _FOR_WHILE:
                 self.has_step_loop = True
                 self.has_any_loop = True
@@ -205,6 +224,8 @@ class FileFacts:
             elif kind is ast.Slice and node.step is not None:
                 self.has_step_slice = True
             stack.extend(self._children(node, loops, depth + 1))
+        self._bind_counts = _StarCounts(bindings) if self.star_import else bindings
+        self._attribute_counts = attributes
 
     @staticmethod
     def _children(node: ast.AST, loops: int, depth: int) -> list[tuple[ast.AST, int, int]]:
@@ -229,6 +250,9 @@ class FileFacts:
         if not any(keyword.arg == "device" for keyword in node.keywords):
             flags |= WITHOUT_DEVICE
         func = node.func
+        if type(func) is ast.Name and (any(type(a) is ast.Starred for a in node.args)
+                                        or any(k.arg is None for k in node.keywords)):
+            self.star_called.add(func.id)
         target = _device_target(node)
         if target is not None and _may_be_device_target(target):
             self._placing.append((_dotted(func), flags,
@@ -336,67 +360,20 @@ class FileFacts:
             return False
         return True
 
-    def bound_names(self) -> set[str]:
+    def bound_names(self):
         """Every name the file binds anywhere (assignments, parameters, imports, functions,
         classes, loops, `with`/`except` targets, `global`, match captures): what may shadow
         a builtin."""
-        return set(self.binding_counts())
+        return self._bind_counts.keys() if not self.star_import else _EVERY_NAME
 
     def binding_counts(self) -> dict[str, int]:
         """How many times the file binds each name (see `bound_names`; a star import binds
         any name: counted once more for every name asked through `get`)."""
-        if self._bind_counts is None:
-            self._second_look()
         return self._bind_counts
-
-    def _second_look(self) -> None:
-        """One more walk of the tree, for the few questions the first walk does not answer
-        (asked only about classes DL002 and DL017 look at): how many times each name is
-        bound, how many `x.attr` nodes each attribute name has, and the names called with
-        `*args`/`**kwargs`."""
-        counts: dict[str, int] = {}
-        attributes: dict[str, int] = {}
-        stars: set[str] = set()
-
-        def bind(name: str) -> None:
-            counts[name] = counts.get(name, 0) + 1
-
-        for node in ast.walk(self._whole):
-            kind = type(node)
-            if kind is ast.Name:
-                if type(node.ctx) is not ast.Load:
-                    bind(node.id)
-            elif kind is ast.Attribute:
-                attributes[node.attr] = attributes.get(node.attr, 0) + 1
-            elif kind is ast.Call:
-                if type(node.func) is ast.Name and (any(type(a) is ast.Starred for a in node.args)
-                                                    or any(k.arg is None for k in node.keywords)):
-                    stars.add(node.func.id)
-            elif kind is ast.arg:
-                bind(node.arg)
-            elif kind in _NESTED_SCOPES:
-                bind(node.name)
-            elif kind is ast.ExceptHandler and node.name:
-                bind(node.name)
-            elif kind in (ast.Global, ast.Nonlocal):
-                for name in node.names:
-                    bind(name)
-            elif kind in (ast.MatchAs, ast.MatchStar) and node.name:
-                bind(node.name)
-            elif kind is ast.MatchMapping and node.rest:
-                bind(node.rest)
-            elif kind in (ast.Import, ast.ImportFrom):
-                for alias in node.names:
-                    bind(alias.asname or alias.name.partition(".")[0])
-        self._bind_counts = _StarCounts(counts) if self.star_import else counts
-        self._attribute_counts = attributes
-        self._stars = stars
 
     def _attribute_count(self, attr: str) -> int:
         """How many `x.attr` nodes the file has (DL002 needs the container read after
         construction: `read_after_construction`, a second access at least)."""
-        if self._attribute_counts is None:
-            self._second_look()
         return self._attribute_counts.get(attr, 0)
 
     def _may_be_host_tensor(self, value: ast.AST, init: ast.AST, owner: ast.ClassDef) -> bool:
@@ -439,7 +416,10 @@ class FileFacts:
         file makes no call of the class or of an `__init__` with arguments (nor spawns), or
         a call of the class passes `*args`/`**kwargs` (`_passed_arguments`), where the
         class's name is bound once (that call is its)."""
-        if name not in _parameters(init) or name in _rebound(init):
+        names = self._init_names.get(id(init))
+        if names is None:
+            names = self._init_names[id(init)] = (_parameters(init), _rebound(init))
+        if name not in names[0] or name in names[1]:
             return False
         called = self.called_names()
         if not (owner.name in called or "spawn" in called or any(
@@ -471,9 +451,7 @@ class FileFacts:
 
     def _star_called(self) -> set[str]:
         """Names called (`Name(...)`) with `*args` or `**kwargs` somewhere in the file."""
-        if self._stars is None:
-            self._second_look()
-        return self._stars
+        return self.star_called
 
     def device_placing(self) -> bool:
         """Something in the file may put a tensor or a module on the accelerator, as the
@@ -547,12 +525,13 @@ class FileFacts:
         tensor and that another method reads (`stores`, DL017)
         or assigns a display or comprehension of non-literals to an attribute in its body
         (`container`)."""
-        candidates = [c for c in self.classes if (c[3] or not container)
-                      and (not stores or _keeps_tensor_attribute(c[2], self._may_be_host_tensor))]
+        candidates = [c for c in self.classes if c[3] or not container]
         if not candidates:
             return False
         found = self.module_classes()
-        return any(c[0] in found for c in candidates)
+        # (the look at each class's methods is the costly question: module classes only)
+        return any(c[0] in found and (not stores or _keeps_tensor_attribute(c[2], self._may_be_host_tensor))
+                   for c in candidates)
 
     def module_classes(self) -> set[str]:
         if self._module_classes is None:
@@ -942,17 +921,17 @@ def _keeps_tensor_attribute(owner: ast.ClassDef, may_be_host_tensor) -> bool:
     me = _self_param(init) if init is not None else None
     if me is None:
         return False
-    stored: set[str] = set()
+    stored: dict[str, list[ast.AST]] = {}  # attribute -> the values `__init__` stores there
     for node in _own_nodes(init):
         kind = type(node)
         if kind is ast.Assign or kind is ast.AnnAssign and node.value is not None:
             targets = node.targets if kind is ast.Assign else [node.target]
             for target in targets:
-                if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == me \
-                        and target.attr not in stored and may_be_host_tensor(node.value, init, owner):
-                    stored.add(target.attr)
+                if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == me:
+                    stored.setdefault(target.attr, []).append(node.value)
     if not stored:
         return False
+    read: set[str] = set()
     for name, method in methods.items():
         if name == "__init__":
             continue
@@ -962,14 +941,25 @@ def _keeps_tensor_attribute(owner: ast.ClassDef, may_be_host_tensor) -> bool:
         for node in _own_nodes(method):
             if type(node) is ast.Attribute and node.attr in stored \
                     and type(node.value) is ast.Name and node.value.id == other:
-                return True
-    return False
+                read.add(node.attr)
+    # (what a value may be is the dearer question: asked only of attributes read elsewhere)
+    return any(may_be_host_tensor(value, init, owner) for attr in read for value in stored[attr])
 
 
 # Builtins whose result is never a module (semantic/model.py `_builtin_call`; `dict(...)`,
 # the usual element of timm's `feature_info` lists).
 _NO_MODULE_BUILTINS = frozenset({"dict", "list", "tuple", "set", "int", "float", "str", "bool", "len",
                                  "round", "repr", "format", "range", "sorted"})
+
+class _EveryName:
+    """What a star import may bind: any name."""
+
+    def __contains__(self, name) -> bool:
+        return True
+
+
+_EVERY_NAME = _EveryName()
+
 
 class _StarCounts(dict):
     """Binding counts where a star import may bind any name once more."""
@@ -1048,12 +1038,24 @@ def _own_nodes(function: ast.AST):
     """The nodes under a function (its decorators, parameters and body); nested functions
     and classes are listed but not entered (lambdas and comprehensions are), as the rules'
     `ctx.descendants(method, kind, (FunctionDef, ClassDef))` list them."""
-    stack = list(ast.iter_child_nodes(function))
+    stack = _child_nodes(function)
     while stack:
         node = stack.pop()
         yield node
         if type(node) not in _NESTED_SCOPES:  # listed, not entered
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(_child_nodes(node))
+
+
+def _child_nodes(node: ast.AST) -> list[ast.AST]:
+    """`ast.iter_child_nodes`, without the marker fields (`ctx`, `op`), as a list."""
+    found = []
+    for name in _child_fields(type(node)):
+        value = getattr(node, name, None)
+        if type(value) is list:
+            found.extend(child for child in value if isinstance(child, ast.AST))
+        elif value is not None and isinstance(value, ast.AST):
+            found.append(value)
+    return found
 
 
 def _fills(owner: ast.ClassDef) -> list[ast.AST]:
