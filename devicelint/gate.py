@@ -477,6 +477,11 @@ class FileFacts:
         dtype_may_place = self.stores_dtype or "dtype" in self.strings
         return [c for c in self._placing if c[1] & flags == flags and (dtype_may_place or not c[3])]
 
+    def moves(self, flags: int = ANY) -> bool:
+        """Some `.cuda(...)` or `.to(...)` call (with every bit of `flags`) whose target may
+        be a device (`placing_calls`): what DL007 and DL018 report at."""
+        return any(method in ("cuda", "to") for _d, _f, method, _dtype in self.placing_calls(flags))
+
     def uploads(self, flags: int = ANY) -> bool:
         """Some call (with every bit of `flags`) may copy host data to the device, as
         DL016's `upload` and `dataflow`'s uploads find them: `.cuda()`, `.to(target)`, or a

@@ -125,9 +125,10 @@ class TransferInLoop(Rule):
 
     @staticmethod
     def gate(facts) -> bool:
-        """Reported at a move (`.to()`, `.cuda()`) or a call given `device=`, in a loop
-        (`ctx.loops`): the file has one (devicelint/gate.py)."""
-        return facts.calls_method(("to", "cuda"), IN_ANY_LOOP) or facts.uses_keyword(("device",), IN_ANY_LOOP)
+        """Reported at a transfer in a loop (`ctx.loops`): `.cuda()`, `.to(target)` or a
+        `device=` call of what may be `torch.tensor`/`as_tensor`/`asarray`, whose target
+        may be a device (`transfer`; devicelint/gate.py `uploads`)."""
+        return facts.uploads(IN_ANY_LOOP)
 
     def leave_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -142,8 +142,8 @@ class CreateThenMove(Rule):
         """Reported at a `.to(...)`/`.cuda()` whose result is used, of a fill made by a
         factory the file calls (`dataflow.fresh_fill`: the API table's size factories,
         `torch.Tensor(b, d)` and the other legacy types) (devicelint/gate.py)."""
-        if not facts.calls_method(("to", "cuda"), VALUE):
-            return False
+        if not facts.moves(VALUE):
+            return False  # `_target`: a move to the device (not a dtype, the CPU, None)
         called = facts.called_names()
         return bool(called & api_names(places=("factory",))) or any(n.endswith("Tensor") for n in called)
     fixable = True

@@ -144,7 +144,7 @@ class HostFillPerStep(Rule):
         `.copy_(...)` into a tensor on the device (`device_placing`), or a move whose result
         is used (`.to(...)`, `.cuda()`: a host draw moved) (devicelint/gate.py)."""
         return (facts.has_step_loop or bool(facts.module_classes())) and (
-            facts.mentions("cuda") or facts.calls_method(("to", "cuda"), VALUE)
+            facts.mentions("cuda") or facts.moves(VALUE)
             or facts.calls_method(("copy_",), WITH_ARGS) and facts.device_placing())
 
     def leave_Call(self, node: cst.Call) -> None:

@@ -210,6 +210,10 @@ def test_the_gate_reads_device_strings_as_the_model_does():
               "for x in xs:\n    y = norm(x.cuda())\n"),
     ("DL016", "import torch\ndef mean():\n    return torch.tensor([0.5]).cuda()\n"
               "ys = [x - mean() for x in xs]\n"),
+    # DL007: a fill moved by a tensor's device, by `x.dtype` where the file stores a `dtype`
+    ("DL007", "import torch\ny = torch.zeros(3).to(x.device)\n"),
+    ("DL007", "import torch\nclass A:\n    def __init__(self):\n        self.dtype = 'cuda'\n"
+              "    def f(self):\n        return torch.zeros(3).to(self.dtype)\n"),
     # a whole-device wait in a step loop needs no tensor on the device
     ("DL004", "import torch\nfor x in loader:\n    model(x)\n    torch.accelerator.synchronize()\n"),
     # submodules appended to a plain list, used in forward
@@ -254,6 +258,11 @@ def test_gate_says_may_fire_on_these_too(code, text):
     # DL018: a copy into a buffer each step, the buffer never on the device
     ("DL018", "import torch\ndef fill(buf, rows, device=None):\n    for r in rows:\n"
               "        buf.copy_(torch.as_tensor(r))\n"),
+    # DL001/DL007/DL018: dtype changes and moves to the host are no transfer to the device
+    ("DL001", "import torch\nfor r in rows:\n    out.append(r.to(torch.float16).to('cpu'))\n"),
+    ("DL007", "import torch\ny = torch.zeros(3).to(torch.bfloat16)\nz = torch.ones(2).to(x.dtype)\n"),
+    ("DL018", "import numpy as np, torch\nfor step in range(9):\n"
+              "    z = model(torch.from_numpy(np.random.rand(4, 3)).to(torch.float32))\n"),
     # a class that moves its own state (`_MOVERS`)
     ("DL017", "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n"
               "        self.w = torch.zeros(3)\n" + _READ_W + "    def _apply(self, fn):\n        return self\n"),
