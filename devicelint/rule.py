@@ -355,6 +355,8 @@ def rule_catalog() -> dict[str, RuleMeta]:
     if folder is not None:
         with folder:
             found = _catalog_from(decode(CATALOG_FORMAT, folder.read(name, 10_000_000)))
+            if found is not None:
+                _mark_used(folder, name)
         if found is not None:
             _catalog = found
             return _catalog
@@ -371,14 +373,33 @@ def rule_catalog() -> dict[str, RuleMeta]:
     return _catalog
 
 
-KEPT_CATALOGS = 16  # one per devicelint install, version and edit: the newest written are kept
+KEPT_CATALOGS = 32  # one per devicelint install, version and edit: the most recently used are kept
+MARK_AFTER_S = 3600  # a catalogue read is marked used (its mtime) when its mark is older than this
 _CATALOG_NAME = re.compile(r"^rules-[0-9a-f]{20}\.json$")
 
 
+def _mark_used(folder, name: str) -> None:
+    """Set the catalogue's mtime to now when it is older than MARK_AFTER_S: the catalogues
+    that installs in use read stay among the newest, which pruning keeps."""
+    import time
+
+    info = folder.stat(name)
+    if info is None or info.st_mtime > time.time() - MARK_AFTER_S or os.utime not in os.supports_follow_symlinks:
+        return
+    try:
+        if folder.fd is not None and os.utime in os.supports_dir_fd:
+            os.utime(name, dir_fd=folder.fd, follow_symlinks=False)
+        else:
+            os.utime(os.path.join(folder.path, name), follow_symlinks=False)
+    except OSError:
+        pass
+
+
 def _prune_catalogs(folder, current: str) -> None:
-    """Remove the catalogues of other signatures past the KEPT_CATALOGS newest: each
-    upgrade (and, in a checkout, each edit) writes one, and none was ever removed (a
-    developer's cache held 1,007). Regular files with a catalogue's name only."""
+    """Remove the catalogues of other signatures past the KEPT_CATALOGS most recently used
+    (written, or read: `_mark_used`): each upgrade (and, in a checkout, each edit) writes
+    one, and none was ever removed (a developer's cache held 1,007). Regular files with a
+    catalogue's name only."""
     import stat
 
     found = []

@@ -499,13 +499,14 @@ def test_hashing_small_texts_leaves_openssl_unloaded(tmp_path: Path, monkeypatch
     assert "OPENSSL False False" in done.stderr, done.stderr
 
 
-def test_old_rule_catalogues_are_removed_past_the_newest_sixteen(tmp_path: Path) -> None:
+def test_old_rule_catalogues_are_removed_past_the_most_recently_used(tmp_path: Path, monkeypatch) -> None:
     """Each upgrade (in a checkout, each edit) writes a catalogue under its own signature;
-    the user's cache kept every one. Writing one now removes the others past the newest
-    KEPT_CATALOGS, and nothing that is not a catalogue file."""
+    the user's cache kept every one. Writing one now removes the others past the
+    KEPT_CATALOGS most recently written or read, and nothing that is not a catalogue file."""
     from devicelint import rule
     from devicelint.datafile import SafeDir
 
+    monkeypatch.setattr(rule, "KEPT_CATALOGS", 16)
     folder_path = tmp_path / "devicelint"
     folder_path.mkdir()
     names = [f"rules-{i:020x}.json" for i in range(30)]
@@ -520,3 +521,26 @@ def test_old_rule_catalogues_are_removed_past_the_newest_sixteen(tmp_path: Path)
     left = sorted(p.name for p in folder_path.iterdir())
     kept = names[-(rule.KEPT_CATALOGS - 1):]
     assert left == sorted([names[0], *kept, "rules-notes.json", "results-0123.json", f"rules-{'f' * 20}.json"])
+
+
+
+def test_reading_a_rule_catalogue_marks_it_used(tmp_path: Path, monkeypatch) -> None:
+    """An install in use keeps its catalogue among the most recent (pruning keeps those):
+    a read sets its mtime when the mark is over an hour old."""
+    import time
+
+    from devicelint import rule
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(rule, "_registry", None)
+    monkeypatch.setattr(rule, "_catalog", None)
+    rule.rule_catalog()  # no file yet: the rules are imported, the catalogue written
+    path = tmp_path / "devicelint" / f"rules-{rule.signature()}.json"
+    assert path.is_file()
+    old = time.time() - 2 * rule.MARK_AFTER_S
+    os.utime(path, (old, old))
+    monkeypatch.setattr(rule, "_registry", None)
+    monkeypatch.setattr(rule, "_catalog", None)
+    rule.rule_catalog()  # read from the file
+    assert rule._registry is None  # (not rebuilt from the rules)
+    assert path.stat().st_mtime > time.time() - 60
