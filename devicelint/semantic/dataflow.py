@@ -908,8 +908,9 @@ def _copying_functions(index, module) -> Optional[frozenset]:
 
 
 # The words a call `_may_copy` accepts is written with (its attribute, or its keyword): the
-# call's lines hold one of them, and so do those of every node around it.
-_MAY_COPY_WORDS = re.compile(r"\b(?:new_tensor|to|device)\b")
+# call's lines hold one of them, and so do those of every node around it. Keep it in step
+# with `_may_copy`'s attributes.
+_MAY_COPY_WORDS = re.compile(r"\b(?:new_tensor|to|cuda|device)\b")
 
 
 def _word_lines(text: str) -> list[int]:
