@@ -130,10 +130,8 @@ class HostFillPerStep(Rule):
         "the device and draw there"
     )
     helper_message = " (called at {line})"
-    forward_message = " (in `{cls}.forward`, which runs on every call of the module)"
-    forward_helper_message = (
-        " (called at {line} in `{cls}.forward`, which runs on every call of the module)"
-    )
+    forward_message = " (in `{cls}.forward`: every call of the module)"
+    forward_helper_message = " (called at {line} in `{cls}.forward`)"
     tokens = ("Tensor", "copy_(", "numpy", "multinomial", "bernoulli", "poisson", "normal(")
 
     @staticmethod
