@@ -46,7 +46,13 @@ class CreateThenMove(Rule):
       `mask.to(dev)`, with `def causal_mask(n): return torch.triu(torch.ones(n, n)) == 1`),
       when nothing in it reads the fill but the way to its `return`. Index assignments of
       numbers (`out[rows, labels.long()] = 1`, StarGAN's `label2onehot`) write the fill in
-      place and keep it one, in a helper or before a move on a later line.
+      place and keep it one, in a helper or before a move on a later line;
+    - handed to a function of the file that gives it back copied to the device
+      (`cuda_variable(torch.zeros(n))` with `def cuda_variable(t): if
+      torch.cuda.is_available(): return Variable(t.cuda())` / `return Variable(t)`;
+      `images, z = f(images), f(z)` after `z = torch.randn(...)`), when that function
+      reads the parameter nowhere else (`dataflow.returned_move`): reported at the call,
+      naming the copy's line; no fix.
 
     It decides from the values (what the data is computed from, where the target device
     points), not from names; a device the code does not define (a parameter called `device`
@@ -134,12 +140,17 @@ class CreateThenMove(Rule):
         "`{call}()` creates a CPU tensor (`{factory}`, {line}) copied to the device "
         "here"
     )
+    handed_message = (
+        "`{factory}(...)` creates a CPU tensor that `{call}()` copies to the device "
+        "({line})"
+    )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(")
 
     @staticmethod
     def gate(facts) -> bool:
-        """Reported at a `.to(...)`/`.cuda()` whose result is used, of a fill made by a
+        """Reported at a `.to(...)`/`.cuda()` whose result is used (or at a call of the
+        file's function that returns such a copy of its parameter), of a fill made by a
         factory the file calls (`dataflow.fresh_fill`: the API table's size factories,
         `torch.Tensor(b, d)` and the other legacy types) (devicelint/gate.py)."""
         if not facts.moves(VALUE):
@@ -151,6 +162,7 @@ class CreateThenMove(Rule):
     def leave_Call(self, node: cst.Call) -> None:
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            self._check_handed_fill(node)
             return
         if any(arg.star for arg in node.args):
             return
@@ -190,6 +202,33 @@ class CreateThenMove(Rule):
         self.report(node, message, replacement=reindent(self.ctx, replace, replacement),
                     replace=replace, safe=safe,
                     fix_description="Create the tensor on the device with `device=`")
+
+    def _check_handed_fill(self, call: cst.Call) -> None:
+        """A fill handed to a function of the file that gives it back copied to the device
+        (`cuda_variable(torch.zeros(n))`, `images, z = f(images), f(z)` after `z =
+        torch.randn(...)`): reported at the call, naming the copy."""
+        if not isinstance(call.func, (cst.Name, cst.Attribute)) or not call.args \
+                or isinstance(self.ctx.parent(call), cst.Expr):
+            return
+        sem = self.ctx.semantic
+        found = sem.syncs.callee(call)
+        if found is None:
+            return
+        function, bound = found
+        moved = dataflow.returned_move(sem, function)
+        if moved is None:
+            return
+        param, copy = moved
+        args = bound.get(param, ())
+        if len(args) != 1 or not sem.on_gpu_path(call):
+            return
+        fill = dataflow.fresh_fill(sem, args[0])
+        if fill is None or not self._only_use(fill, call):
+            return
+        factory = fill.factories[0]
+        label = self.ctx.qualname(factory.func) or self.ctx.code(factory.func)
+        self.report(call, self.handed_message.format(
+            factory=label, call=self.ctx.code(call.func).strip(), line=self.ctx.line_ref(copy)))
 
     # -- what is moved where -------------------------------------------------------------
     def _target(self, node: cst.Call) -> Optional[tuple[cst.CSTNode, bool]]:
@@ -238,8 +277,18 @@ class CreateThenMove(Rule):
         return True
 
     def _rebinds(self, move: cst.Call, name: str) -> bool:
-        """`name = <chain>.to(dev)`: the move's statement binds `name` again."""
+        """`name = <chain>.to(dev)`: the move's statement binds `name` again (also at the
+        same position of a tuple: `images, z = f(images), f(z)`)."""
         parent = self.ctx.parent(move)
+        if isinstance(parent, cst.Element):
+            display = self.ctx.parent(parent)
+            assign = self.ctx.parent(display)
+            if not (isinstance(display, cst.Tuple) and isinstance(assign, cst.Assign) and assign.value is display):
+                return False
+            index = next(i for i, e in enumerate(display.elements) if e is parent)
+            return any(isinstance(t.target, cst.Tuple) and len(t.target.elements) == len(display.elements)
+                       and isinstance(t.target.elements[index].value, cst.Name)
+                       and t.target.elements[index].value.value == name for t in assign.targets)
         return isinstance(parent, cst.Assign) and parent.value is move and any(
             isinstance(t.target, cst.Name) and t.target.value == name for t in parent.targets)
 

@@ -334,7 +334,7 @@ GATES_DERIVED_FROM = {
     "DL004": "c33840b014f2",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
-    "DL007": "5b1794f1b3f9",
+    "DL007": "55ec3a2cb64e",
     "DL008": "0816db8ad57f",
     "DL009": "f3f7d38e4d08",
     "DL010": "ed35fb7f697b",

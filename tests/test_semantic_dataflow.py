@@ -282,3 +282,32 @@ def test_exclusive_arms_of_one_if_and_of_one_unchanged_flag():
     assert not dataflow.exclusive_arms(sem, e, g, loop)
     assert not dataflow.exclusive_arms(sem, a, e, loop)  # different flags
     assert not dataflow.exclusive_arms(sem, a2, b2, loop2)  # the loop flips the flag
+
+
+def test_returned_move_is_a_parameter_given_back_copied_to_the_device():
+    source = """
+    import torch
+    from torch.autograd import Variable
+    def cuda_variable(tensor):
+        if torch.cuda.is_available():
+            return Variable(tensor.cuda())
+        return Variable(tensor)
+    def moved(x):
+        return x.to("cuda")
+    def read_first(x):
+        print(x.sum())
+        return x.cuda()
+    def other(x, y):
+        if torch.cuda.is_available():
+            return x.cuda()
+        return y
+    def to_host(x):
+        return x.to("cpu")
+    """
+    ctx, sem = model_of(source)
+    functions = {f.name.value: f for f in ctx.iter_nodes(cst.FunctionDef)}
+    found = {name: dataflow.returned_move(sem, f) for name, f in functions.items()}
+    assert found["cuda_variable"][0] == "tensor" and ctx.code(found["cuda_variable"][1]) == "tensor.cuda()"
+    assert found["moved"][0] == "x"
+    # read on the host, another parameter on a path, a move to the host: none
+    assert found["read_first"] is None and found["other"] is None and found["to_host"] is None

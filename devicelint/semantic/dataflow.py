@@ -823,6 +823,62 @@ def _fill_function(sem, node: cst.Call, qual: str, parts, ops, through, depth) -
     return False
 
 
+def _unwrapped(sem, node: cst.BaseExpression) -> cst.BaseExpression:
+    """`x` for `Variable(x)` (an identity wrapper: `result = "same"` in the table)."""
+    while isinstance(node, cst.Call) and len(node.args) == 1 and node.args[0].keyword is None \
+            and not node.args[0].star:
+        qual = sem.qualname(node.func)
+        spec = sem.api.function(qual) if qual is not None else None
+        if spec is None or spec.result != "same":
+            break
+        node = node.args[0].value
+    return node
+
+
+def returned_move(sem, function: cst.FunctionDef) -> Optional[tuple[str, cst.Call]]:
+    """(parameter, the copy) when `function` gives back what it is handed, copied to the
+    device: every `return` is one parameter's own tensor, wrapped at most in identity
+    wrappers, moved with `.cuda(...)` or `.to(<device>)` in at least one of them on the GPU
+    path (`return Variable(t.cuda())` under `if torch.cuda.is_available():`, `return
+    Variable(t)` otherwise), and nothing else in the function reads that parameter
+    (`cuda_variable(torch.zeros(n))`, `self.get_torch_variable(z)`). None otherwise (DL007)."""
+    returns = sem.flow(function).returns
+    if not returns or sem.flow(function).yields:
+        return None
+    param: Optional[cst.Name] = None
+    move: Optional[cst.Call] = None
+    for ret in returns:
+        if ret.value is None:
+            return None
+        node = _unwrapped(sem, ret.value)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in ("cuda", "to") and not any(a.star for a in node.args):
+            if node.func.attr.value == "to":
+                target = keyword_arg(node, "device") or call_arg(node, 0, "\0")
+                if target is None or sem.value(target).kind is Kind.TENSOR \
+                        or sem.device_place(target)[0] is not Place.DEVICE:
+                    return None
+            elif any(arg.keyword is not None and arg.keyword.value not in ("device", "non_blocking")
+                     for arg in node.args):
+                return None
+            if sem.on_gpu_path(node) and move is None:
+                move = node
+            node = _unwrapped(sem, node.func.value)
+        if not isinstance(node, cst.Name) or param is not None and node.value != param.value:
+            return None
+        defs = sem.defs(node)
+        if len(defs) != 1 or defs[0].kind != "param":
+            return None
+        param = node
+    if param is None or move is None:
+        return None
+    d = sem.defs(param)[0]
+    values = [ret.value for ret in returns]
+    if not all(any(within(sem, use, value) for value in values) for use in uses(sem, d)):
+        return None
+    return param.value, move
+
+
 # -- what one call of a function copies to the device ----------------------------------------
 @dataclass(frozen=True)
 class CallUpload:
