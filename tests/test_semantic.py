@@ -125,6 +125,34 @@ def test_module_moved_in_place_by_a_statement():
     assert value.kind is Kind.MODULE and value.place is Place.DEVICE
 
 
+def test_module_moved_in_place_by_an_assignment_of_its_move():
+    # nn.Module.to returns the module itself: `m = model.to(device)` moves `model` too.
+    source = """
+    import torch
+    import torch.nn as nn
+    model = nn.Linear(4, 2)
+    m = model.eval().to("cuda")
+    out = model  # here
+    rows = torch.zeros(3)
+    copy = rows.to("cuda")
+    back = rows  # there
+    def later():
+        return model  # later
+    """
+    value = value_at(source, "here")
+    assert value.kind is Kind.MODULE and value.place is Place.DEVICE
+    assert value_at(source, "later").place is Place.DEVICE
+    # A tensor's `.to` returns a copy: the tensor stays where it was, and its binding still reaches.
+    ctx, sem = model_of(source)
+    back = value_at(source, "there")
+    assert back.kind is Kind.TENSOR and back.place is Place.CPU
+    read = next(n for n in ctx.iter_nodes(cst.Name) if n.value == "rows" and "back" in ctx.code(ctx.parent(ctx.parent(n))))
+    assert [d.kind for d in sem.defs(read)] == ["assign"]
+    # A dtype-only `.to` moves nothing.
+    dtype_only = source.replace('model.eval().to("cuda")', "model.to(torch.float64)")
+    assert value_at(dtype_only, "here").place is Place.CPU
+
+
 def test_parameter_takes_what_every_call_site_passes():
     source = """
     import torch

@@ -330,6 +330,7 @@ class ScopeFlow:
     def _small(self, node: cst.CSTNode, state: State) -> Optional[State]:
         if type(node) is cst.Assign:
             self._expr(node.value, state)
+            self._effect(node.value, state, assigned=node)
             for target in node.targets:
                 for part, path in target_parts(target.target):
                     self._bind_target(part, state, Def("", "assign", node, node.value, path, self.scope))
@@ -389,9 +390,12 @@ class ScopeFlow:
             self._expr(child, state)
         return state
 
-    def _effect(self, value: cst.BaseExpression, state: State) -> None:
+    def _effect(self, value: cst.BaseExpression, state: State, assigned: Optional[cst.Assign] = None) -> None:
         """`model.to(device)` / `model.cuda()` as a statement moves a module in place: record
-        it as a binding that refines the receiver's previous value."""
+        it as a binding that refines the receiver's previous value. So does `m =
+        model.to(device)` (`assigned`: nn.Module.to returns the module itself, so `model`
+        is moved too); as a tensor's `.to` returns a copy, the model keeps such a binding only
+        where the receiver was a module (`SemanticModel.defs`)."""
         if not (type(value) is cst.Call and type(value.func) is cst.Attribute):
             return
         receiver = value.func.value
@@ -400,8 +404,15 @@ class ScopeFlow:
             receiver = receiver.func.value  # `model.eval().to(device)`, `model.to(device).half()`
         if type(receiver) is cst.Name and value.func.attr.value in IN_PLACE_MODULE_METHODS:
             prior = state.get(receiver.value, frozenset())
+            if assigned is not None and any(isinstance(part, cst.Name) and part.value == receiver.value
+                                            for target in assigned.targets
+                                            for part, _path in target_parts(target.target)):
+                return  # `model = model.to(device)`: the assignment itself rebinds the name
             if prior:
-                self._define(state, Def(receiver.value, "effect", value, value, (), self.scope, prior))
+                at = assigned if assigned is not None else value
+                self._define(state, Def(receiver.value, "effect", at, value, (), self.scope, prior))
+        elif assigned is not None:
+            return
         elif type(receiver) is cst.Attribute and value.func.attr.value in IN_PLACE_MODULE_METHODS:
             # `self.D.to(self.device)` in a method: the object `self.D` holds changes place
             # for the class's other methods (devicelint.semantic.modules.attribute_moves).

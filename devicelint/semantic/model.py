@@ -295,15 +295,33 @@ class SemanticModel:
             return []  # a builtin, a star import's name: no flow to build to learn that
         return self._reaching_defs(name)
 
+    def _moved_by_assignment(self, defs: list[Def]) -> list[Def]:
+        """`m = model.to(device)` moves `model` too when it holds a module (nn.Module.to,
+        `.cuda()`, `.half()`, ... change the module in place and return it); anything else
+        (a tensor's `.to` returns a copy) keeps the bindings that reached before."""
+        found: dict[int, Def] = {}
+        for d in defs:
+            if d.kind == "effect" and type(d.node) is cst.Assign:
+                before = self._moved_by_assignment(list(d.prior))
+                if join_all(self.def_value(p) for p in before).kind is not Kind.MODULE:
+                    found.update((id(p), p) for p in before)
+                    continue
+            found[id(d)] = d
+        return sorted(found.values(), key=lambda d: self.ctx.order(d.node))
+
     def _reaching_defs(self, name: cst.Name) -> list[Def]:
         scope = self.scope_of(name)
         self.flow(scope)
         found = self.reaching.get(id(name))
         if found is None:
-            return self._free_defs(name.value, scope)
-        if len(found) == 1:
-            return list(found)
-        return sorted(found, key=self._source_order)
+            found = self._free_defs(name.value, scope)
+        elif len(found) == 1:
+            found = list(found)
+        else:
+            found = sorted(found, key=self._source_order)
+        if any(d.kind == "effect" and type(d.node) is cst.Assign for d in found):
+            found = self._moved_by_assignment(found)
+        return found
 
     def _free_defs(self, name: str, scope: cst.CSTNode) -> list[Def]:
         """A name read but not bound on any path of its own scope: a global, a closure
@@ -1004,7 +1022,10 @@ class SemanticModel:
                 return Value(Kind.MODULE_CLASS, cls=d.name, node=d.node)
             return Value(Kind.CALLABLE, node=d.node)
         if kind == "effect":
-            return self.in_place_effect(join_all(self.def_value(p) for p in d.prior), d.value)
+            prior = join_all(self.def_value(p) for p in d.prior)
+            if type(d.node) is cst.Assign and prior.kind is not Kind.MODULE:
+                return prior  # `y = x.to(device)`: only a module moves in place
+            return self.in_place_effect(prior, d.value)
         return UNKNOWN
 
     def in_place_effect(self, prior: Value, call: cst.Call) -> Value:
