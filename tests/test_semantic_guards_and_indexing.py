@@ -166,6 +166,44 @@ def test_a_literal_flag_that_guards_a_move_to_the_device_is_a_gpu_flag():
     assert not sem.on_gpu_path(double)
 
 
+def test_a_switch_anded_with_a_gpu_test_that_guards_a_move_is_a_gpu_flag():
+    # `args.cuda = not args.no_cuda and torch.cuda.is_available()` with `if args.cuda:
+    # net.cuda()`: on the configuration that uses the GPU the flag is True, as a name or as
+    # an attribute the file assigns once at top level; the same switch guarding no move
+    # (`log_gpu`) is a logging switch, and an attribute assigned again (`opts.cuda`) or in
+    # a function (`cfg.cuda`) is not known to hold the flag's value.
+    ctx, sem = semantic("""
+        args = parse()
+        args.cuda = not args.no_cuda and torch.cuda.is_available()
+        use = args.gpu and torch.cuda.is_available()
+        log_gpu = args.log and torch.cuda.is_available()
+        opts = parse()
+        opts.cuda = not opts.no_cuda and torch.cuda.is_available()
+        if opts.log:
+            opts.cuda = False
+        cfg = parse()
+        def setup():
+            cfg.cuda = torch.cuda.is_available() and not cfg.no_cuda
+        net = nn.Linear(2, 2)
+        if args.cuda:
+            net.cuda()
+        if use:
+            x = x.cuda()
+        if log_gpu:
+            print(x)
+        if opts.cuda:
+            net.cuda()
+        if cfg.cuda:
+            net.cuda()
+        if not args.cuda:
+            x = x.double()
+    """)
+    tests = {ctx.code(n.test): sem.gpu_truth(n.test) for n in ctx.iter_nodes(cst.If)}
+    assert tests == {"args.cuda": True, "use": True, "log_gpu": None, "opts.log": None,
+                     "opts.cuda": None, "cfg.cuda": None, "not args.cuda": False}
+    assert not sem.on_gpu_path(nodes(ctx, cst.Call, "x.double()")[0])
+
+
 def test_numpy_index_arrays_are_one_dimensional():
     # `np.random.permutation(n)` / `np.arange(n)` are 1-D: indexing with one selects many
     # rows, indexing with one of their elements selects one row (DL001).

@@ -1,13 +1,22 @@
-"""GPU flags bound to literals: `USE_CUDA = True` with `if USE_CUDA: model.cuda()`.
+"""GPU flags: `USE_CUDA = True` with `if USE_CUDA: model.cuda()`, or `args.cuda = not
+args.no_cuda and torch.cuda.is_available()` with `if args.cuda: model.cuda()`.
 
-A name bound only to `True`/`False` says nothing about the GPU by itself (`profile = False`),
-but when an `if` on it (or a conditional expression) moves something to the device, the flag
-decides whether the program runs on the GPU: on the configuration that uses one, it is True,
-as `use_cuda = torch.cuda.is_available()` is on a machine with a GPU. Decided by what the
-guarded code does, never by the flag's name.
+A flag bound only to `True`/`False` says nothing about the GPU by itself (`profile = False`),
+and neither does a user's switch ANDed with `torch.cuda.is_available()` (`log_gpu = args.log
+and torch.cuda.is_available()`); but when an `if` on the flag (or a conditional expression)
+moves something to the device, the flag decides whether the program runs on the GPU: on the
+configuration that uses one, it is True, as `use_cuda = torch.cuda.is_available()` is on a
+machine with a GPU. Decided by what the guarded code does, never by the flag's name.
+
+A flag is a name, or an attribute of a module-level name bound once (`args = parser.parse_args()`)
+that the file assigns exactly once, in a statement of the module's top level, before the read
+(`args.cuda = ...`); any other store of that attribute (augmented, annotated, `del`, a second
+assignment, one inside a function or branch) makes it no flag.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 import libcst as cst
 
@@ -16,40 +25,132 @@ from devicelint.semantic.values import Place
 _LITERALS = ("True", "False")
 
 
-def guards_device_move(sem, name: cst.Name) -> bool:
-    """`name` is bound only to literal booleans, and some `if name:` / `... if name else ...`
-    reading the same bindings moves data or a module to the device in its taken arm."""
-    defs = sem.defs(name)
-    if not defs or not all(d.kind in ("assign", "annassign") and not d.path
-                           and isinstance(d.value, cst.Name) and d.value.value in _LITERALS
-                           for d in defs):
+def guards_device_move(sem, flag: cst.BaseExpression) -> bool:
+    """`flag` (a name or `base.attr`) is bound only to literal booleans, or only to a user's
+    switch ANDed with a GPU test, and some `if flag:` / `... if flag else ...` reading the
+    same bindings moves data or a module to the device in its taken arm."""
+    bindings = _bindings(sem, flag)
+    if not bindings:
         return False
     memo = sem.__dict__.setdefault("_dl_flag_moves", {})
-    key = frozenset(id(d) for d in defs)
+    key = frozenset(id(b) for b in bindings)
     if key in memo:
         return memo[key]
     memo[key] = False  # a cycle (a `.to(device)` whose device reads the flag) says nothing
     found = False
-    for test, arm in _guarded_arms(sem).get(name.value, ()):
-        if key & {id(d) for d in sem.defs(test)} and _moves_to_device(sem, arm):
-            found = True
-            break
+    if all(_flag_value(sem, b) for b in bindings):
+        for test, arm in _guarded_arms(sem).get(_spelling(flag), ()):
+            same = _bindings(sem, test)
+            if same and key & {id(b) for b in same} and _moves_to_device(sem, arm):
+                found = True
+                break
     memo[key] = found
     return found
 
 
-def _guarded_arms(sem) -> dict[str, list[tuple[cst.Name, cst.CSTNode]]]:
-    """{name: [(the test, the arm taken when it is true)]} for `if name:` and `a if name else b`,
-    found once per file."""
+def _flag_value(sem, value: Optional[cst.BaseExpression]) -> bool:
+    """`True`/`False`, or `a and b and ...` where one operand is True with a GPU
+    (`torch.cuda.is_available()`) and none is known False (`not args.no_cuda`)."""
+    if isinstance(value, cst.Name):
+        return value.value in _LITERALS
+    if not (isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.And)):
+        return False
+    operands, stack = [], [value]
+    while stack:
+        part = stack.pop()
+        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.And):
+            stack += [part.left, part.right]
+        else:
+            operands.append(part)
+    truths = [sem.gpu_truth(part) for part in operands]
+    return True in truths and False not in truths
+
+
+def _spelling(flag: cst.BaseExpression) -> Optional[str]:
+    if isinstance(flag, cst.Name):
+        return flag.value
+    if isinstance(flag, cst.Attribute) and isinstance(flag.value, cst.Name):
+        return f"{flag.value.value}.{flag.attr.value}"
+    return None
+
+
+def _bindings(sem, flag: cst.BaseExpression) -> Optional[tuple]:
+    """The expressions `flag` may take its value from here: the reaching bindings' values
+    (a name bound by a plain assignment only), or the one top-level assignment of an
+    attribute; None when that is not all the code shows."""
+    if isinstance(flag, cst.Name):
+        defs = sem.defs(flag)
+        if not defs or not all(d.kind in ("assign", "annassign") and not d.path and d.value is not None
+                               for d in defs):
+            return None
+        return tuple(d.value for d in defs)
+    spelling = _spelling(flag)
+    if spelling is None:
+        return None
+    base = flag.value
+    base_defs = sem.defs(base)
+    if len(base_defs) != 1 or base_defs[0].scope is not sem.ctx.module:
+        return None
+    stores = _attribute_stores(sem).get(spelling, ())
+    if len(stores) != 1:
+        return None
+    store = stores[0]
+    if not isinstance(store, cst.Assign) or len(store.targets) != 1 \
+            or sem.defs(store.targets[0].target.value) != base_defs:
+        return None
+    line = sem.parent(store)
+    if not isinstance(line, cst.SimpleStatementLine) or sem.parent(line) is not sem.ctx.module \
+            or sem.ctx.order(store) > sem.ctx.order(flag):
+        return None
+    return (store.value,)
+
+
+def _attribute_stores(sem) -> dict[str, list[cst.CSTNode]]:
+    """{"base.attr": [statements that store or delete that attribute]}, found once per file."""
+    memo = sem.__dict__.get("_dl_flag_stores")
+    if memo is None:
+        memo = {}
+
+        def add(target, statement):
+            spelling = _spelling(target) if isinstance(target, cst.Attribute) else None
+            if spelling is not None:
+                memo.setdefault(spelling, []).append(statement)
+
+        for node in sem.ctx.iter_nodes(cst.Assign):
+            for target in node.targets:
+                stack = [target.target]
+                while stack:
+                    part = stack.pop()
+                    if isinstance(part, (cst.Tuple, cst.List)):
+                        stack += [e.value for e in part.elements]
+                    else:
+                        add(part, node if part is target.target else None)
+        for kind in (cst.AugAssign, cst.AnnAssign):
+            for node in sem.ctx.iter_nodes(kind):
+                add(node.target, node)
+        for node in sem.ctx.iter_nodes(cst.Del):
+            stack = [node.target]
+            while stack:
+                part = stack.pop()
+                if isinstance(part, (cst.Tuple, cst.List)):
+                    stack += [e.value for e in part.elements]
+                else:
+                    add(part, node)
+        sem.__dict__["_dl_flag_stores"] = memo
+    return memo
+
+
+def _guarded_arms(sem) -> dict[str, list[tuple[cst.BaseExpression, cst.CSTNode]]]:
+    """{spelling: [(the test, the arm taken when it is true)]} for `if flag:` and
+    `a if flag else b`, found once per file."""
     memo = sem.__dict__.get("_dl_flag_arms")
     if memo is None:
         memo = {}
-        for node in sem.ctx.iter_nodes(cst.If):
-            if isinstance(node.test, cst.Name):
-                memo.setdefault(node.test.value, []).append((node.test, node.body))
-        for node in sem.ctx.iter_nodes(cst.IfExp):
-            if isinstance(node.test, cst.Name):
-                memo.setdefault(node.test.value, []).append((node.test, node.body))
+        for kind in (cst.If, cst.IfExp):
+            for node in sem.ctx.iter_nodes(kind):
+                spelling = _spelling(node.test)
+                if spelling is not None:
+                    memo.setdefault(spelling, []).append((node.test, node.body))
         sem.__dict__["_dl_flag_arms"] = memo
     return memo
 

@@ -2292,6 +2292,8 @@ class SemanticModel:
                     else:
                         truths.add(None)
                 return truths.pop() if len(truths) == 1 else None
+        if isinstance(node, cst.Attribute) and guards_device_move(self, node):
+            return True  # `args.cuda = not args.no_cuda and ...` with `if args.cuda: model.cuda()`
         return None
 
     def _param_gpu_truth(self, param: cst.Param, depth: int) -> Optional[bool]:
