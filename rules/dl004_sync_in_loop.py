@@ -66,7 +66,12 @@ class SyncInLoop(Rule):
     binds does not run. Under a condition whose body also
     trains (`if i % n_critic == 0:` around a generator update), or under a flag whose two arms
     each run the model on this step's data (`if is_transformer: ... else: ...`), it runs per
-    step and is reported. Several reads in one statement are one finding that counts them.
+    step and is reported. A read in a block that always ends by leaving the loop (its last
+    statement a `break` of this loop, a `return`, a `raise` or `sys.exit(...)`, with no `try`
+    between it and the loop) runs at most once: silent (`if not math.isfinite(loss.item()):
+    print(loss.item()); sys.exit(1)`: the test is reported, the report before the exit is
+    not); a block ending with `continue` runs per step. Several reads in one statement are one
+    finding that counts them.
 
     A call of a function of the same file that reads its argument on the host (an
     `accuracy()` helper ending in `.item()`, a metric accumulator doing `float(v)`) is
@@ -186,7 +191,7 @@ class SyncInLoop(Rule):
             found: list[tuple[cst.CSTNode, str]] = []
             for read in syncs.reads(candidate):
                 loop = sem.loops.step_loop(read.node)
-                if loop is None or not sem.on_gpu_path(read.node):
+                if loop is None or not sem.on_gpu_path(read.node) or sem.loops.leaves_loop(read.node, loop):
                     continue
                 if read.operand is None:
                     if not self._timing_fence(loop):
@@ -203,7 +208,7 @@ class SyncInLoop(Rule):
                                                     or sem.loops.is_module_call(candidate)
                                                     or syncs.narrowed_method(candidate) is not None):
                 loop = sem.loops.step_loop(candidate)
-                if loop is not None and sem.on_gpu_path(candidate):
+                if loop is not None and sem.on_gpu_path(candidate) and not sem.loops.leaves_loop(candidate, loop):
                     shown = syncs.call_reads(candidate, self._arg_on_device(candidate, loop))
                     for inner in syncs.call_reads(candidate, self._arg_on_device(candidate, loop, hints=True)):
                         evidence = None if inner in shown else Evidence(hint=True)

@@ -483,3 +483,39 @@ def test_writing_into_a_cpu_tensor_reads_the_value_on_the_host():
     assert [(r.what, ctx.code(r.operand)) for r in sem.syncs.reads(to_host)] == [
         ("copying a tensor into a CPU tensor", "row")]
     assert sem.syncs.reads(on_device) == []
+
+
+def test_leaves_loop_a_block_that_ends_by_leaving_runs_at_most_once():
+    ctx, sem = semantic("""
+        import sys
+        def train(loader, model, names):
+            for x in loader:
+                loss = model(x.to(device)).sum()
+                if loss.isnan():
+                    print(loss.item())
+                    sys.exit(1)
+                if loss < 0:
+                    print(loss.sum())
+                    raise ValueError
+                if loss > 9:
+                    print(loss.mean())
+                    continue
+                try:
+                    if loss > 5:
+                        print(loss.std())
+                        raise ValueError
+                except ValueError:
+                    pass
+                for n in names:
+                    print(loss.max())
+                    break
+                if loss > 7:
+                    print(loss.min())
+                    break
+    """)
+    loop = next(ctx.iter_nodes(cst.For))
+    calls = {m: find(ctx, cst.Call, f"loss.{m}()") for m in ("item", "sum", "mean", "std", "max", "min")}
+    leaves = {m: sem.loops.leaves_loop(call, loop) for m, call in calls.items()}
+    # sys.exit, raise and a break of this loop leave; continue does not, nor a raise the
+    # loop's own handler catches, nor a break of an inner loop
+    assert leaves == {"item": True, "sum": True, "mean": False, "std": False, "max": False, "min": True}

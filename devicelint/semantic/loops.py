@@ -391,6 +391,45 @@ class LoopModel:
             parent = self.model.parent(parent)
         return False
 
+    def leaves_loop(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """`node` sits in a block, inside `loop`, that always ends by leaving it: its last
+        statement is a `break` of this loop, a `return`, a `raise` or a call that ends the
+        program (`sys.exit(1)`, `os._exit`, `exit()`), with no `try` in between to catch it.
+        Such a block runs at most once per run of the loop (`if not math.isfinite(loss):
+        print(loss.item()); sys.exit(1)`), not on every step."""
+        model = self.model
+        child = node
+        parent = model.parent(node)
+        leaves = None  # "break" or "exit" once a block that ends by leaving is found
+        while parent is not None and parent is not loop:
+            if isinstance(parent, (cst.Try, cst.TryStar, cst.ExceptHandler, cst.FunctionDef, cst.Lambda)):
+                return False  # a handler between the block and the loop may catch the raise
+            if isinstance(parent, (cst.For, cst.While)) and leaves == "break":
+                return False  # that `break` leaves an inner loop only
+            if leaves is None and isinstance(parent, cst.IndentedBlock) and parent.body and child in parent.body:
+                leaves = self._leaves(parent.body[-1])
+            child = parent
+            parent = model.parent(parent)
+        return leaves is not None and parent is loop
+
+    def _leaves(self, statement: cst.CSTNode) -> Optional[str]:
+        """"break" for a `break`, "exit" for a `return`, a `raise` or a call that ends the
+        program, else None."""
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return None
+        for small in statement.body:
+            if isinstance(small, cst.Break):
+                return "break"
+            if isinstance(small, (cst.Return, cst.Raise)):
+                return "exit"
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                func = small.value.func
+                name = self.model.qualname(func)
+                if name in ("sys.exit", "os._exit", "os.abort") or (
+                        isinstance(func, cst.Name) and func.value in ("exit", "quit") and not self.model.defs(func)):
+                    return "exit"
+        return None
+
     def _gates(self, branch: cst.If, loop: cst.CSTNode) -> bool:
         """`branch` runs what it guards only every N steps or on a flag: its test is a
         throttle, its body does not train, and it is not a choice between two ways of running
