@@ -72,6 +72,8 @@ class SyncInLoop(Rule):
     print(loss.item()); sys.exit(1)`: the test is reported, the report before the exit is
     not); a block ending with `continue` runs per step. Several reads in one statement are one
     finding that counts them.
+    Sorting a dict's keys (`sorted(losses.keys())`, as a distributed reduce does to order
+    them) compares their names, not the tensors the dict holds: silent.
 
     A call of a function of the same file that reads its argument on the host (an
     `accuracy()` helper ending in `.item()`, a metric accumulator doing `float(v)`) is

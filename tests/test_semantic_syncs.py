@@ -519,3 +519,18 @@ def test_leaves_loop_a_block_that_ends_by_leaving_runs_at_most_once():
     # sys.exit, raise and a break of this loop leave; continue does not, nor a raise the
     # loop's own handler catches, nor a break of an inner loop
     assert leaves == {"item": True, "sum": True, "mean": False, "std": False, "max": False, "min": True}
+
+
+def test_sorting_a_mappings_keys_compares_no_tensor():
+    ctx, sem = semantic("""
+        def order(parts, table):
+            table = {"a": 1}
+            by_keys = sorted(parts.keys())
+            by_mapping = sorted(table)
+            by_values = sorted(parts.values())
+            return by_keys, by_mapping, by_values
+    """)
+    reads = {text: sem.syncs.reads(find(ctx, cst.Call, text))
+             for text in ("sorted(parts.keys())", "sorted(table)", "sorted(parts.values())")}
+    assert reads["sorted(parts.keys())"] == [] and reads["sorted(table)"] == []
+    assert [r.what for r in reads["sorted(parts.values())"]] == ["`sorted()` comparing tensors"]

@@ -114,7 +114,8 @@ class SyncModel:
             if isinstance(func, cst.Name) and func.value in COMPARING and not model.defs(func):
                 # `max(scores)` compares the elements pairwise on the host: the truth value
                 # of each `b > a` (the operand is what is iterated: `elements` of it).
-                given = [a.value for a in node.args if a.keyword is None and not a.star]
+                given = [a.value for a in node.args if a.keyword is None and not a.star
+                         and not self._mapping_keys(a.value)]
                 what = f"`{func.value}()` comparing tensors"
                 return [HostRead(node, what, a) for a in given]
             return []
@@ -146,6 +147,14 @@ class SyncModel:
             # `[i for i, w in enumerate(words) if w != end]`: one truth value per element.
             return [HostRead(o, "a comprehension's `if` on a tensor's value", o) for o in operands(node.test)]
         return []
+
+    def _mapping_keys(self, node: cst.BaseExpression) -> bool:
+        """`d.keys()`, or a mapping itself: what is iterated (and compared by `sorted`) are
+        its keys, not the tensors it holds (`sorted(losses.keys())` sorts the loss names)."""
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == "keys" and not node.args:
+            return True
+        return self.model.value(node).kind is Kind.MAPPING
 
     def list_elements(self, call: cst.Call) -> list[cst.BaseExpression]:
         """The elements of the list or tuple display a list-reading constructor is given
