@@ -840,3 +840,16 @@ def test_a_loader_batch_field_is_a_container_of_unknown_kind():
             assert sem.container(node.body[0].value).kind is Kind.UNKNOWN
         if text.rstrip().endswith("# made"):
             assert sem.container(node.body[0].value).kind is Kind.TENSOR
+
+
+def test_to_without_a_device_keeps_what_the_receiver_is():
+    source = """
+    import torch
+    from elsewhere import Net
+    net = Net()
+    converted = net.to(memory_format=torch.channels_last)  # module
+    images = torch.randn(2, 3, 4, 4).to(memory_format=torch.channels_last)  # tensor
+    """
+    # Module.to(memory_format=...) returns the module: an unknown receiver is not made a tensor
+    assert value_at(source, "module").kind is Kind.UNKNOWN
+    assert value_at(source, "tensor").kind is Kind.TENSOR

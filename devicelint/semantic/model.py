@@ -2110,7 +2110,9 @@ class SemanticModel:
         if target is None:
             target = call_arg(node, 0, "\0")
         if target is None:
-            return receiver.with_(node=node) if receiver.kind is not Kind.UNKNOWN else tensor(receiver.place, node=node)
+            # `.to(memory_format=...)` / `.to(dtype)`: Module.to takes them too and returns the
+            # module, so an unknown receiver stays unknown (not a tensor).
+            return receiver.with_(node=node)
         place, hint = self.device_place(target)
         if place is None:
             if self.value(target).kind is Kind.DTYPE:
