@@ -534,3 +534,38 @@ def test_sorting_a_mappings_keys_compares_no_tensor():
              for text in ("sorted(parts.keys())", "sorted(table)", "sorted(parts.values())")}
     assert reads["sorted(parts.keys())"] == [] and reads["sorted(table)"] == []
     assert [r.what for r in reads["sorted(parts.values())"]] == ["`sorted()` comparing tensors"]
+
+
+def test_a_module_reading_its_own_buffer_reads_the_device_where_the_module_is():
+    # A buffer moves with its module: `int(self.ptr)` in a method `forward` calls depends on
+    # where the object is; a wrapper (DataParallel, DistributedDataParallel) runs the wrapped
+    # module's forward. A plain attribute (`self.count`) is no buffer.
+    ctx, sem = semantic("""
+        class Queue(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.count = 0
+                self.register_buffer("ptr", torch.zeros(1, dtype=torch.long))
+
+            def _advance(self):
+                self.count = int(self.count) + 1
+                return int(self.ptr)
+
+            def forward(self, x):
+                self._advance()
+                return x
+
+        moved = Queue().to(device)
+        wrapped = nn.DataParallel(moved)
+        host = Queue()
+        moved(torch.ones(1))
+        wrapped(torch.ones(1))
+        host(torch.ones(1))
+    """)
+    advance = find(ctx, cst.FunctionDef, ctx.code(next(f for f in ctx.iter_nodes(cst.FunctionDef)
+                                                        if f.name.value == "_advance")))
+    reads = sem.syncs.summary(advance)
+    assert [(ctx.code(r.node), r.params) for r in reads] == [("int(self.ptr)", frozenset({"self"}))]
+    counts = {name: len(sem.syncs.call_reads(find(ctx, cst.Call, f"{name}(torch.ones(1))")))
+              for name in ("moved", "wrapped", "host")}
+    assert counts == {"moved": 1, "wrapped": 1, "host": 0}

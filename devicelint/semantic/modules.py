@@ -33,7 +33,7 @@ _KEEPS = frozenset({
 _READING_BUILTINS = frozenset({"print", "isinstance", "len", "type", "id", "repr", "str",
                                "hasattr", "callable", "format", "sum", "getattr", "vars"})
 _CONTAINERS = ("torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict")
-_WRAPPERS = ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+WRAPPERS = ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
              "torch.nn.parallel.DistributedDataParallel")
 _MAX_DEPTH = 6
 
@@ -64,7 +64,7 @@ def holds_state(sem, module: Value, depth: int = 0) -> Optional[bool]:
         # A class weight is a buffer; `self.weight` registered on an owner moves with it.
         return any(sem.value(w).kind is Kind.TENSOR and sem.value(w).place is Place.CPU
                    for w in weights)
-    if cls in _CONTAINERS or cls in _WRAPPERS:
+    if cls in _CONTAINERS or cls in WRAPPERS:
         if made is None:
             return None
         parts = _module_parts(sem, made)
@@ -131,6 +131,27 @@ def class_holds_state(sem, owner: cst.ClassDef, depth: int = 0) -> Optional[bool
             if inherited is None:
                 found = None
     memo[key] = found
+    return found
+
+
+def registered_state(sem, owner: cst.ClassDef) -> frozenset:
+    """The attribute names a class of the file registers as buffers or parameters
+    (`self.register_buffer("queue_ptr", ...)`, `self.register_parameter("w", ...)`,
+    `self.w = nn.Parameter(...)`): tensors that move with the module."""
+    memo = _memo(sem, "_dl_registered_state")
+    found = memo.get(id(owner))
+    if found is None:
+        names = set()
+        for node in sem.ctx.descendants(owner.body, cst.Call, (cst.ClassDef,)):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter") \
+                    and node.args and isinstance(node.args[0].value, cst.SimpleString):
+                names.add(node.args[0].value.evaluated_value)
+        for attr, entries in attribute_assignments(sem, owner).items():
+            if any(isinstance(d.value, cst.Call) and sem.qualname(d.value.func) in (
+                    "torch.nn.Parameter", "torch.nn.parameter.Parameter") for _t, d in entries):
+                names.add(attr)
+        found = memo[id(owner)] = frozenset(names)
     return found
 
 

@@ -30,6 +30,7 @@ from typing import Optional
 import libcst as cst
 
 from devicelint.names import call_arg, dotted_name, keyword_arg
+from devicelint.semantic.modules import WRAPPERS, registered_state
 from devicelint.semantic.values import Kind, Place
 
 CONVERSIONS = ("float", "int", "bool")
@@ -300,9 +301,12 @@ class SyncModel:
         on_device = on_device or self.on_device
         found = self.callee(call)
         if found is None:
-            method = self.module_forward(call) or self.narrowed_method(call)
+            forward = self.module_forward(call)
+            if forward is not None:
+                return self._method_reads(call, forward, on_device, call.func)
+            method = self.narrowed_method(call)
             if method is not None:
-                return self._method_reads(call, method, on_device)
+                return self._method_reads(call, method, on_device, call.func.value)
             return self._foreign_reads(call, on_device)
         function, bound = found
         reads = self.summary(function)
@@ -368,8 +372,12 @@ class SyncModel:
 
     def _shown_classes(self, node: cst.CSTNode, depth: int) -> set:
         model = self.model
+        if isinstance(node, cst.Call) and node.args and depth <= 6 \
+                and model.resolved_qualname(node.func) in WRAPPERS:
+            # `DistributedDataParallel(net, device_ids=[gpu])`: its forward runs net's.
+            return self._shown_classes(node.args[0].value, depth + 1)
         value = model.value(node)
-        if value.cls:
+        if value.cls and value.cls not in WRAPPERS:
             return {value.cls} if value.kind in (Kind.MODULE, Kind.MODULE_CLASS) else set()
         if depth > 6 or value.kind not in (Kind.MODULE, Kind.TENSOR, Kind.UNKNOWN):
             return set()
@@ -426,19 +434,29 @@ class SyncModel:
             return None
         return self.model.project.function(dotted_name(call.func))
 
-    def _method_reads(self, call: cst.Call, method, on_device) -> list[SummaryRead]:
+    def _method_reads(self, call: cst.Call, method, on_device, obj: cst.BaseExpression) -> list[SummaryRead]:
         """The reads of a method of a class (`forward`, or one `isinstance` shows) that a
-        call makes with its arguments (the first parameter is the object)."""
+        call makes with its arguments (the first parameter is the object `obj`: a read of
+        its buffers or parameters is on the device when `obj` is a module the code moved
+        there)."""
         other, function = method
         bound = self._bind(function, call, True)
+        positional = [*function.params.posonly_params, *function.params.params]
+        own = positional[0].name.value if positional else None
         out = []
         for read in other.syncs.summary(function) or ():
-            if read.device or any(on_device(arg) for name in read.params for arg in bound.get(name, ())):
+            if read.device or any(on_device(arg) for name in read.params for arg in bound.get(name, ())) \
+                    or (own in read.params and self._module_on_device(obj)):
                 if other is not self.model:
                     line, column = other.ctx.position(read.node)[:2]
                     read = replace(read, where=(other.ctx.path, line, column))
                 out.append(read)
         return out
+
+    def _module_on_device(self, node: cst.BaseExpression) -> bool:
+        """`node` is a module the code shows on the device (moved there, not by a name)."""
+        value = self.model.value(node)
+        return value.kind is Kind.MODULE and value.place is Place.DEVICE and not value.hint
 
     def _foreign_reads(self, call: cst.Call, on_device) -> list[SummaryRead]:
         found = self.foreign_function(call)
@@ -486,10 +504,13 @@ class SyncModel:
                 callee = self.callee(node)
                 if callee is not None and callee[0] is not function:
                     inner_function, bound = callee
+                    inner_self = self._object_param(inner_function, node, function)
                     for inner in self.summary(inner_function) or ():
                         params: set = set()
                         device = inner.device
                         for name in inner.params:
+                            if name == inner_self:
+                                params.add(self._self_name(function))  # `self._helper()`: the same object
                             for arg in bound.get(name, ()):
                                 device = device or self.on_device(arg)
                                 params |= self.param_deps(arg, function)
@@ -572,6 +593,12 @@ class SyncModel:
             return out
         if isinstance(node, cst.Attribute):
             if isinstance(node.value, cst.Name) and self._is_self(node.value, function):
+                # A buffer or parameter of the module (`register_buffer("ptr", ...)`) lives
+                # where the module does: the read depends on where the object is.
+                owner = model.parent(function)
+                owner = model.parent(owner) if owner is not None else None
+                if isinstance(owner, cst.ClassDef) and node.attr.value in registered_state(model, owner):
+                    return {node.value.value}
                 return set()
             if node.attr.value in METADATA:
                 return set()   # `x.is_cuda`, `x.shape`: known on the host without waiting
@@ -591,6 +618,19 @@ class SyncModel:
             return False
         spec = self.api.method(node.func.attr.value)
         return spec is not None and (spec.place == "cpu" or spec.result in _HOST_RESULTS)
+
+    def _self_name(self, function: cst.FunctionDef) -> Optional[str]:
+        params = [*function.params.posonly_params, *function.params.params]
+        return params[0].name.value if params and self._is_method(function) else None
+
+    def _object_param(self, callee: cst.FunctionDef, call: cst.Call, caller: cst.FunctionDef) -> Optional[str]:
+        """The callee's first parameter when `call` is `self.method(...)` on the caller's own
+        object (a method calling another method of its class), else None."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                and self._is_self(func.value, caller) and self._is_method(callee)):
+            return None
+        return self._self_name(callee)
 
     def _is_self(self, name: cst.Name, function: cst.FunctionDef) -> bool:
         if not self._is_method(function):
