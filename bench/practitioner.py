@@ -208,6 +208,32 @@ REPOS: tuple[Repo, ...] = (
          held_out=True),
     Repo("gpu-benchmark", "ryujaehun/pytorch-gpu-benchmark", "3f47a9e2a43ca751ffade0add700b54b00e44bf0",
          ("*.py",), held_out=True),
+    # Held out (session 8): labelled once, at first sight, never tuned on.
+    Repo("LDAM-DRW", "kaidic/LDAM-DRW", "2536330f2afdaa65618323cb5a5850efccce762a", ("*",),
+         held_out=True),
+    Repo("jcjohnson-examples", "jcjohnson/pytorch-examples", "0003fcdc606a79951e53bf8f46f8574fa4739f23",
+         ("autograd/*", "nn/*", "tensor/*"), ("autograd/tf_two_layer_net.py",), held_out=True),
+    Repo("stanford_alpaca", "tatsu-lab/stanford_alpaca", "761dc5bfbdeeffa89b8bff5d038781a4055f796a",
+         ("*",), held_out=True),
+    # Colab_Train.ipynb is absent from the snapshot (its blob is missing); Local_Train.ipynb is its twin.
+    Repo("hkproj-transformer", "hkproj/pytorch-transformer", "3beddd2604bfa5e0fbd53f52361bd887dc027a8c",
+         ("*",), ("Colab_Train.ipynb",), held_out=True),
+    Repo("SRGAN-PyTorch", "Lornatang/SRGAN-PyTorch", "8842030eb433f8578a77328060121fa5a9a3cb43", ("*",),
+         ("scripts/*",), held_out=True),
+    Repo("pytorch-cifar100", "weiaicunzai/pytorch-cifar100", "11d8418f415b261e4ae3cb1ffe20d06ec95b98e4",
+         ("*",), held_out=True),
+    # ControlNet's training path: its tutorial scripts, the cldm package and the CompVis latent-
+    # diffusion modules they train and sample with (diffusionmodules/ is OpenAI code, left out).
+    Repo("ControlNet", "lllyasviel/ControlNet", "ed85cd1e25a5ed592f7d8178495b4483de0331bf",
+         ("tutorial_*.py", "cldm/*", "ldm/models/diffusion/ddpm.py", "ldm/models/diffusion/ddim.py",
+          "ldm/models/autoencoder.py", "ldm/modules/encoders/modules.py", "ldm/modules/ema.py",
+          "ldm/modules/distributions/distributions.py", "ldm/util.py"), held_out=True),
+    # YOLOv3 as Ultralytics maintains it: training, validation, detection and what they import
+    # for the step (loss, metrics, model, loader, torch utilities); exporters and loggers left out.
+    Repo("ultralytics-yolov3", "ultralytics/yolov3", "97b87b1347d6d927d27227d2225140da38e4d308",
+         ("train.py", "val.py", "detect.py", "models/yolo.py", "utils/loss.py", "utils/metrics.py",
+          "utils/torch_utils.py", "utils/general.py", "utils/dataloaders.py", "utils/autoanchor.py"),
+         held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
