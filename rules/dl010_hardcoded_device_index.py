@@ -33,6 +33,10 @@ LAUNCHER_STRINGS = {"LOCAL_RANK", "--local_rank", "--local-rank"}
 # Values that tell how many processes run, by where they come from (not what they are named).
 WORLD_SIZE_SOURCES = {"env:WORLD_SIZE", "torch.distributed.get_world_size"}
 RANK_SOURCES = {"env:LOCAL_RANK", "env:RANK", "torch.distributed.get_rank"}
+# The process index torch.multiprocessing.spawn passes as the first argument of the function it
+# starts: a rank whose GPU is its own index when the code sets it (`set_device(rank)`).
+PROCESS_INDEX = "spawn:index"
+SET_DEVICE = "torch.cuda.set_device"
 NOT_DISTRIBUTED = {"torch.distributed.is_initialized", "torch.distributed.is_available"}
 ENV_READS = {"os.environ.get", "os.getenv", "os.environ.__getitem__"}
 DEVICE_COUNT = "torch.cuda.device_count"
@@ -76,8 +80,15 @@ class HardcodedDeviceIndex(Rule):
     `not dist.is_initialized()`, a world size from `dist.get_world_size()` or the
     `WORLD_SIZE` environment variable compared with 1, a rank from `LOCAL_RANK`/`RANK` or
     `dist.get_rank()` that is -1 (no launcher) or 0 (`== 0`, `in (-1, 0)`, `< 1`, the `else`
-    of `> 0`), `DistributedType.NO` (accelerate). These are decided from values and
-    qualified names, never from what variables are called.
+    of `> 0`), `DistributedType.NO` (accelerate). A rank is also the process index that
+    `torch.multiprocessing.spawn` passes to the function it starts, followed through the
+    arguments the file's calls pass on, when the file sets each process's GPU to that index
+    (`torch.cuda.set_device(rank)`, and no other `set_device`). Index 0 is also silent in a
+    function the file calls only from such a branch, directly or a few calls up (the VITS
+    training script's `evaluate()`, called under `if rank == 0:`), unless the function is
+    referenced other than by a call, decorated, or in a package module (other callers may
+    run it). These are decided from values and qualified names, never from what variables
+    are called.
 
     **Test files are exempt, by path**: files named `test_*.py`, `*_test.py` or
     `conftest.py`, and files under a `tests/` or `test/` directory. Tests routinely pin a
@@ -91,6 +102,9 @@ class HardcodedDeviceIndex(Rule):
     `map_location="cuda:0"` does the same. Under `CUDA_VISIBLE_DEVICES=3` a process sees one
     device, so `"cuda:1"` fails with "invalid device ordinal". Library code cannot know
     which index its caller wants.
+    A helper with `.cuda(0)` that every rank calls does the same, even when rank 0 also calls
+    it from its own branch; and in rank 0's branch `.cuda(0)` is another process's GPU when
+    rank 0 drives a GPU other than 0 (`torch.cuda.set_device(gpus[rank])`).
 
     ## Example
     ```python
@@ -186,7 +200,7 @@ class HardcodedDeviceIndex(Rule):
                 self.report(target, self.message.format(index=index))
                 continue
             evidence = self.evidence()
-            if evidence is None or self._zero_is_right_branch(target):
+            if evidence is None or self._zero_is_right(target):
                 continue
             self.report(target, self.zero_message.format(evidence=evidence))
 
@@ -224,6 +238,54 @@ class HardcodedDeviceIndex(Rule):
         """Under an `if` whose test asks `torch.cuda.device_count()`: the layout is chosen
         knowing how many GPUs there are."""
         return any(DEVICE_COUNT in self._sources(owner.test) for owner, _ in self._branches(node))
+
+    def _zero_is_right(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """Index 0 is this process's GPU wherever `node` runs: in a branch that says so, or
+        in a function the file calls only from such places (`evaluate()` called only under
+        `if rank == 0:`; a few calls deep). A package module's functions may have callers
+        elsewhere: only its branches count."""
+        if self._zero_is_right_branch(node):
+            return True
+        function = self.ctx.semantic.function_of(node)
+        if function is None or depth >= 3 or self._package_module():
+            return False
+        calls = self._only_calls(function)
+        return bool(calls) and all(self._zero_is_right(call, depth + 1) for call in calls)
+
+    def _only_calls(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """The calls of `function` in the file when every reference to it is one (it is not
+        decorated, handed to a spawn or stored as a callback: other code could run it);
+        otherwise an empty list."""
+        sem = self.ctx.semantic
+        if function.decorators:
+            return []
+        is_method = isinstance(self.ctx.parent(self.ctx.parent(function)), cst.ClassDef)
+        name = function.name.value
+        calls = []
+        for ref in self.ctx.iter_nodes(cst.Name):
+            if ref.value != name or ref is function.name:
+                continue
+            parent = self.ctx.parent(ref)
+            if isinstance(parent, cst.Attribute) and parent.attr is ref:
+                if not is_method:
+                    continue  # another object's attribute
+                ref, parent = parent, self.ctx.parent(parent)  # `self.evaluate`
+            elif isinstance(parent, cst.Param) and parent.name is ref \
+                    or isinstance(parent, cst.Arg) and parent.keyword is ref:
+                continue  # a parameter's or a keyword argument's name
+            elif not any(d.node is function for d in sem.defs(ref)):
+                continue  # another binding of the name
+            if isinstance(parent, cst.Call) and parent.func is ref \
+                    and sem.resolve_function(ref) is function:
+                calls.append(parent)
+                continue
+            return []  # stored, passed on, or a call the file cannot tie to it
+        return calls
+
+    def _package_module(self) -> bool:
+        if any(statement.relative for statement in self.ctx.iter_nodes(cst.ImportFrom)):
+            return True
+        return in_package_directory(self.ctx.disk_path)
 
     def _zero_is_right_branch(self, node: cst.CSTNode) -> bool:
         """In a branch that runs only in a single process, or only in the process whose own
@@ -283,6 +345,8 @@ class HardcodedDeviceIndex(Rule):
             def holds(value: int) -> bool:
                 return _COMPARE[op](value, number)
         sources = self._sources(subject)
+        if PROCESS_INDEX in sources and self._process_index_is_gpu():
+            sources = sources | {"env:RANK"}  # a rank, and GPU 0 is rank 0's
         if sources & WORLD_SIZE_SOURCES:
             lowest, right_values = 1, {1}  # one process
         elif sources & RANK_SOURCES:
@@ -298,10 +362,22 @@ class HardcodedDeviceIndex(Rule):
             return False
         return None
 
+    def _process_index_is_gpu(self) -> bool:
+        """The file sets each spawned process's GPU to its process index: it calls
+        `torch.cuda.set_device` with that index, and never with anything else."""
+        sem = self.ctx.semantic
+        set_devices = [call for call in self.ctx.iter_nodes(cst.Call)
+                       if sem.resolved_qualname(call.func) == SET_DEVICE]
+        return bool(set_devices) and all(
+            isinstance(arg, cst.Name) and PROCESS_INDEX in self._sources(arg)
+            for arg in (call_arg(call, 0, "device") for call in set_devices))
+
     def _sources(self, expr: cst.CSTNode, depth: int = 0) -> set[str]:
         """Where the value of `expr` comes from: the torch calls it is computed with
         (qualified names) and the environment variables it reads (`env:NAME`), through the
-        bindings that reach the names it reads (a few steps deep)."""
+        bindings that reach the names it reads (a few steps deep); a parameter's, from what
+        every call of its function in the file passes (`PROCESS_INDEX` for the process index
+        a spawn passes)."""
         sem = self.ctx.semantic
         found: set[str] = set()
         stack = [expr]
@@ -324,11 +400,30 @@ class HardcodedDeviceIndex(Rule):
                 for d in sem.defs(node):
                     if d.kind in ("assign", "annassign", "walrus", "augassign") and d.value is not None:
                         found |= self._sources(d.value, depth + 1)
+                    elif d.kind == "param" and isinstance(d.node, cst.Param):
+                        found |= self._param_sources(d.node, depth)
                 continue
             if isinstance(node, (cst.Lambda, cst.FunctionDef)):
                 continue
             stack.extend(children(node))
         return found
+
+    def _param_sources(self, param: cst.Param, depth: int) -> set[str]:
+        """What every call of the parameter's function passes is computed from (the sources
+        all calls share)."""
+        passed = self.ctx.semantic.passed_arguments(param)
+        if passed is None:
+            return set()
+        args, process_index = passed
+        shared: Optional[set[str]] = {PROCESS_INDEX} if process_index else None
+        for arg in args:
+            if process_index and int_value(arg) is not None:
+                # `worker(0, ...)` runs the spawned function in this process as process 0
+                sources = {PROCESS_INDEX}
+            else:
+                sources = self._sources(arg, depth + 1) if arg is not None else set()
+            shared = sources if shared is None else shared & sources
+        return shared or set()
 
     # -- evidence of several processes or callers ---------------------------------------------
     def evidence(self) -> Optional[str]:

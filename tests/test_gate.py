@@ -337,7 +337,7 @@ GATES_DERIVED_FROM = {
     "DL007": "55ec3a2cb64e",
     "DL008": "0816db8ad57f",
     "DL009": "f3f7d38e4d08",
-    "DL010": "ed35fb7f697b",
+    "DL010": "a635d1733ef7",
     "DL011": "5035fd3532c1",
     "DL012": "9bbd6580f331",
     "DL013": "ed7a868d6de0",

@@ -569,3 +569,31 @@ def test_a_module_reading_its_own_buffer_reads_the_device_where_the_module_is():
     counts = {name: len(sem.syncs.call_reads(find(ctx, cst.Call, f"{name}(torch.ones(1))")))
               for name in ("moved", "wrapped", "host")}
     assert counts == {"moved": 1, "wrapped": 1, "host": 0}
+
+
+def test_passed_arguments_names_what_each_call_and_spawn_hands_a_parameter():
+    ctx, sem = semantic("""
+        import torch.multiprocessing as mp
+
+        def main(rank, world_size):
+            train(rank, 4)
+            train(rank, world_size)
+
+        def train(rank, steps=1):
+            pass
+
+        def unused(x):
+            pass
+
+        mp.spawn(main, args=(2,), nprocs=2)
+        main(0, 1)
+    """)
+    rank, world, t_rank, t_steps, unused = [p for p in ctx.iter_nodes(cst.Param)]
+    args, process_index = sem.passed_arguments(rank)
+    assert process_index and [ctx.code(a) for a in args] == ["0"]
+    args, process_index = sem.passed_arguments(world)
+    assert not process_index and [ctx.code(a) for a in args] == ["1", "2"]
+    args, process_index = sem.passed_arguments(t_rank)
+    assert not process_index and [ctx.code(a) for a in args] == ["rank", "rank"]
+    assert [ctx.code(a) for a in sem.passed_arguments(t_steps)[0]] == ["4", "world_size"]
+    assert sem.passed_arguments(unused) is None

@@ -1200,6 +1200,30 @@ class SemanticModel:
             return None
         return join_all(self.value(arg) for arg in args)  # stops at the first "unknown"
 
+    def passed_arguments(self, param: cst.Param) -> Optional[tuple[list, bool]]:
+        """(what each call of `param`'s function in this file passes for it — its default
+        where a call passes nothing, None where it has none either —, whether a
+        `torch.multiprocessing.spawn` call starts the function with `param` as the process
+        index); the `args` a spawn hands the other parameters count as calls. None for
+        `self`, a call with `*args`, a spawn whose `args` is no tuple display, or when nothing
+        in the file calls or spawns the function."""
+        function = self._function_of_param(param)
+        passed = self._passed_arguments(function, param) if function is not None else None
+        if passed is None:
+            return None
+        args, spawns, index = passed
+        if spawns and index != 0:
+            for call in spawns:
+                extra = keyword_arg(call, "args")
+                if extra is None:
+                    extra = call_arg(call, 1, "args")
+                if index is None or not isinstance(extra, cst.Tuple) or index - 1 >= len(extra.elements):
+                    return None
+                args.append(extra.elements[index - 1].value)
+        if not args and not spawns:
+            return None
+        return args, bool(spawns) and index == 0
+
     def _passed_arguments(self, function, param: cst.Param) -> Optional[tuple[list, tuple, Optional[int]]]:
         """What each call of `function` in this file passes for `param` (its default where a
         call passes nothing, None where it has none either), the `spawn` calls that start
