@@ -169,6 +169,13 @@ class ProjectIndex:
         for path, key, data in files:
             if path.endswith((".py", ".pyi")):
                 index._add(path, data, key)
+            elif path.endswith(".ipynb"):
+                # A notebook imports local modules as a script does (`from helper_functions
+                # import accuracy_fn`): its code cells, as the engine lints them, are its text.
+                # Nothing imports a notebook, so only its own view asks for it.
+                source = _notebook_source(data)
+                if source is not None:
+                    index._add(path, source.encode("utf-8"), key)
         return index
 
     def _add(self, path: str, data: bytes, key: Optional[str]) -> Optional[ModuleInfo]:
@@ -1134,6 +1141,16 @@ class FileView:
 
 
 # -- reading one module with ast ---------------------------------------------------------------
+def _notebook_source(data: bytes) -> Optional[str]:
+    """The virtual source of a notebook's code cells (devicelint.notebook), None if unreadable."""
+    from devicelint import notebook
+
+    try:
+        return notebook.load(data).source
+    except notebook.NotebookError:
+        return None
+
+
 def _module_name(path: str, root: str) -> tuple[str, tuple[str, ...], bool]:
     """(dotted name, directories its absolute imports are looked up in, is a package)."""
     file = Path(path)

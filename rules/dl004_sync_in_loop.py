@@ -208,7 +208,8 @@ class SyncInLoop(Rule):
             if isinstance(candidate, cst.Call) and (_last_name(candidate.func) in helpers
                                                     or syncs.runs_foreign_function(candidate)
                                                     or sem.loops.is_module_call(candidate)
-                                                    or syncs.narrowed_method(candidate) is not None):
+                                                    or syncs.narrowed_method(candidate) is not None
+                                                    or syncs.foreign_methods(candidate)):
                 loop = sem.loops.step_loop(candidate)
                 if loop is not None and sem.on_gpu_path(candidate) and not sem.loops.leaves_loop(candidate, loop):
                     shown = syncs.call_reads(candidate, self._arg_on_device(candidate, loop))

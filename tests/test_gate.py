@@ -331,7 +331,7 @@ GATES_DERIVED_FROM = {
     "DL001": "d08db1138969",
     "DL002": "e2e3bb8ef619",
     "DL003": "efd9c4f4ce68",
-    "DL004": "6dc618258d1d",
+    "DL004": "6808a0ef4998",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
     "DL007": "55ec3a2cb64e",

@@ -597,3 +597,46 @@ def test_passed_arguments_names_what_each_call_and_spawn_hands_a_parameter():
     assert not process_index and [ctx.code(a) for a in args] == ["rank", "rank"]
     assert [ctx.code(a) for a in sem.passed_arguments(t_steps)[0]] == ["4", "world_size"]
     assert sem.passed_arguments(unused) is None
+
+
+def test_reads_from_inside_an_argument_that_holds_device_tensors():
+    """`SummaryRead.inside`: a helper that reads the tensors inside a list, a module or its
+    `**kwargs` reads on the device when the call gives it device tensors that way; reading
+    only the container (its truth, a module flag, a type test) does not."""
+    ctx, sem = semantic("""
+        def norms(tensors):
+            return [t.norm().item() for t in tensors]
+
+        def weights(model):
+            return [float(p.sum()) for _name, p in model.named_parameters()]
+
+        def values(**kw):
+            return {k: v.item() for k, v in kw.items()}
+
+        def empty(tensors, model):
+            if not tensors or model.training:
+                return 0
+            return 1 if torch.is_tensor(tensors[0]) else 2
+
+        net = nn.Linear(3, 3).to(device)
+        host = nn.Linear(3, 3)
+        out = torch.randn(4, 3, device=device)
+        norms(net.parameters())
+        norms(host.parameters())
+        weights(net)
+        weights(host)
+        values(loss=out.sum())
+        values(loss=1.0)
+        empty(list(net.parameters()), net)
+    """)
+    syncs = sem.syncs
+    [read] = syncs.summary(sem.functions()["norms"][0])
+    assert read.params == read.inside == frozenset({"tensors"})
+    # The container's truth and a module's flag are read from the parameter itself, not from
+    # inside it; `torch.is_tensor` reads no data.
+    container = syncs.summary(sem.functions()["empty"][0])
+    assert [(ctx.code(r.node), r.inside) for r in container] == [
+        ("tensors", frozenset())]
+    calls = [c for c in ctx.iter_nodes(cst.Call) if ctx.module.code_for_node(c).startswith(
+        ("norms(", "weights(", "values(", "empty("))]
+    assert [len(syncs.call_reads(c)) for c in calls] == [1, 0, 1, 0, 1, 0, 0]

@@ -2171,6 +2171,8 @@ class SemanticModel:
 
         if spec.result in ("number",):
             return NUMBER.with_(node=node)
+        if spec.result == "bool":
+            return BOOL.with_(node=node)
         if spec.result == "host-list":
             return Value(Kind.SEQUENCE, Place.CPU, element=NUMBER, node=node)
         if spec.result == "array":

@@ -45,6 +45,10 @@ _HOST_KINDS = (Kind.NUMBER, Kind.BOOL, Kind.STRING, Kind.SIZE, Kind.DTYPE, Kind.
                Kind.ARRAY, Kind.MODULE_CLASS, Kind.CALLABLE)
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _MAX_SUMMARY_DEPTH = 6
+# Methods that give what a container or module holds: the tensors a module registers, a
+# mapping's values.
+_CONTENTS = frozenset(("parameters", "named_parameters", "buffers", "named_buffers", "state_dict",
+                       "items", "values", "get", "pop"))
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,11 @@ class SummaryRead:
     # In another file of the project: (its path as linted, line, column) of the read; `node`
     # is then a node of that file's tree.
     where: Optional[tuple] = None
+    # The parameters whose tensors reach the operand from inside: an element of what the
+    # parameter holds (`for p in params`, `params[0]`, `kwargs.items()`) or a tensor of a
+    # module (`model.named_parameters()`, `model(x)`), not the parameter itself (see
+    # `carries_device_data`).
+    inside: frozenset = frozenset()
 
 
 class SyncModel:
@@ -277,14 +286,23 @@ class SyncModel:
             positional = positional[1:]
         star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
         names = {p.name.value for p in (*positional, *params.kwonly_params)}
+        # `**kwargs`: the keywords it gathers (one value each) and the mappings a call unpacks
+        # into it are what it holds: under "**kwargs" as (value, is_a_mapping), judged only
+        # for reads from inside it (read_applies).
+        gathered = f"**{params.star_kwarg.name.value}" if params.star_kwarg is not None else None
         bound: dict[str, list] = {}
         index = 0
         for arg in call.args:
+            if arg.star == "**" and gathered is not None:
+                bound.setdefault(gathered, []).append((arg.value, True))
+                continue
             if arg.star:
                 continue
             if arg.keyword is not None:
                 if arg.keyword.value in names:
                     bound.setdefault(arg.keyword.value, []).append(arg.value)
+                elif gathered is not None:
+                    bound.setdefault(gathered, []).append((arg.value, False))
                 continue
             if index < len(positional):
                 bound.setdefault(positional[index].name.value, []).append(arg.value)
@@ -307,14 +325,50 @@ class SyncModel:
             method = self.narrowed_method(call)
             if method is not None:
                 return self._method_reads(call, method, on_device, call.func.value)
+            methods = self.foreign_methods(call)
+            if methods:
+                found = [self._method_reads(call, m, on_device, call.func.value) for m in methods]
+                if len(found) == 1 or not all(found):
+                    return found[0] if all(found) else []
+                # Whichever class the object is, its method reads: the first read of each.
+                return [reads[0] for reads in found]
             return self._foreign_reads(call, on_device)
         function, bound = found
         reads = self.summary(function)
-        out = []
-        for read in reads or ():
-            if read.device or any(on_device(arg) for name in read.params for arg in bound.get(name, ())):
-                out.append(read)
-        return out
+        return [read for read in reads or () if self.read_applies(read, bound, on_device)]
+
+    def read_applies(self, read: SummaryRead, bound: dict[str, list], on_device) -> bool:
+        """A summary read happens on device data for these bound arguments: the operand is on
+        the device whatever they are, or comes from an argument on the device, or from inside
+        one that holds device data (`carries_device_data`)."""
+        if read.device:
+            return True
+        for name in read.params:
+            for arg in bound.get(name, ()):
+                if on_device(arg) or (name in read.inside and self.carries_device_data(arg)):
+                    return True
+            if name in read.inside:
+                for arg, mapping in bound.get(f"**{name}", ()):
+                    if self.carries_device_data(arg) if mapping else on_device(arg):
+                        return True
+        return False
+
+    def carries_device_data(self, node: cst.BaseExpression) -> bool:
+        """`node` holds tensors on the device, as the code shows it: a module moved there
+        (its parameters and buffers, what it returns for them), or a list, tuple, dict or
+        generator of device tensors (`net.parameters()`, `[a.cuda(), b.cuda()]`). What a
+        helper reads from inside such a value (`SummaryRead.inside`) waits for the GPU; the
+        value itself (its length, its truth) does not."""
+        value = self.model.value(node)
+        if value.hint:
+            return False
+        if value.kind is Kind.MODULE:
+            return value.place is Place.DEVICE
+        if value.kind not in (Kind.SEQUENCE, Kind.MAPPING):
+            return False
+        parts = [value.element] if value.element is not None else list(value.items or ())
+        return bool(parts) and all(p is not None and p.kind is Kind.TENSOR and p.place is Place.DEVICE
+                                   and not p.hint for p in parts)
 
     def module_forward(self, call: cst.Call):
         """(the model of the file that defines it, its `forward`) for a call of a module whose
@@ -356,6 +410,58 @@ class SyncModel:
                     return self._class_method(test.args[1].value, func.attr.value)
             child, parent = parent, model.parent(parent)
         return None
+
+    def foreign_methods(self, call: cst.Call) -> list:
+        """[(the model of the file that defines it, the method), ...] for `obj.method(...)`
+        where every binding of the name `obj` makes an instance of a class of another local
+        module (`meter = utils.AverageMeter()`, or one class per branch: `converter =
+        CTCLabelConverter(...)` / `AttnLabelConverter(...)`), one per class; [] when a
+        binding is anything else, or a class lacks the method (or has it as a static or
+        class method)."""
+        model = self.model
+        func = call.func
+        if model.project is None or not isinstance(func, cst.Attribute) \
+                or not isinstance(func.value, cst.Name):
+            return []
+        found: dict = {}
+        for made in self._instances(func.value, 0) or ():
+            qual = model.qualname(made.func)
+            owner = model._project_class(qual) if qual else None
+            if owner is None:
+                return []
+            other, cls = owner
+            method = other._method(cls, func.attr.value)
+            if method is None or not other.syncs._is_method(method):
+                return []
+            found[id(method)] = (other, method)
+        return list(found.values())
+
+    def _instances(self, name: cst.Name, depth: int) -> Optional[list[cst.Call]]:
+        """The calls that make the objects `name` may hold: the right-hand sides of its
+        bindings, through the arguments every call of the file passes for a parameter of a
+        plain function (`validation(model, converter)` with `converter = Converter(...)`
+        where it is called); None when a binding is anything else, or a parameter's function
+        is a method or never called here."""
+        out: list[cst.Call] = []
+        for d in self.model.defs(name):
+            if d.kind in ("assign", "annassign") and not d.path and isinstance(d.value, cst.Call):
+                out.append(d.value)
+                continue
+            if d.kind != "param" or depth >= _MAX_SUMMARY_DEPTH or not isinstance(d.scope, cst.FunctionDef) \
+                    or self._is_method(d.scope):
+                return None
+            passed = self._param_arguments(d)
+            if not passed:
+                return None
+            for arg in passed:
+                if isinstance(arg, cst.Call):
+                    out.append(arg)
+                    continue
+                inner = self._instances(arg, depth + 1) if isinstance(arg, cst.Name) else None
+                if inner is None:
+                    return None
+                out.extend(inner)
+        return out or None
 
     def _class_method(self, cls: cst.BaseExpression, name: str):
         model = self.model
@@ -421,18 +527,65 @@ class SyncModel:
         """`call` runs a top-level function of another local module (`from utils import
         accuracy`, `utils.accuracy(...)`, `from utils import *`): the project index says so,
         without reading that file yet."""
-        view = self.model.project
-        dotted = dotted_name(call.func) if view is not None else None
-        if dotted is None:
-            return False
-        symbol = view.resolve(dotted)
-        return symbol is not None and symbol.kind == "function" and symbol.module is not view.module
+        return self._foreign_dotted(call) is not None
 
     def foreign_function(self, call: cst.Call):
         """(the other file's model, its FunctionDef) for such a call, else None."""
-        if not self.runs_foreign_function(call):
+        dotted = self._foreign_dotted(call)
+        if dotted is None:
             return None
-        return self.model.project.function(dotted_name(call.func))
+        return self.model.project.function(dotted)
+
+    def _foreign_dotted(self, call: cst.Call) -> Optional[str]:
+        """The name, as the file's top level writes it, of the top-level function of another
+        local module that `call` runs: the called name itself when the file's top level binds
+        it (not a local binding of the same name: a parameter, an assignment), or, for a
+        parameter called as a function, what every call of its function in the file passes
+        for it (`train_step(..., accuracy_fn=accuracy_fn)`); else None."""
+        view = self.model.project
+        dotted = dotted_name(call.func) if view is not None else None
+        if dotted is None:
+            return None
+        head = call.func
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name):
+            return None
+        defs = self.model.defs(head)
+        if isinstance(call.func, cst.Name) and len(defs) == 1 and defs[0].kind == "param":
+            dotted = self._passed_function(defs[0])
+        elif any(d.kind != "import" and not isinstance(d.scope, cst.Module) for d in defs):
+            return None
+        if dotted is None:
+            return None
+        symbol = view.resolve(dotted)
+        if symbol is None or symbol.kind != "function" or symbol.module is view.module:
+            return None
+        return dotted
+
+    def _passed_function(self, param) -> Optional[str]:
+        """The name of the one function of another local module that every call of the
+        parameter's function in this file passes for it (each a name the top level binds);
+        None when a call passes none (the default), something else, or there is no call."""
+        function = param.scope
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        model = self.model
+        view = model.project
+        found: dict = {}
+        for call in model.calls_by_name().get(function.name.value, ()):
+            if model.resolve_function(call.func) is not function:
+                continue
+            bound = self._bind(function, call, isinstance(call.func, cst.Attribute) and self._is_method(function))
+            args = bound.get(param.name, ())
+            if len(args) != 1 or not isinstance(args[0], cst.Name) \
+                    or any(not isinstance(d.scope, cst.Module) for d in model.defs(args[0])):
+                return None
+            symbol = view.resolve(args[0].value)
+            if symbol is None or symbol.kind != "function" or symbol.module is view.module:
+                return None
+            found[(symbol.module.path, symbol.name)] = args[0].value
+        return next(iter(found.values())) if len(found) == 1 else None
 
     def _method_reads(self, call: cst.Call, method, on_device, obj: cst.BaseExpression) -> list[SummaryRead]:
         """The reads of a method of a class (`forward`, or one `isinstance` shows) that a
@@ -445,7 +598,7 @@ class SyncModel:
         own = positional[0].name.value if positional else None
         out = []
         for read in other.syncs.summary(function) or ():
-            if read.device or any(on_device(arg) for name in read.params for arg in bound.get(name, ())) \
+            if self.read_applies(read, bound, on_device) \
                     or (own in read.params and self._module_on_device(obj)):
                 if other is not self.model:
                     line, column = other.ctx.position(read.node)[:2]
@@ -466,7 +619,7 @@ class SyncModel:
         bound = self._bind(function, call, False)
         out = []
         for read in other.syncs.summary(function) or ():
-            if read.device or any(on_device(arg) for name in read.params for arg in bound.get(name, ())):
+            if self.read_applies(read, bound, lambda arg: on_device(arg)):
                 line, column = other.ctx.position(read.node)[:2]
                 out.append(replace(read, where=(other.ctx.path, line, column)))
         return out
@@ -497,27 +650,14 @@ class SyncModel:
         functions = model.functions()
         for node in self._body_nodes(function):
             reads = self.reads(node)
-            helper = isinstance(node, cst.Call) and _last_name(node.func) in functions
+            helper = isinstance(node, cst.Call) and (_last_name(node.func) in functions
+                                                     or self.runs_foreign_function(node))
             if not (reads or helper) or not self._runs_per_call(node, function):
                 continue
             if helper:
-                callee = self.callee(node)
-                if callee is not None and callee[0] is not function:
-                    inner_function, bound = callee
-                    inner_self = self._object_param(inner_function, node, function)
-                    for inner in self.summary(inner_function) or ():
-                        params: set = set()
-                        device = inner.device
-                        for name in inner.params:
-                            if name == inner_self:
-                                params.add(self._self_name(function))  # `self._helper()`: the same object
-                            for arg in bound.get(name, ()):
-                                device = device or self.on_device(arg)
-                                params |= self.param_deps(arg, function)
-                        if device or params:
-                            what = f"`{_callee_name(node)}()` (its {inner.what})"
-                            yield SummaryRead(node, what, frozenset(params), device)
-                            break
+                found = self._helper_reads(node, function)
+                if found is not None:
+                    yield found
             for read in reads:
                 if read.operand is None:
                     yield SummaryRead(read.node, read.what, frozenset(), True)
@@ -528,7 +668,45 @@ class SyncModel:
                 params = self.param_deps(read.operand, function)
                 device = self.on_device(read.operand)
                 if device or params:
-                    yield SummaryRead(read.node, read.what, params, device)
+                    inside = self.inside_deps(read.operand, function) if params else frozenset()
+                    yield SummaryRead(read.node, read.what, params, device, inside=inside)
+
+    def _helper_reads(self, node: cst.Call, function: cst.FunctionDef) -> Optional[SummaryRead]:
+        """The first host read that `node`, a call of another function of this file or of a
+        top-level function of another local module (`from .utils import to_cpu`), makes, as
+        a read of `function`'s parameters; None when it makes none that rests on them or on
+        device data."""
+        callee = self.callee(node)
+        inner_self = None
+        if callee is not None:
+            inner_function, bound = callee
+            if inner_function is function:
+                return None
+            inner_reads = self.summary(inner_function) or ()
+            inner_self = self._object_param(inner_function, node, function)
+        else:
+            foreign = self.foreign_function(node)
+            if foreign is None:
+                return None
+            other, inner_function = foreign
+            bound = self._bind(inner_function, node, False)
+            inner_reads = other.syncs.summary(inner_function) or ()
+        for inner in inner_reads:
+            params: set = set()
+            inside: set = set()
+            device = inner.device
+            for name in inner.params:
+                if name == inner_self:
+                    params.add(self._self_name(function))  # `self._helper()`: the same object
+                for arg in bound.get(name, ()):
+                    device = device or self.on_device(arg)
+                    deps = self.param_deps(arg, function)
+                    params |= deps
+                    inside |= deps if name in inner.inside else self.inside_deps(arg, function)
+            if device or params:
+                what = f"`{_callee_name(node)}()` (its {inner.what})"
+                return SummaryRead(node, what, frozenset(params), device, inside=frozenset(inside & params))
+        return None
 
     def _body_nodes(self, function: cst.FunctionDef):
         model = self.model
@@ -608,6 +786,61 @@ class SyncModel:
         out = set()
         for child in model.children(node):
             out |= self.param_deps(child, function)
+        return out
+
+    def inside_deps(self, node: cst.CSTNode, function: cst.FunctionDef) -> frozenset:
+        """The parameters of `function` whose contents flow into `node` from inside (see
+        `SummaryRead.inside`): through iterating or indexing them, their mapping views
+        (`.items()`, `.values()`), a module's tensors (`.parameters()`, `.named_parameters()`,
+        `.buffers()`, `.state_dict()`) or calling a module parameter (`model(x)`)."""
+        key = (id(node), id(function), "inside")
+        found = self._deps.get(key)
+        if found is not None:
+            return found
+        self._deps[key] = frozenset()  # a cycle adds nothing
+        result = frozenset(self._inside_deps(node, function))
+        self._deps[key] = result
+        return result
+
+    def _inside_deps(self, node: cst.CSTNode, function: cst.FunctionDef) -> set:
+        model = self.model
+        if isinstance(node, cst.BaseExpression) and not isinstance(node, cst.Name):
+            value = model.value(node)
+            if value.kind in _HOST_KINDS or value.place is Place.CPU or self._host_result(node):
+                return set()
+        if isinstance(node, cst.Name):
+            out: set = set()
+            for d in model.defs(node):
+                if d.kind == "param" or d.value is None:
+                    continue
+                if d.kind in ("for", "comp") or (d.kind in ("assign", "annassign") and d.path):
+                    # an element of what is iterated or unpacked
+                    out |= self.param_deps(d.value, function) | self.inside_deps(d.value, function)
+                elif d.kind in ("assign", "annassign", "walrus", "with", "augassign"):
+                    out |= self.inside_deps(d.value, function)
+                for prior in d.prior:
+                    if prior.value is not None:
+                        out |= self.inside_deps(prior.value, function)
+            return out
+        if isinstance(node, cst.Subscript):
+            return set(self.param_deps(node.value, function) | self.inside_deps(node.value, function))
+        if isinstance(node, cst.Attribute):
+            if isinstance(node.value, cst.Name) and self._is_self(node.value, function) \
+                    or node.attr.value in METADATA:
+                return set()
+            return set(self.inside_deps(node.value, function))
+        if isinstance(node, _NESTED):
+            return set()
+        out = set()
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _CONTENTS:
+                out |= self.param_deps(func.value, function)
+            elif isinstance(func, cst.Name) and any(d.kind == "param" and d.scope is function
+                                                    for d in model.defs(func)):
+                out.add(func.value)   # a module (or callable) parameter called on the data
+        for child in model.children(node):
+            out |= self.inside_deps(child, function)
         return out
 
     def _host_result(self, node: cst.CSTNode) -> bool:
