@@ -76,7 +76,12 @@ class DefaultGroup(click.Group):
         return super().main(*args, **kwargs)
 
     def get_command(self, ctx: click.Context, name: str):
-        if name != "check":
+        if name == "check":
+            # Only the parts of libcst that linting uses are imported (devicelint.libcst_core).
+            from devicelint import libcst_core
+
+            libcst_core.install()
+        else:
             # The collector is off while a run imports (collector.start_up, from `run`):
             # only `check` switches it on itself; `confirm` runs the user's program.
             collector.started()

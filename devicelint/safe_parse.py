@@ -27,6 +27,8 @@ from typing import Optional
 
 import libcst as cst
 
+from devicelint import libcst_core
+
 MAX_NESTING = 200  # CPython's tokenizer refuses deeper brackets ("too many nested parentheses")
 LONG_LINE = 4096  # characters; a line this long may hold a long operator chain
 PARSE_STACK = 1 << 30  # bytes of (virtual) stack for the parsing thread
@@ -96,10 +98,10 @@ def _parse(source: str) -> cst.Module:
     validated). Parses never run concurrently in one process."""
     original = cst.CSTNode.__dict__.get("__post_init__")
     if original is None:  # a libcst without the hook: parse as usual
-        return cst.parse_module(source)
+        return libcst_core.parse_module(source)
     cst.CSTNode.__post_init__ = _skip_validation
     try:
-        return cst.parse_module(source)
+        return libcst_core.parse_module(source)
     finally:
         cst.CSTNode.__post_init__ = original
 
