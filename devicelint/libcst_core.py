@@ -37,8 +37,9 @@ CORE = {
     "libcst.metadata": ("libcst.metadata.position_provider",),
 }
 
-_EXPORTS = re.compile(r"^__all__ = \[\n(.*?)^\]", re.M | re.S)
-_NAME = re.compile(r"""^\s*["']([A-Za-z_][A-Za-z0-9_]*)["'],?\s*(?:#.*)?$""", re.M)
+# Compiled only when libcst is imported (a run whose files hold no rule's tokens never is).
+_EXPORTS = r"^__all__ = \[\n(.*?)^\]"
+_NAME = r"""^\s*["']([A-Za-z_][A-Za-z0-9_]*)["'],?\s*(?:#.*)?$"""
 _lock = threading.RLock()
 _MISSING = object()
 
@@ -76,8 +77,8 @@ def _exported(spec) -> Optional[frozenset]:
         source = loader.get_source(spec.name)
     except (ImportError, OSError, UnicodeDecodeError):
         return None
-    found = _EXPORTS.search(source or "")
-    names = frozenset(_NAME.findall(found.group(1))) if found else frozenset()
+    found = re.search(_EXPORTS, source or "", re.M | re.S)
+    names = frozenset(re.findall(_NAME, found.group(1), re.M)) if found else frozenset()
     return names or None
 
 
