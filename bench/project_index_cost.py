@@ -60,12 +60,18 @@ SNIPPET = RULES_OF_TREE + (
 )
 
 
+# Compiled modules kept between runs: with PYTHONDONTWRITEBYTECODE set (as in some shells)
+# every run compiled every module it imported again (~0.4 s of CPU, the same in both modes,
+# which pulled the ratio towards 1 by a varying amount).
+PYCACHE = Path(tempfile.gettempdir()) / f"devicelint-bench-pyc-{os.getuid()}"
+
+
 def _launch(tree: Optional[Path]) -> dict:
     """How to start a Python that imports `tree`'s devicelint (None: this checkout's)."""
-    env = None
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)  # it mirrors each source path: one for all trees
     if tree is not None:  # first on the path, before what the environment already has
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            p for p in (str(tree), os.environ.get("PYTHONPATH", "")) if p))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), os.environ.get("PYTHONPATH", "")) if p)
     # Run from the tree measured: `python -c` puts the working directory first on sys.path,
     # before PYTHONPATH; a baseline started from this checkout's root imported this
     # checkout's devicelint (session 4's baseline columns compared a tree with itself).
@@ -128,10 +134,15 @@ def main() -> None:
             print(f"{corpus}: missing, skipped", file=sys.stderr)
             continue
         runs = {(t, m): [] for t in trees for m in ("off", "on")}
-        one("on", corpus, cache=args.cache)  # warm the file system cache and the rule catalog
-        for _ in range(args.rounds):
+        for name, tree in trees.items():  # warm the file system cache and the compiled modules
+            for mode in ("off", "on"):
+                one(mode, corpus, tree, args.cache)
+        for round_number in range(args.rounds):
+            # Each mode goes first in every other round: a drift of the machine's speed
+            # during a round (another process starting) then falls on both alike.
+            modes = ("off", "on") if round_number % 2 == 0 else ("on", "off")
             for name, tree in trees.items():
-                for mode in ("off", "on"):
+                for mode in modes:
                     runs[name, mode].append(one(mode, corpus, tree, args.cache))
         files = sum(1 for _ in corpus.rglob("*.py"))
         for name in trees:
@@ -142,6 +153,9 @@ def main() -> None:
                   f"\t{cpu['on'] / cpu['off']:.3f}\t{fastest['on'] / fastest['off']:.3f}"
                   f"\t{wall['off']:.2f}\t{wall['on']:.2f}"
                   f"\t{wall['on'] / wall['off']:.3f}", flush=True)
+            for mode in ("off", "on"):
+                print(f"#   {name} {mode}: CPU of each run " + " ".join(f"{c:.2f}" for c, _w in runs[name, mode]),
+                      flush=True)
 
 
 if __name__ == "__main__":

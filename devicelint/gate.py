@@ -745,8 +745,10 @@ def _child_fields(kind: type) -> tuple[str, ...]:
 def facts_of(path: str, source: str) -> Optional[FileFacts]:
     """The facts of a file, or None when `ast` cannot read it (or it is nested deeper than
     the gate trusts): then every rule runs, as without the gate."""
+    from devicelint.project_index import parsed_ast  # the index may have read it already
+
     try:
-        tree = ast.parse(source)
+        tree = parsed_ast(path, source) or ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     try:

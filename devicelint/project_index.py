@@ -139,6 +139,10 @@ class ProjectIndex:
         # parsed alone, not with its module.
         self._spans: dict[str, dict[str, tuple[int, int]]] = {}
         self._exports: dict[str, object] = {}  # module -> ProjectIndex.exports
+        # Files of the run read with `ast` before their lint: key -> (text, its ast), for
+        # their file gate (_keep_ast, parsed_ast).
+        self._asts: dict[str, tuple[str, ast.Module]] = {}
+        self._ast_chars = 0
         # may_reach's memos: the highest directory a lookup can find a module from (by its
         # path and the extra names a lookup may step through), and whether the directories
         # below one, as far as lookups can walk, hold no symbolic link.
@@ -477,12 +481,36 @@ class ProjectIndex:
             except _Unreadable:
                 return {}
             return facts_to_json(scratch)
-        body = parsed.body if parsed is not None else _module_body(text)
+        if parsed is None:
+            parsed = _parse(text)
+            if parsed is not None and info.key:
+                self._keep_ast(info.key, text, parsed)
+        body = parsed.body if parsed is not None else None
         if body is None:
             return {}
         _collect(info, body)
         self._keep_defs(info, body)  # a question about a function's calls often follows
         return facts_to_json(info)
+
+    def _keep_ast(self, key: str, text: str, tree: ast.Module) -> None:
+        """Keep the `ast` of a file of the run read before its own lint, for its file gate
+        (`parsed_ast`): nearly every module the index reads with `ast` is a file linted later
+        in the run (lightning, one process: 177 of 178), whose gate parses it again. The
+        oldest are dropped past _KEPT_AST_CHARS of their text (an `ast` takes ~30 times its
+        text's size)."""
+        self._asts[key] = (text, tree)
+        self._ast_chars += len(text)
+        while self._ast_chars > _KEPT_AST_CHARS and self._asts:
+            oldest = next(iter(self._asts))
+            self._ast_chars -= len(self._asts.pop(oldest)[0])
+
+    def take_ast(self, key: str, text: str) -> Optional[ast.Module]:
+        """The kept `ast` of the run's file `key` if it was read from `text` (once)."""
+        found = self._asts.pop(key, None)
+        if found is None:
+            return None
+        self._ast_chars -= len(found[0])
+        return found[1] if found[0] == text else None
 
     def defs_of(self, module: ModuleInfo) -> dict:
         """The `ast` statement of each top-level function of `module` (the last one of each
@@ -1505,6 +1533,7 @@ def _calls_of_tree(ctx) -> dict[str, set]:
 
 
 # -- big modules, a group of top-level statements at a time --------------------------------------
+_KEPT_AST_CHARS = 400_000  # text of the files whose `ast` is kept for their gate (~12 MB of `ast`)
 BIG_MODULE_CHARS = 1_000_000   # above this, a module is read (ast) and linted (libcst) in pieces
 PIECE_CHARS = 150_000          # a piece holds top-level statements up to about this much text
 
@@ -1746,6 +1775,13 @@ def parsed_tree(path: str, source: str):
     model = index._models.get(info.path) if info is not None else None
     ctx = getattr(model, "ctx", None)
     return ctx.module if ctx is not None and ctx.source == source else None
+
+
+def parsed_ast(path: str, source: str) -> Optional[ast.Module]:
+    """The `ast` of `source`, the text of the run's file `path`, when this process's index
+    already read it with `ast` for another file's question (given once; None otherwise).
+    The file gate (devicelint/gate.py) reads its facts from it instead of parsing again."""
+    return _current.take_ast(path, source) if _current is not None else None
 
 
 def view_for(path: str, context_type: type, ctx=None,

@@ -52,3 +52,69 @@ def test_a_file_whose_model_another_file_built_is_not_parsed_again(tmp_path, mon
 
 def test_no_tree_is_offered_for_another_text_or_outside_a_run() -> None:
     assert project_index.parsed_tree("b_metrics.py", HELPER) is None  # no index: no run
+
+
+LAYERS = ("import torch.nn as nn\n\n\nclass Block(nn.Module):\n    def forward(self, x):\n"
+          "        return x.relu().sum().item()\n")
+# Linted first: its class derives from b_layers.Block, so the index reads b_layers.py with
+# `ast` (its facts) before b_layers.py's own lint, whose file gate (no device word in its
+# text) would parse it again.
+NET = """import torch
+from b_layers import Block
+
+
+class Net(Block):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(4)
+
+
+def run(loader, device):
+    net = Net().to(device)
+    for x in loader:
+        net(x.to(device))
+"""
+
+
+def test_the_gate_of_a_file_the_index_read_with_ast_takes_that_ast(tmp_path, monkeypatch) -> None:
+    import ast
+
+    (tmp_path / "a_net.py").write_text(NET)
+    (tmp_path / "b_layers.py").write_text(LAYERS)
+    parses: list[str] = []
+    real_parse = ast.parse
+
+    def counting(source, *args, **kwargs):
+        if source == LAYERS:
+            parses.append(source)
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    monkeypatch.chdir(tmp_path)
+    found = lint_paths([str(tmp_path)], Overrides(select=["ALL"]), use_cache=False, jobs=1).findings
+    assert len(parses) == 1  # by the index; its gate took that tree
+    monkeypatch.setattr(project_index, "_KEPT_AST_CHARS", 0)  # nothing kept: the gate parses again
+    parses.clear()
+    again = lint_paths([str(tmp_path)], Overrides(select=["ALL"]), use_cache=False, jobs=1).findings
+    assert len(parses) == 2
+    assert [f.to_dict() for f in found] == [f.to_dict() for f in again]
+
+
+def test_a_kept_ast_is_given_once_and_only_for_the_same_text(tmp_path) -> None:
+    index = project_index.ProjectIndex.build(str(tmp_path), [(str(tmp_path / "b.py"), "b.py", LAYERS.encode())])
+    info = index.by_key["b.py"]
+    assert index.ready(info)  # read with `ast`: no libcst tree given
+    project_index.use(index)
+    try:
+        assert project_index.parsed_ast("b.py", LAYERS + "# edited\n") is None
+        index._keep_ast("b.py", LAYERS, ast_of(LAYERS))
+        assert project_index.parsed_ast("b.py", LAYERS) is not None
+        assert project_index.parsed_ast("b.py", LAYERS) is None
+    finally:
+        project_index.use(None)
+
+
+def ast_of(text: str):
+    import ast
+
+    return ast.parse(text)
