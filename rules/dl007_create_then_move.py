@@ -36,12 +36,21 @@ class CreateThenMove(Rule):
       `torch.ones(1, 1).fill_(v).type(torch.long).to(dev)`, `torch.arange(n).unsqueeze(0)
       .repeat(b, 1).to(dev)`, `torch.exp(-k * torch.arange(n) / n).to(dev)`,
       `(ids.unsqueeze(0) == ids.unsqueeze(1)).float().to(dev)` (a fill compared with a fill),
-      `torch.stack([torch.zeros(n) for _ in range(k)]).to(dev)`;
+      `torch.stack([torch.zeros(n) for _ in range(k)]).to(dev)`, a shape taken from another
+      tensor (`torch.rand(b, 1).expand_as(x).to(dev)`), a CPU legacy type
+      (`.type(torch.ByteTensor)`), a legacy constructor a fill overwrites
+      (`torch.LongTensor(b).fill_(0).to(dev)`), a divisor also given to the factory as a size
+      (`torch.arange(0, half) / half`), the parts of an unpacked fill (`yv, xv =
+      torch.meshgrid(...)`);
+    - moved by `.type(T)` with a CUDA legacy type (`Variable(torch.zeros(n)).type(FloatTensor)`
+      with `FloatTensor = torch.cuda.FloatTensor` on the GPU path): no fix;
     - through a name: `z = torch.randn(n, d)` then `z = z.to(dev)` on a later line, when
       every binding reaching the move is such a fill (one, or one per arm of an if/else:
       `t = torch.ones(n) * 0.9` / `t = torch.ones(n)`) and nothing reads the CPU tensor
-      before the move (nor after it, unless the move rebinds the name). It is reported at
-      the move, naming the factories' lines;
+      before the move (nor after it, unless the move rebinds the name, also through
+      `Variable(...)` in a tuple assignment); reads of its metadata or identity
+      (`features is None` at the top of the loop that fills it) do not count. It is reported
+      at the move, naming the factories' lines;
     - through a function of the file that returns such a fill (`mask = causal_mask(t)` then
       `mask.to(dev)`, with `def causal_mask(n): return torch.triu(torch.ones(n, n)) == 1`),
       when nothing in it reads the fill but the way to its `return`. Index assignments of
@@ -145,15 +154,15 @@ class CreateThenMove(Rule):
         "({line})"
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
-    tokens = (".to(", ".cuda(")
+    tokens = (".to(", ".cuda(", ".type(")
 
     @staticmethod
     def gate(facts) -> bool:
-        """Reported at a `.to(...)`/`.cuda()` whose result is used (or at a call of the
-        file's function that returns such a copy of its parameter), of a fill made by a
-        factory the file calls (`dataflow.fresh_fill`: the API table's size factories,
+        """Reported at a `.to(...)`/`.cuda()`/`.type(T)` whose result is used (or at a call
+        of the file's function that returns such a copy of its parameter), of a fill made by
+        a factory the file calls (`dataflow.fresh_fill`: the API table's size factories,
         `torch.Tensor(b, d)` and the other legacy types) (devicelint/gate.py)."""
-        if not facts.moves(VALUE):
+        if not facts.moves(VALUE) and not facts.calls_method(("type",), VALUE):
             return False  # `_target`: a move to the device (not a dtype, the CPU, None)
         called = facts.called_names()
         return bool(called & api_names(places=("factory",))) or any(n.endswith("Tensor") for n in called)
@@ -161,7 +170,7 @@ class CreateThenMove(Rule):
 
     def leave_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda", "type"):
             self._check_handed_fill(node)
             return
         if any(arg.star for arg in node.args):
@@ -237,6 +246,11 @@ class CreateThenMove(Rule):
         sem = self.ctx.semantic
         if node.func.attr.value == "cuda":  # type: ignore[union-attr]
             return node, False
+        if node.func.attr.value == "type":  # type: ignore[union-attr]
+            # `.type(torch.cuda.FloatTensor)` (or a name bound to it on the GPU path) copies.
+            kind = call_arg(node, 0, "dtype")
+            place, hint = sem.tensor_type_place(kind)
+            return (kind, hint) if place is Place.DEVICE and len(node.args) == 1 else None
         device = keyword_arg(node, "device")
         if device is None:
             first = positional_args(node)
@@ -270,16 +284,26 @@ class CreateThenMove(Rule):
             if not all(dataflow.within(sem, d.node, loop) for loop in loops):
                 return False
             for use in dataflow.uses(sem, d):
-                if id(use) in followed or dataflow.number_store(sem, use):
-                    continue
+                if id(use) in followed or dataflow.number_store(sem, use) \
+                        or dataflow.reads_only_metadata(sem, use):
+                    continue  # `features is None`, `x.shape`: no element read on the host
                 if ctx.order(use) < at or not self._rebinds(move, name.value):
                     return False
         return True
 
     def _rebinds(self, move: cst.Call, name: str) -> bool:
         """`name = <chain>.to(dev)`: the move's statement binds `name` again (also at the
-        same position of a tuple: `images, z = f(images), f(z)`)."""
+        same position of a tuple: `images, z = f(images), f(z)`), also through identity
+        wrappers (`images, z = Variable(images.cuda()), Variable(z.cuda())`)."""
+        sem = self.ctx.semantic
         parent = self.ctx.parent(move)
+        while isinstance(parent, cst.Arg) and len(self.ctx.parent(parent).args) == 1:
+            wrapper = self.ctx.parent(parent)
+            qual = sem.qualname(wrapper.func)
+            spec = sem.api.function(qual) if qual is not None else None
+            if spec is None or spec.result != "same":
+                break
+            move, parent = wrapper, self.ctx.parent(wrapper)
         if isinstance(parent, cst.Element):
             display = self.ctx.parent(parent)
             assign = self.ctx.parent(display)
@@ -295,12 +319,14 @@ class CreateThenMove(Rule):
     # -- the fix -------------------------------------------------------------------------
     def _fix(self, node: cst.Call, fill: dataflow.Fill):
         """(replacement, node it replaces, safe) or None."""
-        if len(fill.factories) != 1 or fill.calls:
+        if len(fill.factories) != 1 or fill.calls or node.func.attr.value == "type":
             return None
         factory = fill.factories[0]
         qual = self.ctx.qualname(factory.func)
         if qual is None or not qual.startswith("torch.") or qual.rsplit(".", 1)[-1].endswith("Tensor"):
             return None  # `torch.Tensor(n, m)` takes no `device=`
+        if "type" in fill.ops and self._converts_to_tensor_type(node, fill):
+            return None  # `.type(torch.ByteTensor)` after a device fill would copy it back
         moved = self._device_args(node, chain=bool(fill.ops))
         if moved is None:
             return None
@@ -329,6 +355,19 @@ class CreateThenMove(Rule):
         if not self._device_ready_at(device, factory, node) or self._read_elsewhere(fill):
             return None
         return new_factory, factory, safe
+
+    def _converts_to_tensor_type(self, move: cst.Call, fill: dataflow.Fill) -> bool:
+        """Some `.type(T)` on the way names a legacy tensor type, not a dtype."""
+        sem = self.ctx.semantic
+        regions = [move.func.value] + [d.value for _, d in fill.through]  # type: ignore[union-attr]
+        stack = list(regions)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and node.func.attr.value == "type" and node.args and not sem.is_dtype(node.args[0].value):
+                return True
+            stack.extend(sem.children(node))
+        return False
 
     def _device_args(self, node: cst.Call, chain: bool):
         """(device expression, dtype expression or None, safe) for the factory, from the

@@ -214,6 +214,8 @@ def test_the_gate_reads_device_strings_as_the_model_does():
     ("DL007", "import torch\ny = torch.zeros(3).to(x.device)\n"),
     ("DL007", "import torch\nclass A:\n    def __init__(self):\n        self.dtype = 'cuda'\n"
               "    def f(self):\n        return torch.zeros(3).to(self.dtype)\n"),
+    # ... moved by `.type(T)` with a CUDA legacy type, no `.to`/`.cuda` in the file
+    ("DL007", "import torch\nT = torch.cuda.FloatTensor\ny = torch.zeros(3).type(T)\n"),
     # a whole-device wait in a step loop needs no tensor on the device
     ("DL004", "import torch\nfor x in loader:\n    model(x)\n    torch.accelerator.synchronize()\n"),
     # submodules appended to a plain list, used in forward
@@ -334,7 +336,7 @@ GATES_DERIVED_FROM = {
     "DL004": "6808a0ef4998",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
-    "DL007": "55ec3a2cb64e",
+    "DL007": "4e5ae8c55e7e",
     "DL008": "0816db8ad57f",
     "DL009": "f3f7d38e4d08",
     "DL010": "a635d1733ef7",

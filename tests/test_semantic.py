@@ -532,6 +532,77 @@ def test_fresh_fill_refuses_other_data(expr) -> None:
     assert dataflow.fresh_fill(sem, receiver) is None
 
 
+@pytest.mark.parametrize("expr, ops", [
+    # a shape taken from another tensor; a tuple of numbers given as a shape
+    ("torch.rand(n, 1).expand_as(data)", ("expand_as",)),
+    ("torch.arange(n).view((1, n, 1))", ("view",)),
+    # a CPU legacy tensor type converts on the host
+    ("torch.tril(torch.ones(n, n)).type(torch.ByteTensor)", ("type", "torch.tril")),
+    # a constructor whose every element a fill writes, whatever its one argument is
+    ("torch.LongTensor(rows).fill_(0)", ("fill_",)),
+    ("torch.LongTensor(k).random_(10)", ("random_",)),
+    # `half` is also given to the factory as a size: a number
+    ("torch.arange(0, half) / half", ("arith",)),
+])
+def test_fresh_fill_shapes_types_overwrites_and_sizes(expr, ops) -> None:
+    from devicelint.semantic import dataflow
+
+    source = ("import torch\ndef f(n, k, rows, dim, data):\n    half = dim // 2\n"
+              f"    y = ({expr}).to('cuda')  # here\n")
+    ctx, sem, receiver = _move_receiver(source, "here")
+    fill = dataflow.fresh_fill(sem, receiver)
+    assert fill is not None and fill.ops == ops
+
+
+@pytest.mark.parametrize("expr", [
+    "torch.LongTensor(rows)", "torch.arange(0, n) / dim",
+    "torch.zeros(n).type(torch.cuda.FloatTensor)",
+])
+def test_fresh_fill_refuses_data_shapes_and_unknown_divisors(expr) -> None:
+    from devicelint.semantic import dataflow
+
+    source = f"import torch\ndef f(n, rows, dim, data):\n    y = ({expr}).to('cuda')  # here\n"
+    _, sem, receiver = _move_receiver(source, "here")
+    assert dataflow.fresh_fill(sem, receiver) is None
+
+
+def test_fresh_fill_through_an_unpacked_fill_not_a_display() -> None:
+    from devicelint.semantic import dataflow
+
+    source = """
+    import torch
+    def f(nx, ny, data):
+        yv, xv = torch.meshgrid([torch.arange(ny), torch.arange(nx)], indexing="ij")
+        a = torch.stack((xv, yv), 2).to("cuda")  # grid
+        ones, extra = torch.ones(nx), data
+        b = ones.to("cuda")  # display
+    """
+    _, sem, grid = _move_receiver(source, "grid")
+    assert dataflow.fresh_fill(sem, grid) is not None
+    _, sem, display = _move_receiver(source, "display")
+    assert dataflow.fresh_fill(sem, display) is None
+
+
+def test_reads_only_metadata() -> None:
+    from devicelint.semantic import dataflow
+
+    source = """
+    import torch
+    t = torch.zeros(3)
+    a = t is None
+    b = t is not None
+    c = t.shape
+    d = t.size(0)
+    e = len(t)
+    f = t.sum()
+    g = t == None
+    h = print(t)
+    """
+    ctx, sem = model_of(source)
+    reads = [n for n in ctx.iter_nodes(cst.Name) if n.value == "t" and ctx.position(n)[0] > 3]
+    assert [dataflow.reads_only_metadata(sem, n) for n in reads] == [True] * 5 + [False] * 3
+
+
 def test_fresh_fill_through_one_binding_and_uses() -> None:
     from devicelint.semantic import dataflow
 

@@ -91,6 +91,25 @@ def is_metadata_read(sem, node: cst.CSTNode) -> bool:
     return False
 
 
+def reads_only_metadata(sem, use: cst.Name) -> bool:
+    """The read `use` looks at no element of the value: `x.shape`, `len(x)`, `x.size(0)`,
+    or an identity test (`x is None`, `x is not None`)."""
+    parent = sem.parent(use)
+    if isinstance(parent, cst.Attribute) and parent.value is use:
+        outer = sem.parent(parent)
+        if isinstance(outer, cst.Call) and outer.func is parent:
+            return is_metadata_read(sem, outer)
+        return is_metadata_read(sem, parent)
+    if isinstance(parent, cst.Arg) and parent.keyword is None:
+        call = sem.parent(parent)
+        return isinstance(call, cst.Call) and bool(_builtin(sem, call.func, METADATA_BUILTINS))
+    if isinstance(parent, cst.ComparisonTarget):
+        parent = sem.parent(parent)
+    if isinstance(parent, cst.Comparison):
+        return all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons)
+    return False
+
+
 def size_factory(sem, call: cst.Call) -> Optional[str]:
     """The qualified name of a factory whose arguments are sizes (`torch.zeros(n)`,
     `torch.arange(n)`, `torch.ones_like(x)`), else None."""
@@ -659,6 +678,11 @@ _LEGACY_FACTORIES = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongT
                                "torch.IntTensor", "torch.DoubleTensor", "torch.HalfTensor",
                                "torch.BoolTensor", "torch.ByteTensor"})
 _SCALARS = frozenset({Kind.NUMBER, Kind.BOOL, Kind.DTYPE, Kind.STRING, Kind.NONE, Kind.SIZE})
+# Methods whose one tensor argument gives the result's shape only (`a.expand_as(b)`).
+_SHAPED_LIKE_ARGUMENT = frozenset({"expand_as", "view_as", "reshape_as"})
+# In-place fills that write every element of their receiver.
+_OVERWRITING_METHODS = frozenset({"fill_", "zero_", "normal_", "uniform_", "random_",
+                                  "exponential_", "bernoulli_"})
 
 
 @dataclass(frozen=True)
@@ -701,7 +725,36 @@ def _scalar(sem, node: cst.BaseExpression) -> bool:
         return True
     if isinstance(node, cst.UnaryOperation):
         return _scalar(sem, node.expression)
-    return sem.value(node).kind in _SCALARS
+    kind = sem.value(node).kind
+    if kind is Kind.UNKNOWN and isinstance(node, cst.Name):
+        return given_as_size(sem, node)
+    return kind in _SCALARS
+
+
+# The arguments of the table's factories that are sizes or bounds (numbers), by keyword.
+_SIZE_KEYWORDS = frozenset({"size", "start", "end", "step", "steps", "n", "m", "low", "high"})
+
+
+def given_as_size(sem, name: cst.Name) -> bool:
+    """`name`'s value (every binding reaching this read) is also given to a factory as a size
+    or bound (`half = dim // 2` read by `torch.arange(0, half)`): a number, whatever the
+    value model knows of it."""
+    defs = sem.defs(name)
+    if not defs or any(d.node is None for d in defs):
+        return False
+    for use in uses(sem, defs[0]):
+        arg = sem.parent(use)
+        call = sem.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(call, cst.Call) or arg.value is not use or arg.star:
+            continue
+        if arg.keyword is not None and arg.keyword.value not in _SIZE_KEYWORDS:
+            continue
+        qual = sem.qualname(call.func)
+        spec = sem.api.function(qual) if qual is not None else None
+        if spec is not None and spec.place == "factory" and spec.rank != "like" \
+                and qual not in _DATA_FACTORIES and {id(d) for d in sem.defs(use)} == {id(d) for d in defs}:
+            return True
+    return False
 
 
 def _fill(sem, node, parts, ops, through, depth) -> bool:
@@ -715,7 +768,10 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
             return False
         scope = sem.scope_of(node)
         for d in defs:
-            if d.kind != "assign" or d.path or d.value is None or d.scope is not scope:
+            # A part of an unpacked fill is one (`yv, xv = torch.meshgrid(...)`), unless the
+            # value is a display whose other elements may hold other data.
+            if d.kind != "assign" or d.value is None or d.scope is not scope \
+                    or d.path and isinstance(d.value, (cst.Tuple, cst.List)):
                 return False
             through.append((node, d))
             if not _fill(sem, d.value, parts, ops, through, depth - 1):
@@ -768,11 +824,21 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
     if not isinstance(node.func, cst.Attribute):
         return False
     method = node.func.attr.value
-    if method in _FILL_KEEPING_METHODS:
-        if method == "type" and node.args and sem.value(node.args[0].value).kind is not Kind.DTYPE:
-            return False  # `.type(torch.cuda.FloatTensor)` moves
-        if any(sem.value(arg.value).kind in (Kind.TENSOR, Kind.ARRAY, Kind.SEQUENCE) for arg in node.args):
+    if method in _SHAPED_LIKE_ARGUMENT:
+        if len(node.args) != 1 or node.args[0].keyword is not None:
+            return False  # the argument gives a shape only, never data
+    elif method in _FILL_KEEPING_METHODS:
+        if method == "type" and node.args and sem.value(node.args[0].value).kind is not Kind.DTYPE \
+                and sem.tensor_type_place(node.args[0].value)[0] is not Place.CPU:
+            return False  # `.type(torch.cuda.FloatTensor)` moves; `.type(torch.ByteTensor)` converts
+        if any(_may_be_data(sem, arg.value) for arg in node.args):
             return False
+        if method in _OVERWRITING_METHODS and _legacy_constructor(sem, node.func.value):
+            # `torch.LongTensor(b).fill_(0)`: whatever the one argument is (a size or data),
+            # every element is written again by the fill.
+            ops.append(method)
+            parts.append(node.func.value)
+            return True
     elif method in _FILL_MATH:
         if not all(_scalar(sem, arg.value) or _fill(sem, arg.value, parts, ops, through, depth)
                    for arg in node.args):
@@ -821,6 +887,20 @@ def _fill_function(sem, node: cst.Call, qual: str, parts, ops, through, depth) -
         ops.append(qual)
         return True
     return False
+
+
+def _may_be_data(sem, node: cst.BaseExpression) -> bool:
+    """An argument that may carry elements of other data: a tensor, an array, a sequence
+    other than a display of numbers (`.view((1, n, 2))` gives a shape)."""
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return not all(not isinstance(e, cst.StarredElement) and _scalar(sem, e.value) for e in node.elements)
+    return sem.value(node).kind in (Kind.TENSOR, Kind.ARRAY, Kind.SEQUENCE)
+
+
+def _legacy_constructor(sem, node: cst.BaseExpression) -> bool:
+    """`torch.LongTensor(x)`: a CPU legacy typed constructor with one positional argument."""
+    return isinstance(node, cst.Call) and sem.qualname(node.func) in _LEGACY_FACTORIES \
+        and len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star
 
 
 def _unwrapped(sem, node: cst.BaseExpression) -> cst.BaseExpression:
