@@ -7,7 +7,8 @@ import libcst as cst
 from devicelint.gate import WITH_ARGS, api_names
 from devicelint.rule import Rule
 from devicelint.semantic import Kind
-from devicelint.semantic.shapes import FAILS, OK, view_outcome, view_shape
+from devicelint.semantic.shapes import FAILS, MAYBE, OK, view_outcome, view_shape
+from devicelint.semantic.values import LAYOUT_PERMUTED
 from devicelint.runtime_spec import LineRecord, ProbeRun, RuntimeSpec, Watch
 
 
@@ -27,8 +28,14 @@ class ViewOnNoncontiguous(Rule):
     failing; a view that only splits a dimension or keeps the permuted shape
     (`q.view(B, T, H, D).transpose(1, 2).view(B, H, T, D // 2, 2)`) is not reported; a
     permute of a tensor that was itself permuted upstream (which may restore the layout)
-    is not reported. When the shapes cannot be decided the message says the view *may*
-    fail. Sizes passed through a starred argument (`view(B, C, *size)`) hide how many
+    is not reported. Sizes the code spells as symbols count as products of their factors:
+    after `transpose(1, 2)`, `view(n, h * w, h, w)` keeps dims 0-1 and only splits the last,
+    which PyTorch allows (not reported), while `view(n, h, w * c)` merges `w` with `c`, which
+    the transpose put apart (reported); dims of size 1 do not count. After a transpose or
+    permute, a view whose shapes do not tell (the rank is unknown, a size is not a product
+    of the others, `transposed_param.view(1, -1)` of a tensor the code does not show) is not
+    reported. After `expand`, `narrow`, a step slice or a split the message says the view
+    *may* fail when the shapes cannot be decided. Sizes passed through a starred argument (`view(B, C, *size)`) hide how many
     dimensions the view has, so a merge cannot be told from a split there: such a view is
     reported only when a size it shows is a product (`view(B * T, *size)`).
 
@@ -98,8 +105,8 @@ class ViewOnNoncontiguous(Rule):
             if argument.kind in (Kind.DTYPE, Kind.STRING):
                 return  # `.view(torch.int8)`: a dtype reinterpretation, no shape involved
         outcome = view_outcome(receiver, view_shape(node, sem))
-        if outcome == OK:
-            return
+        if outcome == OK or outcome == MAYBE and receiver.layout.state == LAYOUT_PERMUTED:
+            return  # a transposed tensor's sizes that do not tell: not ours to judge
         certain = outcome == FAILS
         label = receiver.layout.label or "a transpose"
         text = (self.message if certain else self.maybe_message).format(label=label)

@@ -332,7 +332,7 @@ def _detection_digest(code: str) -> str:
 GATES_DERIVED_FROM = {
     "DL001": "d08db1138969",
     "DL002": "e2e3bb8ef619",
-    "DL003": "efd9c4f4ce68",
+    "DL003": "59f18a83dfe0",
     "DL004": "6808a0ef4998",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",

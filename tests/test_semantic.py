@@ -924,3 +924,57 @@ def test_to_without_a_device_keeps_what_the_receiver_is():
     # Module.to(memory_format=...) returns the module: an unknown receiver is not made a tensor
     assert value_at(source, "module").kind is Kind.UNKNOWN
     assert value_at(source, "tensor").kind is Kind.TENSOR
+
+
+def test_symbolic_sizes_decide_a_view_after_a_transpose():
+    # PyTorch's view rule on sizes spelled as symbols: splitting a dim is always allowed,
+    # merging only dims next to each other in memory (PSANet's split-only view is fine; a
+    # view that splits `h * w` and merges `w` with the channels raises whenever both > 1).
+    ctx, sem = model_of("""
+    import torch
+    def f(x, y, n, c, h, w):
+        a = y.view(n, h * w, h * w).transpose(1, 2).view(n, h * w, h, w)
+        b = x.view(n, c, h * w).transpose(1, 2).view(n, h, w * c)
+        d = x.view(n, c, h * w).transpose(1, 2).view(n, h, w, c)
+        e = x.view(n, c, h * w).transpose(1, 2).view(n, -1, w, c)
+        g = x.view(n, c, h * w).transpose(1, 2).view(n, h, -1)
+        k = x.view(n, 1, c, h).permute(0, 3, 1, 2).view(n, h, c)
+        m = x.view(n, c, h * w).transpose(1, 2).view(n, c, 7)  # 7 is no product of these
+    """)
+    calls = [node.value for node in ctx.iter_nodes(cst.Assign)]
+    outcomes = [view_outcome(sem.value(call.func.value), view_shape(call, sem)) for call in calls]
+    assert outcomes == [OK, FAILS, OK, OK, FAILS, OK, OK]
+
+
+def test_undecided_views_of_a_transposed_tensor_are_not_reported():
+    # A transpose of a tensor whose rank the code does not show (`bias.unsqueeze(1)` held on
+    # the module: a2c-ppo-acktr's AddBias), viewed with a -1: the merge cannot be decided.
+    from devicelint.runner import lint_file
+    import tempfile, os
+    source = textwrap.dedent("""
+    import torch.nn as nn
+    class AddBias(nn.Module):
+        def __init__(self, bias):
+            super().__init__()
+            self._bias = nn.Parameter(bias.unsqueeze(1))
+        def forward(self, x):
+            return x + self._bias.t().view(1, -1)
+    def merge(y, B, T):
+        return y.transpose(1, 2).view(B, T, -1)
+    """)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.py")
+        with open(path, "w") as handle:
+            handle.write(source)
+        assert [f.line for f in lint_file(path, path, ["DL003"], 10**7)] == []
+
+
+def test_topk_indices_keep_the_rank_for_t():
+    ctx, sem = model_of("""
+    import torch
+    def hits(scores, labels, k):
+        top = scores.topk(k, dim=1).indices.t()  # here
+        return (top == labels.view(1, -1).expand_as(top))[:k].view(-1)
+    """)
+    call = next(c for c in ctx.iter_nodes(cst.Call) if ctx.code(c).endswith("[:k].view(-1)"))
+    assert view_outcome(sem.value(call.func.value), view_shape(call, sem)) == FAILS

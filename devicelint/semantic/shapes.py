@@ -3,6 +3,8 @@ when `view` can reuse a tensor's memory."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Optional
 
 import libcst as cst
@@ -535,6 +537,11 @@ def view_outcome(value: Value, new_shape: Optional[tuple]) -> str:
         resolved = resolve_minus_one(shape, new_shape)
         if resolved is not None:
             return OK if view_strides(shape, layout.strides, resolved) is not None else FAILS
+    if layout.state == LAYOUT_PERMUTED and layout.perm is not None and shape is not None \
+            and len(shape) == len(layout.perm):
+        aligned = _symbolic_view(shape, layout.perm, new_shape)
+        if aligned is not None:
+            return aligned
     visible_merge = _merges(new_shape, shape)
     if layout.state == LAYOUT_PERMUTED and layout.perm is not None:
         # Runs of output dims that are adjacent, in order, in memory: a view may merge dims
@@ -544,6 +551,92 @@ def view_outcome(value: Value, new_shape: Optional[tuple]) -> str:
         if len(new_shape) < runs:
             return FAILS
     return MAYBE if visible_merge else OK
+
+
+def _factors(size) -> Optional[Counter]:
+    """A size as a product of factors: the prime factors of a literal, the operands of a
+    product of names (`h * w`), any other symbol as itself (`c // self.n_head`); None when
+    unknown (or -1)."""
+    if isinstance(size, bool) or size is None or size == -1:
+        return None
+    if isinstance(size, int):
+        found: Counter = Counter()
+        rest, p = size, 2
+        while rest > 1 and p * p <= rest:
+            while rest % p == 0:
+                found[p] += 1
+                rest //= p
+            p += 1
+        if rest > 1:
+            found[rest] += 1
+        return found
+    if not isinstance(size, str) or size == REST:
+        return None
+    parts = [part.strip() for part in size.split("*")]
+    if len(parts) > 1 and all(_PLAIN_FACTOR.fullmatch(part) for part in parts):
+        found = Counter()
+        for part in parts:
+            found += _factors(int(part)) if part.isdigit() else Counter({part: 1})
+        return found
+    return Counter({size.replace(" ", ""): 1})
+
+
+_PLAIN_FACTOR = re.compile(r"[A-Za-z_][A-Za-z_0-9.]*|[0-9]+")
+
+
+def _symbolic_view(shape, perm, new_shape) -> Optional[str]:
+    """PyTorch's view rule on sizes the code spells with symbols: a view may split a dim
+    and may merge dims only where they lie next to each other, in order, in memory; dims of
+    literal size 1 do not count. OK or FAILS when every size is known as a product of
+    factors (one -1 in the new shape takes what is left) and the new dims group the old
+    ones; None when the sizes do not tell. FAILS means the merged dims are separated in
+    memory: the view raises whenever they are larger than 1."""
+    old = [(k, _factors(size)) for k, size in enumerate(shape) if size != 1]
+    if any(f is None for _, f in old):
+        return None
+    new = [size for size in new_shape if size != 1]
+    holes = [k for k, size in enumerate(new) if size == -1]
+    if len(holes) > 1:
+        return None
+    total: Counter = Counter()
+    for _, f in old:
+        total += f
+    new_factors = []
+    for size in new:
+        f = _factors(size) if size != -1 else Counter()
+        if f is None:
+            return None
+        new_factors.append(f)
+    if holes:
+        shown: Counter = Counter()
+        for f in new_factors:
+            shown += f
+        if shown - total:
+            return None  # the shown sizes are not a part of the old ones
+        new_factors[holes[0]] = total - shown
+    # Dims next to each other in memory, once the size-1 dims are left out: the original
+    # positions (perm) of the dims kept, renumbered.
+    order = sorted(perm[k] for k, _ in old)
+    memory = [order.index(perm[k]) for k, _ in old]
+    i = j = 0
+    merges_across = False
+    while i < len(old) and j < len(new_factors):
+        first_old, have_old, have_new = i, old[i][1].copy(), new_factors[j].copy()
+        i, j = i + 1, j + 1
+        while have_old != have_new:
+            if not have_new - have_old and j < len(new_factors):
+                have_new += new_factors[j]  # the new dims split the old one(s) further
+                j += 1
+            elif not have_old - have_new and i < len(old):
+                have_old += old[i][1]  # the new dim merges the next old dim
+                i += 1
+            else:
+                return None
+        if any(memory[k + 1] != memory[k] + 1 for k in range(first_old, i - 1)):
+            merges_across = True
+    if i != len(old) or j != len(new_factors):
+        return None
+    return FAILS if merges_across else OK
 
 
 def _merges(new_shape, shape) -> bool:
@@ -592,7 +685,7 @@ def min_rank(model, expr: cst.BaseExpression, depth: int = 4, through_dims: bool
     dimensions, since with fewer that read raises. DL015 asks it: a 0-dim CUDA tensor times
     a CPU tensor that has a dimension raises. With `through_dims`, also a literal `dim` a
     method is given (`x.topk(k, 1)`: two dimensions) and a part of a `topk`/`sort` result
-    (`_, pred = x.topk(k, 1)`: as many as `x`) (`.t()` asks it)."""
+    (`_, pred = x.topk(k, 1)`, `x.topk(k, dim=1).indices`: as many as `x`) (`.t()` asks it)."""
     value = model.value(expr)
     if value.rank is not None:
         return value.rank
@@ -602,6 +695,11 @@ def min_rank(model, expr: cst.BaseExpression, depth: int = 4, through_dims: bool
     inner = _same_rank_input(model, expr)
     if inner is not None:
         return max(found, min_rank(model, inner, depth - 1, through_dims))
+    if through_dims and isinstance(expr, cst.Attribute) and expr.attr.value in ("values", "indices") \
+            and isinstance(expr.value, cst.Call) and isinstance(expr.value.func, cst.Attribute) \
+            and expr.value.func.attr.value in _RANK_KEEPING_PAIRS:
+        # `x.topk(k, dim=1).indices`: as many dimensions as `x`
+        return max(found, min_rank(model, expr.value.func.value, depth - 1, through_dims))
     if isinstance(expr, cst.Name):
         from devicelint.semantic.dataflow import uses
 
