@@ -118,9 +118,12 @@ class Excluder:
         patterns = [p.rstrip("/") for p in list(settings.exclude) + list(settings.extend_exclude) if p]
         self.name_patterns = [p for p in patterns if "/" not in p]
         self.path_patterns = [p.lstrip("./") if p.startswith("./") else p for p in patterns if "/" in p]
-        # Each list as one expression (fnmatchcase pattern by pattern was most of a walk's time).
-        self._name_re = _any_of(self.name_patterns)
-        self._path_re = _any_of(self.path_patterns)
+        # Each list as one expression (fnmatchcase pattern by pattern was most of a walk's time),
+        # compiled on the first match: a run over the files named on the command line may
+        # never ask (the defaults' ~30 patterns cost ~5M instructions to compile).
+        self._name_re: Optional[re.Pattern] = None
+        self._path_re: Optional[re.Pattern] = None
+        self._compiled = False
         self.respect_gitignore = settings.respect_gitignore
         self._gitignores: dict[Path, Optional[pathspec.GitIgnoreSpec]] = {}
         # (a directory relative to the root, floor) -> the .gitignore files that apply to
@@ -142,6 +145,9 @@ class Excluder:
     def _matches(self, path: "Path | str", relative: Optional[str]) -> bool:
         """`relative`: the path relative to the root, None when it is outside."""
         name = path.name if isinstance(path, Path) else os.path.basename(path)
+        if not self._compiled:
+            self._name_re, self._path_re = _any_of(self.name_patterns), _any_of(self.path_patterns)
+            self._compiled = True
         if self._name_re is not None and self._name_re.match(name):
             return True
         return relative is not None and self._path_re is not None and self._path_re.match(relative) is not None

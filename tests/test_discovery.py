@@ -133,3 +133,15 @@ def test_a_walk_places_files_without_asking_project_paths_each_time(tmp_path: Pa
         # resolved by the walk's directory, once).
         assert asked == [c.path for c in candidates if c.explicit], (where, asked)
         assert os.path.join(str(project), "pkg", "out", "d.py") not in asked
+
+
+def test_exclude_expressions_are_compiled_on_the_first_match(tmp_path: Path) -> None:
+    """A run over files named on the command line may never ask the excludes: their
+    expressions (the defaults: ~30 glob patterns) are compiled only when one is matched."""
+    from devicelint.config import load_settings
+    from devicelint.discovery import Excluder
+
+    excluder = Excluder(load_settings(None, tmp_path))
+    assert not excluder._compiled and excluder._name_re is None
+    assert excluder.matches(tmp_path / "node_modules") and not excluder.matches(tmp_path / "train.py")
+    assert excluder._compiled and excluder._name_re is not None
