@@ -29,7 +29,9 @@ class SyncInLoop(Rule):
     """## What it does
     Flags a host synchronisation or device→host round-trip that runs on every step of a
     training or inference loop: `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `.to("cpu")`,
-    `float(t)`/`int(t)`/`bool(t)`, `print(t)` or an f-string of a tensor, `max()`/`min()`/
+    `float(t)`/`int(t)`/`bool(t)` and the other Python functions that make a number of a
+    tensor (`chr(t)`, `range(t)`, `math.log10(t)`, `math.isfinite(t)`), `print(t)` or an
+    f-string of a tensor, `max()`/`min()`/
     `sorted()` of device tensors (or of a list the code fills with them: each comparison is
     a truth value), the truth value of
     a tensor (`if t > 0:`, `while loss > eps:`, `assert t`, a comprehension's `if w != end`,
@@ -42,7 +44,7 @@ class SyncInLoop(Rule):
     call into code the file does not show returns for device tensors (a model passed in as
     a parameter, a loss from another module: `loss = criterion(model(x.to(device)), y)`, a
     function of another package or local module: `acc1, acc5 = accuracy(out, y, topk=(1, 5))`,
-    unless that local module shows it returns a host value) is taken to be on the device too, as is what a function of the file returns when what it computes is (`loss, n = train_batch(...)`: the returned loss, not the size), and so is a field of a module's output (`out.logits`) and
+    unless that local module shows it returns a host value) is taken to be on the device too, as is what a function of the file returns when what it computes is (`loss, n = train_batch(...)`: the returned loss, not the size; an element of a list it fills with device tensors: `prec1 = accuracy(out, y)[0]`), and so is a field of a module's output (`out.logits`) and
     the output of a module that holds no tensor (`nn.MSELoss()`) given device tensors, what a
     `functools.partial` of such code returns when it binds device tensors, and a dict
     comprehension over device values (`{k: v.detach() for k, v in losses.items()}`); what a

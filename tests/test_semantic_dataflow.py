@@ -311,3 +311,33 @@ def test_returned_move_is_a_parameter_given_back_copied_to_the_device():
     assert found["moved"][0] == "x"
     # read on the host, another parameter on a path, a move to the host: none
     assert found["read_first"] is None and found["other"] is None and found["to_host"] is None
+
+
+def test_a_list_bound_empty_holds_what_the_code_appends_to_it():
+    from devicelint.semantic import Kind, Place
+    from tests.test_semantic import value_at
+
+    source = """
+    import torch
+    def accuracy(output, target, topk=(1,)):
+        res = []
+        for k in topk:
+            res.append(output[:k].sum() * 100.0)
+        return res
+    def step(x, device):
+        out = x.to(device)
+        first = accuracy(out, None)[0]  # first
+        a, b = accuracy(out, None, (1, 5))
+        both = b  # unpacked
+        sizes = []
+        sizes.extend([out.shape[0], 3])
+        n = sizes[0]  # sizes
+    """
+    assert value_at(source, "first").kind is Kind.TENSOR
+    assert value_at(source, "first").place is Place.DEVICE
+    assert value_at(source, "unpacked").place is Place.DEVICE
+    assert value_at(source, "sizes").kind is Kind.NUMBER
+    # Written by index, aliased or handed to code that may fill it: what it holds is not shown.
+    for change in ("res[0] = k", "alias = res", "fill(res)"):
+        changed = source.replace("return res", f"{change}\n        return res")
+        assert value_at(changed, "first").kind is Kind.UNKNOWN, change

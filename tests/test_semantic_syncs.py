@@ -640,3 +640,27 @@ def test_reads_from_inside_an_argument_that_holds_device_tensors():
     calls = [c for c in ctx.iter_nodes(cst.Call) if ctx.module.code_for_node(c).startswith(
         ("norms(", "weights(", "values(", "empty("))]
     assert [len(syncs.call_reads(c)) for c in calls] == [1, 0, 1, 0, 1, 0, 0]
+
+
+def test_python_number_conversions_read_a_tensor_on_the_host():
+    ctx, sem = semantic("""
+        import math
+        from math import log10
+        t = torch.ones(3, device=device).sum()
+        a = chr(65 + t)
+        b = log10(1 / t)
+        c = math.isfinite(t)
+        d = range(t)
+        e = math.log10(2.0)
+        def hex(v):
+            return v
+        f = hex(t)
+    """)
+    for text in ("chr(65 + t)", "log10(1 / t)", "math.isfinite(t)", "range(t)"):
+        call = find(ctx, cst.Call, text)
+        (read,) = sem.syncs.reads(call)
+        assert sem.syncs.on_device(read.operand), text
+        assert sem.value(call).kind in (Kind.NUMBER, Kind.STRING, Kind.SEQUENCE), text
+    (literal,) = sem.syncs.reads(find(ctx, cst.Call, "math.log10(2.0)"))
+    assert not sem.syncs.on_device(literal.operand)
+    assert sem.syncs.reads(find(ctx, cst.Call, "hex(t)")) == []   # the file's own `hex`

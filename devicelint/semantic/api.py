@@ -54,6 +54,9 @@ class ApiTable:
         self.cuda_initialising = frozenset(data.get("cuda", {}).get("initialises", ()))
         self.data_to_device = frozenset(data.get("copies", {}).get("data_to_device", ()))
         self.list_element_readers = frozenset(data.get("lists", {}).get("read_elements", ()))
+        conversions = data.get("conversions", {})
+        self.converting_builtins = frozenset(conversions.get("builtins", ()))
+        self.converting_functions = frozenset(conversions.get("functions", ()))
 
     def method(self, name: str) -> Optional[OpSpec]:
         return self.methods.get(name)

@@ -262,6 +262,55 @@ def _fillable(sem, name: cst.Name, region: cst.CSTNode) -> bool:
     return grown
 
 
+# List methods that reorder or remove what the list holds, adding nothing.
+_LIST_KEEPS = frozenset({"pop", "remove", "clear", "sort", "reverse", "index", "count", "copy"})
+
+
+def list_additions(sem, d: Def) -> Optional[tuple[list, list]]:
+    """What the code puts into the list that `d` binds empty (`res = []`, `res = list()`):
+    `(values, iterables)`, the values it appends or inserts and the iterables it extends it
+    with, wherever the variable bound by `d` is read. None when nothing is added, or the list
+    is written another way (`res[i] = v`), aliased (`other = res`) or handed to a call that
+    may change it: then what it holds is not shown."""
+    if d.kind != "assign" or d.path or not _empty_list(sem, d.value):
+        return None
+    values: list = []
+    iterables: list = []
+    for other in _names_in(sem, d.scope if d.scope is not None else sem.ctx.module, d.name):
+        if not any(reaching is d for reaching in sem.defs(other)):
+            continue
+        parent = sem.parent(other)
+        if isinstance(parent, cst.Attribute) and parent.value is other:
+            call = sem.parent(parent)
+            method = parent.attr.value
+            given = [a.value for a in call.args if a.keyword is None and not a.star] \
+                if isinstance(call, cst.Call) and call.func is parent else None
+            if given is None or method not in _LIST_ADDS | _LIST_KEEPS:
+                return None
+            if method in ("append", "insert") and len(given) == (1 if method == "append" else 2):
+                values.append(given[-1])
+            elif method == "extend" and len(given) == 1:
+                iterables.append(given[0])
+            elif method in _LIST_ADDS:
+                return None
+        elif isinstance(parent, cst.Subscript) and parent.value is other:
+            if _is_store(sem, parent):
+                return None
+        elif isinstance(parent, cst.Arg) and parent.value is other:
+            call = sem.parent(parent)
+            if not isinstance(call, cst.Call) or not _pure_call(sem, call):
+                return None
+        elif isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and parent.value is other:
+            return None
+    return (values, iterables) if values or iterables else None
+
+
+def _empty_list(sem, value: Optional[cst.BaseExpression]) -> bool:
+    if isinstance(value, cst.List):
+        return not value.elements
+    return isinstance(value, cst.Call) and not value.args and _builtin(sem, value.func, frozenset({"list"})) is not None
+
+
 def reads(sem, expr: cst.CSTNode) -> list[cst.Name]:
     """The names `expr` reads (nested lambdas and functions excluded; comprehension
     targets are bindings, not reads)."""

@@ -25,7 +25,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from devicelint.names import call_arg, dotted_name, int_value, keyword_arg, positional_args  # noqa: F401 - also model's API
-from devicelint.semantic import shapes
+from devicelint.semantic import dataflow, shapes
 from devicelint.semantic.api import OpSpec, torch_api
 from devicelint.tree import children
 from devicelint.semantic.flags import guards_device_move
@@ -1003,6 +1003,8 @@ class SemanticModel:
             value = self._unpacked(d.value, d.path)
             if kind == "annassign" and value.kind is Kind.UNKNOWN:
                 return self.annotation_value(d.node.annotation)
+            if kind == "assign" and value.kind is Kind.SEQUENCE and value.element in (None, UNKNOWN):
+                return self._grown_list(d, value)
             return value
         if kind == "augassign":
             prior = join_all(self.def_value(p) for p in d.prior) if d.prior else UNKNOWN
@@ -1027,6 +1029,19 @@ class SemanticModel:
                 return prior  # `y = x.to(device)`: only a module moves in place
             return self.in_place_effect(prior, d.value)
         return UNKNOWN
+
+    def _grown_list(self, d: Def, value: Value) -> Value:
+        """A list bound empty (`res = []`) holds what the code then appends, inserts or
+        extends it with (`dataflow.list_additions`): `res.append(correct_k.mul_(100 / n))`
+        makes a list of device tensors, `losses.append(loss.item())` one of numbers (the
+        list's own place is left unknown)."""
+        added = dataflow.list_additions(self, d)
+        if added is None:
+            return value
+        values, iterables = added
+        element = join_all([*(self.value(v) for v in values),
+                            *(self.iteration_element(i) for i in iterables)])
+        return Value(Kind.SEQUENCE, element=element, node=value.node)
 
     def in_place_effect(self, prior: Value, call: cst.Call) -> Value:
         """The value of the receiver after a statement `x.to(device)` / `x.cuda()` (a chain of
@@ -1711,6 +1726,8 @@ class SemanticModel:
         func = node.func
         qual = self.qualname(func)
         if qual is not None:
+            if qual in self.api.converting_functions:
+                return NUMBER  # `math.log10(t)`: a Python number, read from the tensor
             found = self._qualified_call(node, qual)
             if found is not None:
                 return found
@@ -2022,7 +2039,7 @@ class SemanticModel:
                         and inner.element.kind is Kind.TENSOR:
                     return inner.element.with_(origin=Origin.NONE)
             return NUMBER
-        if name in ("str", "repr", "format"):
+        if name in ("str", "repr", "format", "chr", "hex", "oct", "bin"):
             return STRING
         if name in ("bool", "isinstance", "callable", "hasattr"):
             return BOOL

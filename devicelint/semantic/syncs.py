@@ -33,7 +33,6 @@ from devicelint.names import call_arg, dotted_name, keyword_arg
 from devicelint.semantic.modules import WRAPPERS, registered_state
 from devicelint.semantic.values import Kind, Place
 
-CONVERSIONS = ("float", "int", "bool")
 COMPARING = ("max", "min", "sorted")   # builtins that compare what they are given
 # A tensor's attributes the host knows without waiting for the GPU (PyTorch's API; not
 # `.device`: a tensor made with `device=x.device` lives where `x` does).
@@ -97,6 +96,12 @@ class SyncModel:
                 # `torch.LongTensor([[ni]])`: each tensor in the list is read for its value.
                 what = f"`{model.qualname(func)}([...])` reading a tensor element"
                 return [HostRead(node, what, element) for element in listed]
+            converting = self._conversion(func)
+            if converting is not None:
+                # `float(t)`, `chr(top_i)`, `math.log10(1 / mse)`: `__float__`/`__index__`
+                # of each tensor given (`[conversions]` in the table).
+                return [HostRead(node, f"`{converting}(tensor)`", a.value)
+                        for a in node.args if a.keyword is None and not a.star]
             if isinstance(func, cst.Attribute):
                 method = func.attr.value
                 receiver = func.value
@@ -114,13 +119,9 @@ class SyncModel:
                 if method == "synchronize" and self.is_synchronize(node):
                     return [HostRead(node, f"`{model.qualname(func)}()`", None)]
                 return []
-            if isinstance(func, cst.Name) and func.value in CONVERSIONS + ("print",) \
-                    and not model.defs(func):
-                if func.value in CONVERSIONS and len(node.args) == 1 and not node.args[0].star:
-                    return [HostRead(node, f"`{func.value}(tensor)`", node.args[0].value)]
-                if func.value == "print":
-                    return [HostRead(node, "`print(tensor)`", a.value)
-                            for a in node.args if a.keyword is None and not a.star]
+            if isinstance(func, cst.Name) and func.value == "print" and not model.defs(func):
+                return [HostRead(node, "`print(tensor)`", a.value)
+                        for a in node.args if a.keyword is None and not a.star]
             if isinstance(func, cst.Name) and func.value in COMPARING and not model.defs(func):
                 # `max(scores)` compares the elements pairwise on the host: the truth value
                 # of each `b > a` (the operand is what is iterated: `elements` of it).
@@ -157,6 +158,17 @@ class SyncModel:
             # `[i for i, w in enumerate(words) if w != end]`: one truth value per element.
             return [HostRead(o, "a comprehension's `if` on a tensor's value", o) for o in operands(node.test)]
         return []
+
+    def _conversion(self, func: cst.BaseExpression) -> Optional[str]:
+        """The name of a Python function that makes a number of its argument (`float`,
+        `chr`, `math.log10`: `[conversions]` in the table), as the file calls it."""
+        if isinstance(func, cst.Name) and func.value in self.api.converting_builtins:
+            return func.value if not self.model.defs(func) else None
+        if isinstance(func, (cst.Name, cst.Attribute)):
+            qual = self.model.qualname(func)
+            if qual is not None and qual in self.api.converting_functions:
+                return dotted_name(func) or qual
+        return None
 
     def _mapping_keys(self, node: cst.BaseExpression) -> bool:
         """`d.keys()`, or a mapping itself: what is iterated (and compared by `sorted`) are
