@@ -145,3 +145,19 @@ def test_install_leaves_an_imported_libcst_alone() -> None:
         "print(libcst_core._Finder in sys.meta_path, libcst_core.partial())\n"
     )
     assert out.split() == ["False", "False"]
+
+
+def test_fixes_with_libcst_in_part_are_the_plain_ones(tmp_path: Path) -> None:
+    """Fixes build and print nodes (CSTTransformer, code generation): the diff is the one
+    a process with libcst imported whole prints."""
+    fixture = ROOT / "fixtures" / "DL006"
+    for path in sorted(fixture.glob("bad_*.py"))[:3]:
+        (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    args = ["--no-cache", "--diff", "--unsafe-fixes", "--select", "ALL", "-j", "1", "."]
+    outputs = []
+    for prelude in ("", "import libcst\n"):
+        done = subprocess.run([sys.executable, "-c", prelude + _CHECK, *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        outputs.append((done.returncode, done.stdout))
+    assert outputs[0] == outputs[1] and "+++" in outputs[0][1]
