@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-import pkgutil
 import re
 import sys
 from dataclasses import asdict, dataclass
@@ -142,6 +141,8 @@ def all_rules() -> dict[str, type[Rule]]:
     global _registry
     if _registry is not None:
         return _registry
+    import pkgutil  # here: a run that reads the rule catalogue never lists the rules
+
     import devicelint.rules as builtin
     registry: dict[str, type[Rule]] = {rule.code: rule for rule in DIAGNOSTICS}
 
@@ -375,7 +376,7 @@ def rule_catalog() -> dict[str, RuleMeta]:
 
 KEPT_CATALOGS = 32  # one per devicelint install, version and edit: the most recently used are kept
 MARK_AFTER_S = 3600  # a catalogue read is marked used (its mtime) when its mark is older than this
-_CATALOG_NAME = re.compile(r"^rules-[0-9a-f]{20}\.json$")
+_CATALOG_NAME = r"^rules-[0-9a-f]{20}\.json$"  # compiled when a catalogue is written (re.match)
 
 
 def _mark_used(folder, name: str) -> None:
@@ -404,7 +405,7 @@ def _prune_catalogs(folder, current: str) -> None:
 
     found = []
     for name in folder.names():
-        if name == current or not _CATALOG_NAME.match(name):
+        if name == current or not re.match(_CATALOG_NAME, name):
             continue
         info = folder.stat(name)
         if info is not None and stat.S_ISREG(info.st_mode):

@@ -544,3 +544,17 @@ def test_reading_a_rule_catalogue_marks_it_used(tmp_path: Path, monkeypatch) -> 
     rule.rule_catalog()  # read from the file
     assert rule._registry is None  # (not rebuilt from the rules)
     assert path.stat().st_mtime > time.time() - 60
+
+
+def test_a_run_that_reads_the_rule_catalogue_does_not_import_pkgutil(tmp_path: Path) -> None:
+    """pkgutil lists the built-in rules only when the catalogue is built (`all_rules`)."""
+    (tmp_path / "one.py").write_text("import torch\nx = torch.zeros(3)\n")
+    probe = ("import atexit, sys\natexit.register(lambda: print('PKGUTIL', 'pkgutil' in sys.modules, file=sys.stderr))\n"
+             + _PROBE)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg"), "PYTHONPATH": str(ROOT)}
+    rows = []
+    for _ in range(2):  # the first run builds the catalogue, the second reads it
+        done = subprocess.run([sys.executable, "-c", probe, "--no-cache", "-q", "one.py"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        rows.append([row for row in done.stderr.splitlines() if row.startswith("PKGUTIL ")][-1])
+    assert rows == ["PKGUTIL True", "PKGUTIL False"]
