@@ -16,7 +16,7 @@ fresh cache directory each time): with the index, what each file used of other f
 noted and stored, which `--no-cache` skips. Without it, runs use `--no-cache`.
 
 Default corpora: bench/.corpora/torchvision-0.24.1/torchvision (library code),
-bench/.corpora/practitioner (practitioner scripts; `bench/practitioner.py --materialise`)
+bench/.corpora/pytorch-lightning-2.6.6 (a training library), bench/.corpora/practitioner (practitioner scripts; `bench/practitioner.py --materialise`)
 and bench/.corpora/timm-1.0.31/timm (a larger library), those present.
 """
 
@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = [ROOT / "bench/.corpora/torchvision-0.24.1/torchvision", ROOT / "bench/.corpora/practitioner",
-           ROOT / "bench/.corpora/timm-1.0.31/timm"]
+DEFAULT = [ROOT / "bench/.corpora/torchvision-0.24.1/torchvision", ROOT / "bench/.corpora/pytorch-lightning-2.6.6",
+           ROOT / "bench/.corpora/practitioner", ROOT / "bench/.corpora/timm-1.0.31/timm"]
 # A baseline tree's rules: the editable install maps the name devicelint.rules to this
 # checkout's rules/ (a package_dir mapping, found whatever sys.path says), so a baseline
 # would lint with its own engine and this checkout's rules; bound to the tree's here.
