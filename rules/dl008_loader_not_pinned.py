@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devicelint.rule import Rule
-from devicelint.semantic import Kind
+from devicelint.semantic import Kind, dataflow
 from devicelint.semantic.model import call_arg, string_value
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
@@ -34,7 +34,10 @@ class LoaderNotPinned(Rule):
     Stays silent on loaders whose batches are never seen going to a device (CPU-only
     scripts, `.to(torch.float64)`, code in branches that run only without a GPU), on
     `pin_memory=True`, on `pin_memory=False` written out (a deliberate choice), when
-    `pin_memory` comes from a variable, `*args` or `**kwargs` (the code does not say), and
+    `pin_memory` comes from a variable, `*args` or `**kwargs` (the code does not say; a
+    `**params` of a dict display nothing changes does say: `params = {'batch_size': 8}`
+    passes none, and is reported), on copies to an XLA device (`xm.xla_device()`), which
+    pinned host memory does not serve, and
     when the loader's `collate_fn` is a function of the file that returns objects of a class
     of the file without a `pin_memory()` method (the loader would not pin them), or a
     `collate_fn` of the file (or a `functools.partial` of one) that copies its batches to a
@@ -95,7 +98,8 @@ class LoaderNotPinned(Rule):
             loader = source.loader
             if source.pinned is not False or call_arg(loader, _PIN_MEMORY, "pin_memory") is not None:
                 continue  # pinned, decided elsewhere, or deliberately off
-            if self._collates_unpinnable(loader) or self._collates_to_device(loader):
+            if self._collates_unpinnable(loader) or self._collates_to_device(loader) \
+                    or self._to_xla(move.call):
                 continue
             text = " ".join(self.ctx.code(move.call).split())
             if len(text) > 50:
@@ -109,6 +113,40 @@ class LoaderNotPinned(Rule):
             # reaches it, in the message too)
             related = [(move.where, "the copy of its batches to the GPU")] if move.where else []
             self.report(loader, message, related=related)
+
+    def _to_xla(self, move: cst.Call) -> bool:
+        """The copy goes to an XLA device (`dev = xm.xla_device()`, `"xla:0"`), which the
+        loader's pinned host memory does not serve (PyTorch/XLA's own loaders copy batches)."""
+        sem = self.ctx.semantic
+        func = move.func
+        target = call_arg(move, 0, "device") if isinstance(func, cst.Attribute) and func.attr.value == "to" else None
+        if target is None:
+            return False
+        values = self._bound_values(target)
+        if isinstance(target, cst.Name) and [d.kind for d in sem.defs(target)] == ["param"]:
+            # a parameter: what the file's calls of its function pass (one level)
+            function = sem.function_of(target)
+            sites = dataflow.call_sites(sem, function) if function is not None else []
+            passed = [bound.get(target.value) for _, bound in sites]
+            if not sites or any(p is None or len(p) != 1 for p in passed):
+                return False
+            values = [v for p in passed for v in self._bound_values(p[0])]
+        for value in values:
+            if isinstance(value, cst.Call):
+                qual = sem.qualname(value.func) or ""
+                if not qual.startswith("torch_xla."):
+                    return False
+            elif (string_value(value) or "").split(":")[0].strip().lower() != "xla":
+                return False
+        return True
+
+    def _bound_values(self, node: cst.BaseExpression) -> list:
+        """`node`, or the values its assignments bind when it is a name."""
+        if isinstance(node, cst.Name):
+            defs = self.ctx.semantic.defs(node)
+            if defs and all(d.kind == "assign" and not d.path for d in defs):
+                return [d.value for d in defs]
+        return [node]
 
     def _collates_to_device(self, loader: cst.Call) -> bool:
         """The loader's `collate_fn` (a function of the file, or a `functools.partial` of

@@ -341,3 +341,24 @@ def test_a_list_bound_empty_holds_what_the_code_appends_to_it():
     for change in ("res[0] = k", "alias = res", "fill(res)"):
         changed = source.replace("return res", f"{change}\n        return res")
         assert value_at(changed, "first").kind is Kind.UNKNOWN, change
+
+
+def test_unpacked_keyword_reads_a_dict_display_nothing_changes():
+    source = """
+    import torch
+    plain = {"batch_size": 4, "shuffle": True}
+    pinned = {"batch_size": 4, "pin_memory": True}
+    grown = {"batch_size": 4}
+    grown["pin_memory"] = True
+    built = dict(batch_size=4)
+    a = f(**plain)  # here
+    b = f(**pinned)  # here
+    c = f(**grown)  # here
+    d = f(**built)  # here
+    """
+    ctx, sem = model_of(source)
+    found = [dataflow.unpacked_keyword(sem, call.args[0].value, "pin_memory")
+             for call in calls_on_marked_lines(ctx)]
+    assert found[0] == (True, None)
+    assert found[1][0] and ctx.code(found[1][1]) == "True"
+    assert found[2:] == [(False, None), (False, None)]

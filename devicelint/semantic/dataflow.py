@@ -110,6 +110,35 @@ def reads_only_metadata(sem, use: cst.Name) -> bool:
     return False
 
 
+def unpacked_keyword(sem, mapping: cst.BaseExpression, key: str) -> tuple[bool, Optional[cst.BaseExpression]]:
+    """What `**mapping` passes as `key=`: (True, the value) or (True, None) when it passes
+    none, if `mapping` is a name whose every binding is a dict display with string keys and
+    no `**`, read nowhere but in `**` arguments (nothing adds a key later); (False, None)
+    when the code does not say (`DataLoader(ds, **train_params)` with `train_params =
+    {'batch_size': 8, 'shuffle': True}` passes no `pin_memory`)."""
+    if not isinstance(mapping, cst.Name):
+        return False, None
+    defs = sem.defs(mapping)
+    found: Optional[cst.BaseExpression] = None
+    if not defs:
+        return False, None
+    for d in defs:
+        if d.kind != "assign" or d.path or not isinstance(d.value, cst.Dict):
+            return False, None
+        for element in d.value.elements:
+            if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                return False, None
+            if element.key.evaluated_value == key:
+                if len(defs) > 1:
+                    return False, None
+                found = element.value
+        for use in uses(sem, d):
+            arg = sem.parent(use)
+            if not (isinstance(arg, cst.Arg) and arg.star == "**" and arg.value is use):
+                return False, None
+    return True, found
+
+
 def size_factory(sem, call: cst.Call) -> Optional[str]:
     """The qualified name of a factory whose arguments are sizes (`torch.zeros(n)`,
     `torch.arange(n)`, `torch.ones_like(x)`), else None."""

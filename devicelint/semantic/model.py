@@ -1969,10 +1969,17 @@ class SemanticModel:
             return BOOL
         if api.is_loader(qual):
             pin = call_arg(node, 7, "pin_memory")
-            pinned: Optional[bool]
-            if pin is None:
-                pinned = None if any(a.star for a in node.args) else False
-            else:
+            pinned: Optional[bool] = False
+            if pin is None and any(a.star for a in node.args):
+                # `**params` with params a dict display says what it passes (dataflow).
+                from devicelint.semantic.dataflow import unpacked_keyword
+                for arg in node.args:
+                    known, value = unpacked_keyword(self, arg.value, "pin_memory") \
+                        if arg.star == "**" else (False, None)
+                    if arg.star and not known:
+                        pinned = None
+                    pin = pin or value
+            if pin is not None:
                 v = self.value(pin)
                 pinned = v.literal if isinstance(v.literal, bool) else None
             return Value(Kind.LOADER, Place.CPU, pinned=pinned, node=node,
