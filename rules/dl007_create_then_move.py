@@ -71,7 +71,9 @@ class CreateThenMove(Rule):
     on tensors the code reads on the CPU before the move, on moves to the CPU, dtype-only
     `.to(torch.float16)`, `.to(other_tensor)`, factories given `device=`, on a binding made
     before a loop and moved inside it (DL016's: a copy repeated every iteration), and on
-    code that runs only without a GPU (`if not use_cuda:`).
+    code that runs only without a GPU (`if not use_cuda:`), and on a fill written element
+    by element by Python loops before its move (`mask[i, j] = 1` for every `i, j`: on the
+    device each write would be a kernel launch, so the host fill is the right choice).
 
     ## Why is this bad?
     The tensor is first allocated and filled by the CPU, then copied over PCIe, then the
@@ -274,6 +276,8 @@ class CreateThenMove(Rule):
         at = ctx.order(move)
         here = sem.scope_of(move)
         for name, d in fill.through:
+            if any(self._written_by_python_loop(use, d) for use in dataflow.uses(sem, d)):
+                return False
             if d.scope is not here:
                 # Inside a function the move calls: nothing there may read the fill but
                 # the way to its `return`.
@@ -290,6 +294,14 @@ class CreateThenMove(Rule):
                 if ctx.order(use) < at or not self._rebinds(move, name.value):
                     return False
         return True
+
+    def _written_by_python_loop(self, use: cst.Name, d) -> bool:
+        """`mask[i, j] = 1` in a Python loop the binding is outside of: the fill is written
+        element by element, where a device tensor would take one kernel launch per write,
+        so filling on the host and copying once is the right choice."""
+        sem = self.ctx.semantic
+        return dataflow.number_store(sem, use) and any(
+            not dataflow.within(sem, d.node, loop) for loop in sem.loops.enclosing_loops(use))
 
     def _rebinds(self, move: cst.Call, name: str) -> bool:
         """`name = <chain>.to(dev)`: the move's statement binds `name` again (also at the

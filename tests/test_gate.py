@@ -336,7 +336,7 @@ GATES_DERIVED_FROM = {
     "DL004": "6808a0ef4998",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
-    "DL007": "4e5ae8c55e7e",
+    "DL007": "8aa07bbecc55",
     "DL008": "34f501a015f6",
     "DL009": "f3f7d38e4d08",
     "DL010": "a635d1733ef7",
