@@ -664,3 +664,31 @@ def test_python_number_conversions_read_a_tensor_on_the_host():
     (literal,) = sem.syncs.reads(find(ctx, cst.Call, "math.log10(2.0)"))
     assert not sem.syncs.on_device(literal.operand)
     assert sem.syncs.reads(find(ctx, cst.Call, "hex(t)")) == []   # the file's own `hex`
+
+
+def test_settings_first_passes_and_passed_gpu_flags_decide_per_step_reads():
+    ctx, sem = semantic("""
+        def train(model, loader, params, classes):
+            kept = []
+            for x, y in loader:
+                if params.cuda:
+                    x = x.cuda()
+                out = model(x)
+                if classes == 1:
+                    a = out.max().item()
+                else:
+                    b = out.min().item()
+                if len(kept) == 0:
+                    kept.append(out.cpu())
+                else:
+                    c = out.sum().item()
+        if __name__ == "__main__":
+            params = object()
+            params.cuda = torch.cuda.is_available()
+            train(None, [], params, 3)
+    """)
+    flag = find(ctx, cst.Attribute, "params.cuda")
+    assert sem.gpu_truth(flag) is True
+    for text, per_step in (("out.max().item()", True), ("out.min().item()", True),
+                           ("out.cpu()", False), ("out.sum().item()", True)):
+        assert (sem.loops.step_loop(find(ctx, cst.Call, text)) is not None) is per_step, text

@@ -105,6 +105,81 @@ def _bindings(sem, flag: cst.BaseExpression) -> Optional[tuple]:
     return (store.value,)
 
 
+def passed_attribute_value(sem, flag: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """What `obj.attr` holds in a function that receives `obj` through parameters
+    (`train(model, loader, params)` called with the module's `params`, whose `params.cuda =
+    torch.cuda.is_available()` is stored once, in the module's own code, before that call):
+    the stored expression, or None when the code does not show one. The object is followed
+    from a parameter to what every call in the file passes for it, to one module-level
+    binding; the store must run whenever the script runs (at top level, or under `if __name__
+    == "__main__":`), be the only store of that attribute, and come before the calls."""
+    if not isinstance(flag, cst.Attribute) or not isinstance(flag.value, cst.Name):
+        return None
+    if sem.scope_of(flag) is sem.ctx.module:
+        return None  # a module-level read: `_bindings` decides
+    handed: list = []
+    binding = _module_object(sem, flag.value, handed, 0)
+    if binding is None or not handed:
+        return None
+    stores = _attribute_stores(sem).get(f"{binding.name}.{flag.attr.value}", ())
+    if len(stores) != 1:
+        return None
+    store = stores[0]
+    if not isinstance(store, cst.Assign) or len(store.targets) != 1 \
+            or sem.defs(store.targets[0].target.value) != [binding] or not _runs_as_script(sem, store) \
+            or any(sem.ctx.order(store) > sem.ctx.order(arg) for arg in handed):
+        return None
+    return store.value
+
+
+def _module_object(sem, name: cst.Name, handed: list, depth: int):
+    """The one module-level binding `name` reaches, through parameters to what every call
+    of their functions passes (`handed` collects those module-level arguments); None when
+    another binding or call reaches it too."""
+    if depth > 4:
+        return None
+    found = None
+    for d in sem.defs(name):
+        if d.kind == "param" and isinstance(d.node, cst.Param):
+            passed = sem.passed_arguments(d.node)
+            if passed is None or passed[1]:
+                return None
+            for arg in passed[0]:
+                if not isinstance(arg, cst.Name):
+                    return None
+                inner = _module_object(sem, arg, handed, depth + 1)
+                if inner is None or (found is not None and inner is not found):
+                    return None
+                found = inner
+                if sem.scope_of(arg) is sem.ctx.module:
+                    handed.append(arg)
+        elif d.kind == "assign" and d.scope is sem.ctx.module and depth > 0:
+            if found is not None and d is not found:
+                return None
+            found = d
+        else:
+            return None
+    return found
+
+
+def _runs_as_script(sem, statement: cst.CSTNode) -> bool:
+    """`statement` runs whenever the file runs as a script: at the module's top level, or
+    in the body of `if __name__ == "__main__":` (no loop, `try`, other `if` or function)."""
+    current = sem.parent(statement)
+    while current is not None and current is not sem.ctx.module:
+        if isinstance(current, cst.If):
+            test = current.test
+            if not (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name)
+                    and test.left.value == "__name__" and len(test.comparisons) == 1
+                    and isinstance(test.comparisons[0].operator, cst.Equal)
+                    and not sem.defs(test.left)):
+                return False
+        elif not isinstance(current, (cst.SimpleStatementLine, cst.IndentedBlock)):
+            return False
+        current = sem.parent(current)
+    return current is sem.ctx.module
+
+
 def _attribute_stores(sem) -> dict[str, list[cst.CSTNode]]:
     """{"base.attr": [statements that store or delete that attribute]}, found once per file."""
     memo = sem.__dict__.get("_dl_flag_stores")
@@ -116,26 +191,25 @@ def _attribute_stores(sem) -> dict[str, list[cst.CSTNode]]:
             if spelling is not None:
                 memo.setdefault(spelling, []).append(statement)
 
-        for node in sem.ctx.iter_nodes(cst.Assign):
-            for target in node.targets:
-                stack = [target.target]
-                while stack:
-                    part = stack.pop()
-                    if isinstance(part, (cst.Tuple, cst.List)):
-                        stack += [e.value for e in part.elements]
-                    else:
-                        add(part, node if part is target.target else None)
-        for kind in (cst.AugAssign, cst.AnnAssign):
-            for node in sem.ctx.iter_nodes(kind):
-                add(node.target, node)
-        for node in sem.ctx.iter_nodes(cst.Del):
-            stack = [node.target]
+        def add_parts(target, statement):
+            """Each attribute a (possibly unpacking) target stores; a part of a tuple or list
+            assignment is recorded with no statement (no plain one-value store)."""
+            stack = [target]
             while stack:
                 part = stack.pop()
                 if isinstance(part, (cst.Tuple, cst.List)):
                     stack += [e.value for e in part.elements]
                 else:
-                    add(part, node)
+                    add(part, statement if part is target else None)
+
+        for node in sem.ctx.iter_nodes(cst.Assign):
+            for target in node.targets:
+                add_parts(target.target, node)
+        for kind in (cst.AugAssign, cst.AnnAssign):
+            for node in sem.ctx.iter_nodes(kind):
+                add(node.target, node)
+        for node in sem.ctx.iter_nodes(cst.Del):
+            add_parts(node.target, node)
         sem.__dict__["_dl_flag_stores"] = memo
     return memo
 

@@ -19,6 +19,7 @@ from typing import Optional
 import libcst as cst
 
 from devicelint.names import call_arg, keyword_arg
+from devicelint.semantic import dataflow
 from devicelint.semantic.values import Kind, Origin, Place
 
 LOOPS = (cst.For, cst.While)
@@ -189,7 +190,13 @@ class LoopModel:
                 return True
         if method == "step":
             receiver = self.model.value(func.value)
-            return receiver.kind in (Kind.OPTIMIZER, Kind.SCALER)
+            if receiver.kind in (Kind.OPTIMIZER, Kind.SCALER):
+                return True
+            if receiver.kind is Kind.UNKNOWN and isinstance(func.value, cst.Name):
+                # `optimizer = torch.optim.SGD(...)` then, under a flag, `model, optimizer =
+                # amp.initialize(model, optimizer)`: an optimizer or what wraps it.
+                kinds = {self.model.def_value(d).kind for d in self.model.defs(func.value)}
+                return Kind.OPTIMIZER in kinds and kinds <= {Kind.OPTIMIZER, Kind.UNKNOWN}
         return False
 
     def _moves_element(self, call: cst.Call, loop) -> bool:
@@ -259,7 +266,7 @@ class LoopModel:
         `tokens = out.softmax(-1)` of an unknown model's output inside it)."""
         model = self.model
         value = model.value(node)
-        if value.kind is Kind.TENSOR and value.place is Place.DEVICE and not value.hint:
+        if value.kind is Kind.TENSOR and value.place is Place.DEVICE:
             return True
         if not isinstance(node, cst.Name) or value.kind not in (Kind.TENSOR, Kind.UNKNOWN):
             return False
@@ -381,14 +388,54 @@ class LoopModel:
         parent = self.model.parent(node)
         while parent is not None and parent is not loop:
             if isinstance(parent, cst.If) and child is not parent.test:
-                if self._gates(parent, loop):
+                if self._gates(parent, loop) and not (
+                        child is parent.orelse and self._first_pass_only(parent, loop)):
                     return True
             elif isinstance(parent, cst.Else):
                 owner = self.model.parent(parent)
-                if isinstance(owner, cst.If) and self._gates(owner, loop):
+                if isinstance(owner, cst.If) and self._gates(owner, loop) \
+                        and not self._first_pass_only(owner, loop):
                     return True
             child = parent
             parent = self.model.parent(parent)
+        return False
+
+    def _first_pass_only(self, branch: cst.If, loop: cst.CSTNode) -> bool:
+        """`branch` tests that a collection from before the loop is still empty (`len(xs) ==
+        0`, `not xs`) and its body grows it (`xs.append(...)`), which nothing else in the loop
+        undoes: the body runs on the first pass only, the `else:` on every later one."""
+        test = branch.test
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+        elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                and isinstance(test.comparisons[0].operator, cst.Equal) \
+                and isinstance(test.comparisons[0].comparator, cst.Integer) \
+                and test.comparisons[0].comparator.value == "0":
+            test = test.left
+        else:
+            return False
+        if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "len" \
+                and not self.model.defs(test.func) and len(test.args) == 1:
+            test = test.args[0].value
+        if not isinstance(test, cst.Name):
+            return False
+        defs = self.model.defs(test)
+        if not defs or any(d.node is loop or self._inside(d.node, loop) for d in defs):
+            return False  # rebound in the loop
+        grows = False
+        for kind, node in dataflow.changes(self.model, test, loop):
+            if kind == "method" and node.func.attr.value in ("append", "extend", "insert"):
+                grows = grows or self._within(node, branch.body)
+            elif kind != "store":
+                return False  # emptied, or handed to code that may empty it
+        return grows
+
+    def _within(self, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
+        current = node
+        while current is not None:
+            if current is outer:
+                return True
+            current = self.model.parent(current)
         return False
 
     def leaves_loop(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
@@ -434,14 +481,25 @@ class LoopModel:
         """`branch` runs what it guards only every N steps or on a flag: its test is a
         throttle, its body does not train, and it is not a choice between two ways of running
         the step (`if is_transformer: out = model(x) ... else: out, h = model(x, h)`: each arm
-        calls a module on this iteration's data, so one of them runs on every step)."""
+        calls a module on this iteration's data, so one of them runs on every step; or a test
+        that reads nothing the loop binds, with an `else` where both arms use this
+        iteration's data: `if n_classes == 1: ... else: ...`)."""
         if not self.is_throttle(branch.test) or self._trains_in(branch):
             return False
         orelse = branch.orelse
         if orelse is None:
             return True
         arm = orelse.body if isinstance(orelse, cst.Else) else orelse
-        return not (self._steps_in(branch.body, loop) and self._steps_in(arm, loop))
+        if self._steps_in(branch.body, loop) and self._steps_in(arm, loop):
+            return False
+        # A setting the loop does not change (`if net.n_classes == 1:`, not a step counter)
+        # choosing how to handle this iteration's data: one arm or the other runs every step.
+        # Not a bare flag (`if not options.on_gpu:` may pick the arm that runs without a GPU).
+        test = branch.test
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+        return isinstance(test, (cst.Name, cst.Attribute)) or not dataflow.invariant(self.model, test, loop) or not (
+            self._on_iteration_data_expr(branch.body, loop) and self._on_iteration_data_expr(arm, loop))
 
     def _steps_in(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
         """`node` calls a module on this iteration's data of `loop`."""

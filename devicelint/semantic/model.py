@@ -28,7 +28,7 @@ from devicelint.names import call_arg, dotted_name, int_value, keyword_arg, posi
 from devicelint.semantic import dataflow, shapes
 from devicelint.semantic.api import OpSpec, torch_api
 from devicelint.tree import children
-from devicelint.semantic.flags import guards_device_move
+from devicelint.semantic.flags import guards_device_move, passed_attribute_value
 from devicelint.semantic.modules import attribute_moves, holds_state
 from devicelint.semantic.flow import COMPREHENSIONS, FUNCTIONS, IN_PLACE_MODULE_METHODS, Def, ScopeFlow, target_parts
 from devicelint.semantic.values import (
@@ -2344,8 +2344,11 @@ class SemanticModel:
                     else:
                         truths.add(None)
                 return truths.pop() if len(truths) == 1 else None
-        if isinstance(node, cst.Attribute) and guards_device_move(self, node):
-            return True  # `args.cuda = not args.no_cuda and ...` with `if args.cuda: model.cuda()`
+        if isinstance(node, cst.Attribute):
+            if guards_device_move(self, node):
+                return True  # `args.cuda = not args.no_cuda and ...` with `if args.cuda: model.cuda()`
+            stored = passed_attribute_value(self, node)   # `params.cuda` of a `params` passed in
+            return self._gpu_truth(stored, depth + 1) if stored is not None else None
         return None
 
     def _param_gpu_truth(self, param: cst.Param, depth: int) -> Optional[bool]:
