@@ -31,13 +31,16 @@ class UnsyncedGpuTiming(Rule):
     GPU work is what the code shows runs on the device between the start and the end: a
     PyTorch operation that launches kernels (`launches` in the semantic layer's API table) on
     device values, a module on the device called, arithmetic on device tensors, `.backward()`
-    of a device loss, a device factory, a `non_blocking=True` copy. A loop that times each
-    device in turn (`for device in ["cpu", "cuda"]:`, devices named by literals) is judged
+    of a device loss (or of one computed from device values), a device factory, a
+    `non_blocking=True` copy. A loop that times each device in turn (`for device in ["cpu", "cuda"]:`, devices named by literals) is judged
     on its GPU pass.
 
     Counted as synchronising (silent after them): `torch.cuda.synchronize()` (also through a
     name bound to it, or a function of the file that calls it), `.item()`, `.tolist()`,
-    `.cpu()`, `.numpy()`, `.to("cpu")`, `print()`/`float()`/`int()` of a device value, a
+    `.cpu()`, `.numpy()`, `.to("cpu")`, `print()`/`float()`/`int()`/an f-string of a device
+    value (also of a value the model cannot place but computes from device values: `loss =
+    criterion(outputs, targets)` with `targets` moved, then `loss.item()`; `loss.backward()`
+    of such a loss is GPU work), a
     blocking host-to-device copy (`.to(device)` of a host tensor without `non_blocking=True`,
     which waits for the stream), a function of the file that reads its device argument on
     the host, and any other call given device values (the rule cannot see inside it, so it
@@ -221,9 +224,46 @@ class _Scope:
                 return WORK
             return None
         if isinstance(node, cst.FormattedStringExpression):
-            if any(sem.syncs.on_device(r.operand) for r in sem.syncs.reads(node)):
+            if any(self._read_waits(r.operand) for r in sem.syncs.reads(node)):
                 return SYNC
         return None
+
+    def _read_waits(self, operand: Optional[cst.CSTNode]) -> bool:
+        """A host read of `operand` waits for the GPU: it is on the device, or the model
+        does not know where it is and it is computed from device values (`loss =
+        criterion(outputs, targets)` with `targets` moved: a loss of device data is on the
+        device, or the call would have raised)."""
+        syncs = self.sem.syncs
+        if operand is None or syncs.on_device(operand):
+            return True
+        return self.sem.value(operand).place is Place.UNKNOWN and self._from_device(operand, 0)
+
+    def _from_device(self, node: cst.CSTNode, depth: int) -> bool:
+        """`node` is computed from a device value: its operands, arguments and receivers,
+        through the bindings of the names it reads (a few steps deep). Unlike
+        `syncs.on_device`, a place resting on a name (`device` with no call site) counts:
+        `.to(device, non_blocking=True)` of such a device is work to this rule, so a read of
+        its result is a wait."""
+        sem = self.sem
+        if depth > 3 or isinstance(node, _NESTED):
+            return False
+        if isinstance(node, cst.BaseExpression):
+            value = sem.value(node)
+            if value.place is Place.DEVICE and value.kind in (Kind.TENSOR, Kind.UNKNOWN):
+                return True  # also where a name says so: the work the rule counts may too
+        if isinstance(node, cst.Name):
+            return any(d.value is not None and d.kind in ("assign", "annassign", "augassign")
+                       and self._from_device(d.value, depth + 1) for d in sem.defs(node))
+        if isinstance(node, cst.Call):
+            parts = [a.value for a in node.args]
+            if isinstance(node.func, cst.Attribute):
+                parts.append(node.func.value)
+        elif isinstance(node, (cst.BinaryOperation, cst.Comparison, cst.Subscript, cst.Attribute,
+                               cst.UnaryOperation)):
+            parts = list(sem.children(node))
+        else:
+            return False
+        return any(self._from_device(part, depth) for part in parts)
 
     def _call(self, call: cst.Call) -> Optional[str]:
         sem = self.sem
@@ -240,7 +280,7 @@ class _Scope:
             self.event_timing = True
             return None
         for read in syncs.reads(call):
-            if read.operand is None or syncs.on_device(read.operand):
+            if self._read_waits(read.operand):
                 return SYNC
         if self._bound_synchronize(func):
             return SYNC
@@ -258,8 +298,10 @@ class _Scope:
             return None  # .eval(), .parameters(), .zero_grad() (moves are copies, above)
         if receiver is not None and receiver.kind in (Kind.OPTIMIZER, Kind.SCALER, Kind.SCHEDULER):
             return None
-        if method == "backward" and receiver is not None and receiver.place is Place.DEVICE:
-            return WORK if on_gpu else None
+        if method == "backward" and receiver is not None and (
+                receiver.place is Place.DEVICE
+                or receiver.place is Place.UNKNOWN and self._from_device(func.value, 0)):
+            return WORK if on_gpu else None  # as a read of it waits (`_read_waits`), it runs there
         spec = None
         if qual is not None:
             spec = sem.api.function(qual)
