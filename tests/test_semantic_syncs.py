@@ -692,3 +692,13 @@ def test_settings_first_passes_and_passed_gpu_flags_decide_per_step_reads():
     for text, per_step in (("out.max().item()", True), ("out.min().item()", True),
                            ("out.cpu()", False), ("out.sum().item()", True)):
         assert (sem.loops.step_loop(find(ctx, cst.Call, text)) is not None) is per_step, text
+
+
+def test_a_comparison_of_a_tensor_placed_by_a_name_keeps_the_name_hint():
+    ctx, sem = semantic("""
+        def check(mask, dev):
+            mask = mask.to(dev)
+            ok = mask.min() >= 0
+    """)
+    test = find(ctx, cst.Comparison, "mask.min() >= 0")
+    assert sem.value(test).place is Place.DEVICE and sem.value(test).hint

@@ -846,7 +846,7 @@ class SemanticModel:
                 if side.kind is Kind.TENSOR:
                     layout = shapes.elementwise_layout([v for v in sides if v.kind is Kind.TENSOR]) \
                         if len(node.comparisons) == 1 else CONTIGUOUS
-                    return tensor(side.place, side.shape, layout, node=node)
+                    return tensor(side.place, side.shape, layout, node=node, hint=side.hint)
             for side in sides:
                 if side.kind is Kind.ARRAY:
                     return Value(Kind.ARRAY, Place.CPU)
