@@ -753,12 +753,14 @@ class SyncModel:
         """Names of `function`'s parameters whose data may flow into the value of `node`
         (through assignments, loops, calls and arithmetic; not through values the model knows
         live on the host, nor through attributes of `self`)."""
-        key = (id(node), id(function))
+        return self._memo_deps((id(node), id(function)), self._param_deps, node, function)
+
+    def _memo_deps(self, key: tuple, compute, node: cst.CSTNode, function: cst.FunctionDef) -> frozenset:
         found = self._deps.get(key)
         if found is not None:
             return found
         self._deps[key] = frozenset()  # a cycle adds nothing
-        result = frozenset(self._param_deps(node, function))
+        result = frozenset(compute(node, function))
         self._deps[key] = result
         return result
 
@@ -805,14 +807,7 @@ class SyncModel:
         `SummaryRead.inside`): through iterating or indexing them, their mapping views
         (`.items()`, `.values()`), a module's tensors (`.parameters()`, `.named_parameters()`,
         `.buffers()`, `.state_dict()`) or calling a module parameter (`model(x)`)."""
-        key = (id(node), id(function), "inside")
-        found = self._deps.get(key)
-        if found is not None:
-            return found
-        self._deps[key] = frozenset()  # a cycle adds nothing
-        result = frozenset(self._inside_deps(node, function))
-        self._deps[key] = result
-        return result
+        return self._memo_deps((id(node), id(function), "inside"), self._inside_deps, node, function)
 
     def _inside_deps(self, node: cst.CSTNode, function: cst.FunctionDef) -> set:
         model = self.model
