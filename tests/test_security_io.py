@@ -380,7 +380,13 @@ def test_terminating_a_parallel_lint_ends_its_workers(tmp_path: Path) -> None:
 @pytest.mark.skipif(not ON_LINUX, reason="finds the workers through /proc")
 def test_ctrl_c_exits_130_without_tracebacks(tmp_path: Path) -> None:
     # Ctrl-C in a terminal signals the whole process group: main process and workers.
-    proc, workers = _parallel_lint(tmp_path, start_new_session=True)
+    # A terminal's foreground job takes SIGINT at its default disposition. A suite started in
+    # the background (`pytest &` in a script) hands its children SIGINT ignored, as POSIX
+    # shells do for background jobs, and devicelint, like any program, keeps that: the lint
+    # then runs to the end and blocks on the unread stdout pipe. Restored here so that the
+    # test means the same however the suite is started.
+    proc, workers = _parallel_lint(tmp_path, start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         os.killpg(proc.pid, signal.SIGINT)
         assert proc.wait(timeout=30) == 130
