@@ -14,7 +14,6 @@ from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Wat
 
 # Host reads of device data: each copies device memory to the host (and waits for the GPU).
 _HOST_READ_METHODS = ("item", "tolist", "cpu", "numpy")
-_HOST_READ_BUILTINS = ("int", "float", "bool")
 
 
 class RepeatedTransfer(Rule):
@@ -26,10 +25,15 @@ class RepeatedTransfer(Rule):
       the loop, nothing in the loop changes them in place or hands them to a call that
       might, and they are computed by deterministic calls only): `for _ in range(n): w =
       weights.to(device)`, `torch.where(m, torch.tensor(float("-inf")).to(x.device), x)`
-      in a decoding loop;
+      in a decoding loop, `torch.tensor([1000] * n, device=dev)` with `n` a number the loop
+      does not change;
     - round trips inside a loop: data copied to the device and straight back in the same
-      iteration (`g = t.to(device)` then `g.to("cpu")` / `g.cpu()`), and data read back from
-      the device (`.item()`, `.tolist()`, `.cpu()`, `int(t)`, a legacy constructor given a
+      iteration (`g = t.to(device)` then `g.to("cpu")` / `g.cpu()`; also through
+      `.detach()`/`.data`, a batch rebound to its device copy, `target = target.cuda()`, and
+      a field of a batch moved by a comprehension, `batch = tuple(t.to(dev) for t in batch)`
+      then `x, y = batch`; a loader the file does not show counts as host data when the loop
+      sends its elements to the device), and data read back from
+      the device (`.item()`, `.tolist()`, `.cpu()`, `int(t)`, `chr(t)`, a legacy constructor given a
       list that holds it: `torch.LongTensor([[ni]])`) that the same loop copies to
       the device again (`tokens.append(out.argmax().item())` … `torch.tensor(tokens).to(device)`),
       or writes into a device tensor (`ys.fill_(token)`). The data read is device data by its
@@ -76,7 +80,9 @@ class RepeatedTransfer(Rule):
     once per epoch: one read, not one per copy), on transfers whose target changes per iteration (one
     copy per device), on device buffers filled with constants (`buf.fill_(0)`), on values
     read back that the loop did not compute from its own upload and that are not known to be
-    on the device, and on code that runs only without a GPU (`if not use_cuda:`).
+    on the device, on a read-back of the first batch only (`if not kept: kept.append(y.cpu())`)
+    or after the host copy was changed in place (a staging buffer refilled: the device copy
+    is then the only one), and on code that runs only without a GPU (`if not use_cuda:`).
 
     ## Why is this bad?
     Each copy pays a fixed cost whatever its size, plus the bytes, and a copy back to the
@@ -86,7 +92,10 @@ class RepeatedTransfer(Rule):
     working on the device instead of copying back 1.6 ms (44×). The upload alone, 100 times,
     took 36.0 ms against 0.34 ms once. A constant rebuilt and copied on every iteration
     (`torch.where(y < 0, torch.tensor(float("-inf")).to(dev), y)`, 1,000 iterations) took
-    42.6 ms against 23.5 ms with the constant copied once (about 19 µs per copy).
+    42.6 ms against 23.5 ms with the constant copied once (about 19 µs per copy): the
+    figure for a small constant such as a repeated label list. A batch's labels copied to the
+    device and back with `.cpu()` make the seed's round trip above (both copies, and the wait
+    for the GPU on the way back).
     Run `devicelint confirm` on a GPU machine to measure it in your code.
 
     ## Example
@@ -510,7 +519,7 @@ class RepeatedTransfer(Rule):
         innermost."""
         sem = self.ctx.semantic
         value = sem.value(moved)
-        if not self._host_data(value):
+        if not self._host_data(value) and not self._repeated_list(moved):
             return None
         if dataflow.fresh_fill(sem, moved, depth=0) is not None:
             return None  # a fresh fill: DL007 (create it on the device)
@@ -526,6 +535,25 @@ class RepeatedTransfer(Rule):
                 break  # the target changes: one copy per device, say
             found = loop
         return found
+
+    def _repeated_list(self, expr: cst.BaseExpression) -> bool:
+        """`[1000] * n`: a list (or tuple) display of numbers repeated a number of times, `n`
+        a number by its value or because the code gives it to a factory as a size
+        (`torch.randn(n, ...)`: `dataflow.given_as_size`): a Python list on the host, whatever
+        else the model knows of `n`."""
+        if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Multiply):
+            return False
+        sem = self.ctx.semantic
+        for shown, count in ((expr.left, expr.right), (expr.right, expr.left)):
+            if not isinstance(shown, (cst.List, cst.Tuple)) or not shown.elements:
+                continue
+            if not all(isinstance(e, cst.Element) and sem.value(e.value).kind in (Kind.NUMBER, Kind.BOOL)
+                       for e in shown.elements):
+                continue
+            if sem.value(count).kind is Kind.NUMBER \
+                    or isinstance(count, cst.Name) and dataflow.given_as_size(sem, count):
+                return True
+        return False
 
     def _kept(self, call: cst.Call) -> bool:
         """Each iteration keeps its own copy: the transfer is a comprehension's element or
@@ -623,27 +651,113 @@ class RepeatedTransfer(Rule):
     # -- round trips ---------------------------------------------------------------------
     def uploaded_here(self, receiver: cst.BaseExpression, loops: list) -> Optional[cst.CSTNode]:
         """The host→device transfer, made in the same iteration, whose result `receiver`
-        is (directly, or through a name every binding of which is such a transfer made
-        inside the loop and not changed since), else None."""
+        is (directly, through `.detach()`/`.data`, or through a name every binding of which
+        is such a transfer made inside the loop and not changed in place since: also a part
+        of a tuple or list of such transfers, `batch = tuple(t.to(dev) for t in batch)` then
+        `x, y = batch`), else None. Silent when the host data the transfer copied is changed
+        in place before the read-back (`staging.zero_()`): its host copy is gone."""
         sem = self.ctx.semantic
-        if isinstance(receiver, cst.Call) and self._upload_of_host(receiver):
-            return receiver
-        if not isinstance(receiver, cst.Name):
-            return None
-        defs = sem.defs(receiver)
         region = loops[0]
+        source = self._uploaded_part(receiver, (), region)
+        if source is None:
+            return None
+        moved = self.upload(source)
+        if moved is not None and self._host_copy_lost(moved[0], source, receiver, region):
+            return None
+        return source
+
+    def _uploaded_part(self, value: cst.BaseExpression, path: tuple, region: cst.CSTNode,
+                       depth: int = 0) -> Optional[cst.Call]:
+        """The upload of host data, made in `region`, that the part `path` of `value` holds
+        unchanged on the device (see `uploaded_here`), else None."""
+        sem = self.ctx.semantic
+        value = self._same_data(value)
+        if not path and isinstance(value, cst.Call) \
+                and (self._upload_of_host(value) or self._upload_of_element(value, region)):
+            return value
+        if path and path[0] >= 0 and isinstance(value, (cst.Tuple, cst.List)):
+            elements = value.elements
+            if path[0] >= len(elements) or any(isinstance(e, cst.StarredElement)
+                                               for e in elements[:path[0] + 1]):
+                return None
+            return self._uploaded_part(elements[path[0]].value, path[1:], region, depth)
+        if path and path[0] >= 0:
+            built = value
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) \
+                    and value.func.value in ("tuple", "list") and not sem.defs(value.func) \
+                    and len(value.args) == 1 and value.args[0].keyword is None and not value.args[0].star:
+                built = value.args[0].value
+            if isinstance(built, (cst.ListComp, cst.GeneratorExp)):
+                # every element is the comprehension's element: one upload each
+                return self._uploaded_part(built.elt, path[1:], region, depth)
+        if not isinstance(value, cst.Name) or depth > 4:
+            return None
+        defs = sem.defs(value)
         if not defs or not all(d.node is not None and dataflow.within(sem, d.node, region) for d in defs):
             return None
         sources = []
         for d in defs:
-            if d.kind not in ("assign", "annassign", "walrus") or d.path or not isinstance(d.value, cst.Call):
+            if d.kind not in ("assign", "annassign", "walrus") or d.value is None or -1 in d.path:
                 return None
-            if not self._upload_of_host(d.value):
+            source = self._uploaded_part(d.value, d.path + path, region, depth + 1)
+            if source is None:
                 return None
-            sources.append(d.value)
-        if dataflow.changes(sem, receiver, region):
-            return None
+            sources.append(source)
+        if any(kind != "escape" for kind, _ in dataflow.changes(sem, value, region)):
+            return None  # changed on the device in place: not the copy of the host data any more
         return sources[0]
+
+    def _upload_of_element(self, call: cst.Call, region: cst.CSTNode) -> bool:
+        """`call` copies to the device (a part of) the element a loop in `region` walks,
+        not known to be on the device: a loader's batch whose loader the file does not show
+        (a parameter), or a field of it taken by a comprehension (`tuple(t.to(dev) for t in
+        batch)`). A loop that sends the element it binds to the device walks batches
+        (`loops.facts`' `walks_loader`): host data, one batch per iteration."""
+        found = self.upload(call)
+        return found is not None and self._loop_element(found[0], region)
+
+    def _loop_element(self, expr: cst.BaseExpression, region: cst.CSTNode, depth: int = 0) -> bool:
+        sem = self.ctx.semantic
+        if not isinstance(expr, cst.Name):
+            return False
+        value = sem.value(expr)
+        if value.kind not in (Kind.TENSOR, Kind.UNKNOWN) or value.place is Place.DEVICE:
+            return False
+        defs = sem.defs(expr)
+        if not defs:
+            return False
+        for d in defs:
+            if d.kind == "for" and isinstance(d.node, cst.For) and dataflow.within(sem, d.node, region):
+                continue
+            if d.kind == "comp" and depth == 0 and isinstance(d.value, cst.Name):
+                if not self._loop_element(d.value, region, depth + 1):
+                    return False
+            else:
+                return False
+        return True
+
+    @staticmethod
+    def _same_data(value: cst.BaseExpression) -> cst.BaseExpression:
+        """`t` of `t.detach()` and `t.data`: the same device memory."""
+        while True:
+            if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) \
+                    and value.func.attr.value == "detach":
+                value = value.func.value
+            elif isinstance(value, cst.Attribute) and value.attr.value == "data":
+                value = value.value
+            else:
+                return value
+
+    def _host_copy_lost(self, data: cst.BaseExpression, upload: cst.Call, download: cst.BaseExpression,
+                        region: cst.CSTNode) -> bool:
+        """The host data `upload` copied (a name) is changed in place between the upload and
+        the read-back `download`: the host no longer holds what the device copy holds."""
+        if not isinstance(data, cst.Name):
+            return False
+        ctx = self.ctx
+        first, last = ctx.order(upload), ctx.order(download)
+        return any(first < ctx.order(node) < last
+                   for kind, node in dataflow.changes(ctx.semantic, data, region) if kind != "escape")
 
     def _upload_of_host(self, call: cst.Call) -> bool:
         found = self.upload(call)
@@ -677,10 +791,36 @@ class RepeatedTransfer(Rule):
         """The read-back `download` runs each time `upload` copies: the copy sits in no loop
         that the read is outside of (a batch loop's copies read back once after that loop,
         `if epoch == 0: save(x.cpu())`, are one read, not a round trip per copy), and the two
-        are not in opposite arms of one condition (`if use_cuda:` ... `else:`)."""
-        if any(loop not in loops for loop in self.ctx.loops(upload)):
+        are not in opposite arms of one condition (`if use_cuda:` ... `else:`). A
+        comprehension whose element the copy is (`tuple(t.to(dev) for t in batch)`) makes one
+        copy per element, and the read reads one of them (`uploaded_here` took a part)."""
+        for loop in self.ctx.loops(upload):
+            if loop in loops:
+                continue
+            if isinstance(loop, (cst.ListComp, cst.GeneratorExp)) and loop.elt is upload:
+                continue
             return False
+        if self._once_per_loop(download, loops[0]):
+            return False
+        loops_of = self.ctx.semantic.loops
+        if loops_of.throttled(download, loops[0]) and not loops_of.throttled(upload, loops[0]):
+            return False  # read every N steps (`if (i + 1) % plot_every == 0:`), copied every step
         return not dataflow.exclusive_arms(self.ctx.semantic, upload, download, loops[-1])
+
+    def _once_per_loop(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """`node` runs at most once per run of `loop`: in the body of a first-pass test
+        (`if len(xs) == 0:` whose body grows `xs`: loops' `_first_pass_only`), or in a block
+        that leaves the loop (`loops.leaves_loop`)."""
+        sem = self.ctx.semantic
+        if sem.loops.leaves_loop(node, loop):
+            return True
+        child, parent = node, sem.parent(node)
+        while parent is not None and parent is not loop:
+            if isinstance(parent, cst.If) and child is parent.body \
+                    and sem.loops._first_pass_only(parent, loop):
+                return True
+            child, parent = parent, sem.parent(parent)
+        return False
 
     def _host_read_operand(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """What `call` copies back to the host: `t` of `t.item()`, `t.tolist()`, `t.cpu()`,
@@ -695,10 +835,20 @@ class RepeatedTransfer(Rule):
             if func.attr.value != "cpu" and func.attr.value != "to" and call.args:
                 return None
             return func.value
-        if isinstance(func, cst.Name) and func.value in _HOST_READ_BUILTINS and not sem.defs(func) \
-                and len(call.args) == 1 and not call.args[0].star:
+        if len(call.args) == 1 and not call.args[0].star and call.args[0].keyword is None \
+                and self._converts(func):
             return call.args[0].value
         return None
+
+    def _converts(self, func: cst.BaseExpression) -> bool:
+        """A Python function that makes a number (or a character) of its argument through
+        `__float__`/`__index__`: `int`, `float`, `chr`, `math.log10` (`[conversions]` in the
+        API table), not rebound by the file."""
+        sem = self.ctx.semantic
+        if isinstance(func, cst.Name) and not sem.defs(func):
+            return func.value in sem.api.converting_builtins and func.value != "range"
+        qual = sem.qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        return qual is not None and qual in sem.api.converting_functions
 
     def _device_data(self, operand: cst.BaseExpression, uploads: tuple, region: cst.CSTNode) -> bool:
         """`operand` is device data: a tensor on the device, or a value of unknown place that
