@@ -40,7 +40,10 @@ class TransferInLoop(Rule):
     file's own `Dataset` subclasses), one transfer per row. However the loop is written:
     `for row in x`, `for i in range(len(x)): x[i]`, `zip(xs, ys)`, `enumerate(x)`, a
     `while` loop over an index, a comprehension (`torch.stack([r.to(dev) for r in rows])`),
-    and through rebinding (`r = rows[i]; r = r.float(); r.to(dev)`).
+    and through rebinding (`r = rows[i]; r = r.float(); r.to(dev)`). A loader's `collate_fn`
+    (a function of the file given as `collate_fn=`) receives a host list of samples: a
+    transfer per sample in its loop is one per row. A collection bound anew inside the loop
+    (`betas = [0, 0.9999]` indexed by `epoch // 160`) is not walked by it.
 
     The rule decides from what the code does (the semantic model: where each value lives,
     what each loop walks), never from what variables are called. The one exception is a
@@ -302,9 +305,20 @@ class TransferInLoop(Rule):
                 return None  # an index array, a list of indices, a mask: several rows at once
             for name in dataflow.reads(sem, inner):
                 for loop in loops:
-                    if any(d.node is not None and dataflow.within(sem, d.node, loop) for d in sem.defs(name)):
+                    if any(d.node is not None and dataflow.within(sem, d.node, loop) for d in sem.defs(name)) \
+                            and not self._rebuilt_in(subscript.value, loop):
                         changes = True
         return subscript.value if changes else None
+
+    def _rebuilt_in(self, coll: cst.BaseExpression, loop: cst.CSTNode) -> bool:
+        """The collection is bound anew inside `loop` (`betas = [0, 0.9999]` in the epoch
+        loop, then `betas[epoch // 160]`): each iteration picks from its own collection,
+        the loop walks no rows of one."""
+        if not isinstance(coll, cst.Name):
+            return False
+        sem = self.ctx.semantic
+        defs = sem.defs(coll)
+        return bool(defs) and any(d.node is not None and dataflow.within(sem, d.node, loop) for d in defs)
 
     def _one_integer(self, index: cst.BaseExpression, loops: list) -> bool:
         """Whether `index` is one integer, so that `x[index]` selects one row: a number, a

@@ -44,6 +44,9 @@ class CreateThenMove(Rule):
       torch.meshgrid(...)`);
     - moved by `.type(T)` with a CUDA legacy type (`Variable(torch.zeros(n)).type(FloatTensor)`
       with `FloatTensor = torch.cuda.FloatTensor` on the GPU path): no fix;
+    - moved by `.type_as(t)` of a tensor `t` on the device, which converts to t's device
+      too (`torch.empty(1, 1).fill_(v).type_as(src).to(dev)`: the copy is the `.type_as`,
+      the `.to` after it does nothing); `.type_as` of a host tensor is a conversion. No fix;
     - through a name: `z = torch.randn(n, d)` then `z = z.to(dev)` on a later line, when
       every binding reaching the move is such a fill (one, or one per arm of an if/else:
       `t = torch.ones(n) * 0.9` / `t = torch.ones(n)`) and nothing reads the CPU tensor
@@ -156,7 +159,7 @@ class CreateThenMove(Rule):
         "({line})"
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
-    tokens = (".to(", ".cuda(", ".type(")
+    tokens = (".to(", ".cuda(", ".type(", ".type_as(")
 
     @staticmethod
     def gate(facts) -> bool:
@@ -164,7 +167,7 @@ class CreateThenMove(Rule):
         of the file's function that returns such a copy of its parameter), of a fill made by
         a factory the file calls (`dataflow.fresh_fill`: the API table's size factories,
         `torch.Tensor(b, d)` and the other legacy types) (devicelint/gate.py)."""
-        if not facts.moves(VALUE) and not facts.calls_method(("type",), VALUE):
+        if not facts.moves(VALUE) and not facts.calls_method(("type", "type_as"), VALUE):
             return False  # `_target`: a move to the device (not a dtype, the CPU, None)
         called = facts.called_names()
         return bool(called & api_names(places=("factory",))) or any(n.endswith("Tensor") for n in called)
@@ -172,7 +175,7 @@ class CreateThenMove(Rule):
 
     def leave_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda", "type"):
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda", "type", "type_as"):
             self._check_handed_fill(node)
             return
         if any(arg.star for arg in node.args):
@@ -253,6 +256,15 @@ class CreateThenMove(Rule):
             kind = call_arg(node, 0, "dtype")
             place, hint = sem.tensor_type_place(kind)
             return (kind, hint) if place is Place.DEVICE and len(node.args) == 1 else None
+        if node.func.attr.value == "type_as":  # type: ignore[union-attr]
+            # `.type_as(t)` converts to t's type, device included: of a tensor on the device
+            # it is a copy there (`.to(t.device)` with t's dtype); a following `.to(dev)` is
+            # then a no-op, and the fill does not reach it (`dataflow.fresh_fill`).
+            other = call_arg(node, 0, "other")
+            if other is None or len(node.args) != 1:
+                return None
+            value = sem.value(other)
+            return (other, value.hint) if value.kind is Kind.TENSOR and value.place is Place.DEVICE else None
         device = keyword_arg(node, "device")
         if device is None:
             first = positional_args(node)
@@ -331,7 +343,7 @@ class CreateThenMove(Rule):
     # -- the fix -------------------------------------------------------------------------
     def _fix(self, node: cst.Call, fill: dataflow.Fill):
         """(replacement, node it replaces, safe) or None."""
-        if len(fill.factories) != 1 or fill.calls or node.func.attr.value == "type":
+        if len(fill.factories) != 1 or fill.calls or node.func.attr.value in ("type", "type_as"):
             return None
         factory = fill.factories[0]
         qual = self.ctx.qualname(factory.func)

@@ -42,7 +42,10 @@ class LoaderNotPinned(Rule):
     of the file without a `pin_memory()` method (the loader would not pin them), or a
     `collate_fn` of the file (or a `functools.partial` of one) that copies its batches to a
     device itself (`torch.stack(xs).to(device)`: they may come out on the GPU, where pinning
-    does not apply).
+    does not apply). A copy of a tensor built anew from a Python list (`torch.LongTensor(ids)`,
+    `torch.tensor([...])`, or a function of the file returning one) does not move the
+    loader's memory: a loader of strings whose steps turn them into such tensors is not
+    reported.
 
     ## Why is this bad?
     Without pinning, every batch is copied from pageable host memory: the CUDA driver

@@ -20,7 +20,8 @@ _INERT_BUILTINS = {"len", "isinstance", "type", "id", "hasattr", "getattr", "ran
 class UnsyncedGpuTiming(Rule):
     """## What it does
     Flags an end timestamp (`time.time()`, `time.perf_counter()`, `time.monotonic()`, their
-    `_ns` forms, `timeit.default_timer()`) that closes a measured interval over GPU work with
+    `_ns` forms, `timeit.default_timer()`, and `time.clock()` in code written for Pythons
+    before 3.8) that closes a measured interval over GPU work with
     no synchronisation between the work and the timestamp. A timestamp is an end only when
     the code measures with it: it is subtracted from a start timestamp or compared with one
     (`time.perf_counter() - t0`, `t1 = time.time()` later used as `t1 - t0`). Date stamps
@@ -91,7 +92,7 @@ class UnsyncedGpuTiming(Rule):
         "call `torch.cuda.synchronize()` first, or time with CUDA events / "
         "`torch.utils.benchmark`"
     )
-    tokens = ("time(", "time_ns(", "perf_counter", "monotonic", "default_timer")
+    tokens = ("time(", "time_ns(", "perf_counter", "monotonic", "default_timer", "clock(")
 
     @staticmethod
     def gate(facts) -> bool:

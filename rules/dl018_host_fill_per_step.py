@@ -7,7 +7,7 @@ import libcst as cst
 from devicelint.gate import VALUE, WITH_ARGS
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
-from devicelint.semantic import dataflow
+from devicelint.semantic import dataflow, modules
 from devicelint.semantic.model import keyword_arg, positional_args
 
 # NumPy calls that make new host data from sizes and scalars alone (no input data).
@@ -53,7 +53,12 @@ class HostFillPerStep(Rule):
       `poisson`, `normal` of tensors), where `dist` is a fresh fill (`torch.ones(n)`) or the
       same data every step (`self.dist` bound in `__init__` alone, a tensor the loop does
       not change): keep it on the device (a buffer) and the draw runs there;
-    - a device tensor refilled from a new host tensor: `noise.data.copy_(torch.randn(b, d))`.
+    - a device tensor refilled from a new host tensor: `noise.data.copy_(torch.randn(b, d))`;
+      also a buffer or parameter a module class of the file registers, refilled in one of
+      its methods (`self.eps.copy_(self._noise(n))`, the noise drawn by `torch.randn` in a
+      helper of the class) when a step loop runs that method on a module moved to the
+      device (`model.reset_noise()` of a moved model, down through `self.sub.reset_noise()`
+      of its submodules, which move with it): reported at the copy, naming the step's call.
 
     It reports a call that runs once per step of a step loop (a loop that trains, calls a
     module on its data or walks a loader; not one under a `%` or flag gate whose body does
@@ -148,6 +153,13 @@ class HostFillPerStep(Rule):
     def leave_Call(self, node: cst.Call) -> None:
         sem = self.ctx.semantic
         found = self._legacy_cuda_fill(node) or self._refill(node) or self._moved_draw(node)
+        if found is None:
+            refill = self._buffer_refill(node)
+            if refill is not None:
+                what, use, site = refill
+                self.report(node, self.message.format(what=what, use=use)
+                            + self.helper_message.format(line=self.ctx.line_ref(site)))
+            return
         if found is None or not sem.on_gpu_path(node):
             return
         what, use = found
@@ -352,6 +364,93 @@ class HostFillPerStep(Rule):
         qual = sem.qualname(factory.func) or ""
         short = qual.rsplit(".", 1)[-1]
         return f"{qual}(...)", qual if qual.startswith("torch.") else "torch.randn"
+
+    def _buffer_refill(self, node: cst.Call) -> Optional[tuple[str, str, cst.Call]]:
+        """`self.buf.copy_(<new host fill>)` in a method of a module class of the file, `buf`
+        a buffer or parameter the class registers (it moves with the module), the fill made
+        in the method on every call (also by a helper of the file: `self._draw(n)`), when a
+        step loop runs the method on an instance on the device: `model.reset()` of a moved
+        model, down through its submodules (`self.sub.reset()`). (what, use, the call in the
+        step loop)."""
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "copy_" or len(node.args) != 1 \
+                or node.args[0].keyword is not None or node.args[0].star:
+            return None
+        sem = self.ctx.semantic
+        target = func.value
+        if isinstance(target, cst.Attribute) and target.attr.value == "data":
+            target = target.value
+        function = sem.function_of(node)
+        if function is None or not isinstance(target, cst.Attribute) \
+                or not self._is_self(target.value, function) or sem.loops.enclosing_loops(node):
+            return None
+        owner = sem.parent(sem.parent(function))
+        if not isinstance(owner, cst.ClassDef) or sem.module_classes().get(owner.name.value) is not owner \
+                or target.attr.value not in modules.registered_state(sem, owner) \
+                or sem.value(target).place is Place.DEVICE:
+            return None  # (a tensor the model shows on the device: `_refill`'s)
+        fill = dataflow.fresh_fill(sem, node.args[0].value)
+        if fill is None:
+            return None
+        # Every name on the way is bound on each call: in the method or in a helper it calls.
+        helpers = [function] + [sem.resolve_function(c.func) for c in fill.calls]
+        if any(not any(h is not None and dataflow.within(sem, d.node, h) for h in helpers)
+               for _, d in fill.through):
+            return None
+        labels = {sem.qualname(f.func) or "" for f in fill.factories}
+        if len(labels) != 1:
+            return None
+        qual = labels.pop()
+        site = self._device_step_site(function, hops=3)
+        if site is None:
+            return None
+        return f"{qual}(...)", qual if qual.startswith("torch.") else "torch.randn", site
+
+    def _is_self(self, node: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+        params = function.params.params
+        return isinstance(node, cst.Name) and bool(params) and params[0].name.value == node.value \
+            and len(self.ctx.semantic.defs(node)) == 1 and self.ctx.semantic.defs(node)[0].kind == "param"
+
+    def _device_step_site(self, function: cst.FunctionDef, hops: int,
+                          instance_known: bool = False) -> Optional[cst.Call]:
+        """The call in a step loop that runs the method `function` on a module on the device:
+        through `self.m()` / `self.sub.m()` (the same object or one of its submodules, which
+        move with it) up to a call `obj.m()` of a module the code moved to the device, then
+        through the file's functions to the step loop (`hops` calls at most)."""
+        sem = self.ctx.semantic
+        for call in sem.calls_by_name().get(function.name.value, ()):
+            if not (sem.resolve_function(call.func) is function or self._method_call_of(call, function)):
+                continue
+            if not sem.on_gpu_path(call):
+                continue
+            caller = sem.function_of(call)
+            known = instance_known
+            if not known:
+                receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+                if receiver is None:
+                    continue
+                root = receiver
+                while isinstance(root, cst.Attribute):
+                    root = root.value
+                if caller is not None and self._is_self(root, caller):
+                    if sem.loops.enclosing_loops(call):
+                        continue
+                    found = self._device_step_site(caller, hops - 1, False) if hops > 1 else None
+                    if found is not None:
+                        return found
+                    continue
+                value = sem.value(receiver)
+                if value.kind is not Kind.MODULE or value.place is not Place.DEVICE or value.hint:
+                    continue
+                known = True
+            if sem.loops.step_loop(call) is not None:
+                return call
+            if hops > 1 and caller is not None and caller is not function \
+                    and not sem.loops.enclosing_loops(call):
+                found = self._device_step_site(caller, hops - 1, known)
+                if found is not None:
+                    return found
+        return None
 
     # -- once per step, through a helper -------------------------------------------------
     def _step_call_site(self, node: cst.Call) -> Optional[cst.Call]:

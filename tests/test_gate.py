@@ -126,6 +126,15 @@ _READ_W = "    def forward(self, x):\n        return x + self.w\n"
     # a host draw moved each step, the device named only by a string: no `cuda` identifier
     ("DL018", "device = torch.device('cuda')\nfor step in range(9):\n"
               "    z = torch.from_numpy(np.random.rand(4, 3)).float()\n    y = model(z.to(device))\n"),
+    # a fill converted by `.type_as` of a device tensor: the conversion is the copy
+    ("DL007", "import torch\ny = torch.empty(1, 1).fill_(3).type_as(src)\n"),
+    # `time.clock()` (older Pythons) as the stamps
+    ("DL012", "import time\nt0 = time.clock()\ny = x @ x\nprint(time.clock() - t0)\n"),
+    # a module method refilling its buffer from host noise, the step loop elsewhere
+    ("DL018", "import torch\nclass J(torch.nn.Module):\n    def reset(self):\n"
+              "        self.eps.copy_(torch.randn(3))\nnet = J().cuda()\n"),
+    # a loader's collate_fn copying each sample
+    ("DL001", "def collate(batch):\n    for s in batch:\n        out.append(s.to('cuda'))\n"),
     # host noise in a module's forward, no loop in the file: the module runs every step
     ("DL018", "import torch\nclass J(torch.nn.Module):\n    def forward(self, x):\n"
               "        return x + torch.cuda.FloatTensor(np.random.normal(0, 1, x.shape))\n"),
@@ -330,24 +339,24 @@ def _detection_digest(code: str) -> str:
 
 # The rules' detection code when their gates were last derived from it (devicelint/gate.py).
 GATES_DERIVED_FROM = {
-    "DL001": "d08db1138969",
+    "DL001": "aad15741898f",
     "DL002": "e2e3bb8ef619",
     "DL003": "59f18a83dfe0",
     "DL004": "6808a0ef4998",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
-    "DL007": "8aa07bbecc55",
+    "DL007": "ccbb47babd3a",
     "DL008": "34f501a015f6",
     "DL009": "f3f7d38e4d08",
     "DL010": "a635d1733ef7",
     "DL011": "5035fd3532c1",
-    "DL012": "f736e0f765dc",
+    "DL012": "dbed41075a40",
     "DL013": "ed7a868d6de0",
     "DL014": "8cd1d637754e",
     "DL015": "2243e9009d60",
     "DL016": "0ce89f3af398",
     "DL017": "cf2c8ebb9257",
-    "DL018": "74305f1e566a",
+    "DL018": "f3e4bde2ca15",
 }
 
 

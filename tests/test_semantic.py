@@ -978,3 +978,44 @@ def test_topk_indices_keep_the_rank_for_t():
     """)
     call = next(c for c in ctx.iter_nodes(cst.Call) if ctx.code(c).endswith("[:k].view(-1)"))
     assert view_outcome(sem.value(call.func.value), view_shape(call, sem)) == FAILS
+
+
+def test_fresh_fill_follows_two_helper_calls_side_by_side_but_not_nested() -> None:
+    """`right.outer(left)` with both bound to calls of the file's noise helper: each call is
+    one function deep; a helper that calls itself is still not followed."""
+    from devicelint.semantic import dataflow
+
+    source = (
+        "import torch\n"
+        "def noise(n):\n"
+        "    v = torch.randn(n)\n"
+        "    return v.sign().mul(v.abs().sqrt())\n"
+        "def deep(n):\n"
+        "    return deep(n) * 2\n"
+        "left = noise(3)\n"
+        "right = noise(4)\n"
+        "y = right.outer(left).to('cuda')  # here\n"
+        "z = deep(3).to('cuda')  # deep\n"
+    )
+    _, sem, receiver = _move_receiver(source, "here")
+    fill = dataflow.fresh_fill(sem, receiver)
+    assert fill is not None and len(fill.calls) == 2 and len({id(f) for f in fill.factories}) == 1
+    _, sem, receiver = _move_receiver(source, "deep")
+    assert dataflow.fresh_fill(sem, receiver) is None
+
+
+def test_a_loaders_collate_fn_takes_a_host_list_of_samples() -> None:
+    ctx, sem = model_of("""
+        from torch.utils.data import DataLoader
+        def collate(batch):
+            return batch  # here
+        def other(batch):
+            return batch  # there
+        loader = DataLoader(data, batch_size=2, collate_fn=collate)
+    """)
+    found = {}
+    for ret in ctx.iter_nodes(cst.Return):
+        line = ctx.source.splitlines()[ctx.position(ret)[0] - 1]
+        found[line.split("# ")[-1]] = sem.value(ret.value)
+    assert found["here"].kind is Kind.SEQUENCE and found["here"].place is Place.CPU
+    assert found["there"].kind is Kind.UNKNOWN

@@ -251,12 +251,47 @@ class BatchFlow:
         callee = sem.value(func)
         if callee.kind is Kind.MODULE or sem.moved_callable(callee):
             return []  # a module's output: its own data, not the batch's
+        if self._from_python_list(call) or self._returns_python_lists(call):
+            return []  # a new host tensor of Python objects: none of the batch's memory
         inputs = []
         if isinstance(func, cst.Attribute):
             pins = func.attr.value == "pin_memory"
             inputs.append((func.value, iterated, pins))
         inputs.extend((a.value, iterated, False) for a in call.args)
         return inputs
+
+    def _from_python_list(self, call: cst.Call) -> bool:
+        """`torch.LongTensor(ids)` / `torch.tensor([...])` of a Python list (a display, a
+        comprehension, or a name every binding of which is one): the tensor is allocated anew
+        from Python objects (the names of a batch of strings turned into character codes),
+        so the loader's pinning would not reach the memory that is copied."""
+        sem = self.model
+        qual = sem.qualname(call.func)
+        if qual is None or qual not in sem.api.list_element_readers or qual.startswith("torch.cuda."):
+            return False
+        args = [a for a in call.args if a.keyword is None or a.keyword.value == "data"]
+        if len(args) != 1 or args[0].star:
+            return False
+        data = args[0].value
+        displays = (cst.List, cst.ListComp, cst.Tuple)
+        if isinstance(data, displays):
+            return True
+        if not isinstance(data, cst.Name):
+            return False
+        defs = sem.defs(data)
+        return bool(defs) and all(d.kind == "assign" and not d.path and isinstance(d.value, displays)
+                                  for d in defs)
+
+    def _returns_python_lists(self, call: cst.Call) -> bool:
+        """A call of a function of the file each of whose returns is such a new tensor
+        (`countries2tensor(countries)` returning `torch.LongTensor(ids)`)."""
+        sem = self.model
+        function = sem.resolve_function(call.func)
+        if function is None:
+            return False
+        flow = sem.flow(function)
+        return bool(flow.returns) and not flow.yields and all(
+            isinstance(r.value, cst.Call) and self._from_python_list(r.value) for r in flow.returns)
 
     def _one_batch(self, call: cst.Call) -> bool:
         """`next(iter(loader))` outside any loop: one batch fetched once (a sample to plot

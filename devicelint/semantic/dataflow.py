@@ -746,7 +746,7 @@ _FILL_KEEPING_METHODS = frozenset({
 })
 # Elementwise math whose tensor arguments are data: fresh when every one of them is.
 _FILL_MATH = frozenset({"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "neg",
-                        "abs", "pow", "mul", "add", "sub", "div", "mul_", "add_", "sub_", "div_",
+                        "abs", "sign", "outer", "ger", "pow", "mul", "add", "sub", "div", "mul_", "add_", "sub_", "div_",
                         "clamp", "clamp_", "clip", "floor", "ceil", "round", "cumsum", "cumprod",
                         "masked_fill", "masked_fill_", "where", "softmax", "log_softmax"})
 _FILL_FUNCTIONS = frozenset({"torch.cat", "torch.stack", "torch.concat", "torch.hstack",
@@ -893,8 +893,8 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
         # A function of the file that returns a fresh fill (its parameters can only be
         # sizes or scalars there: a parameter read as data is not followed).
         flow = sem.flow(function)
-        if depth <= 0 or any(isinstance(op, cst.Call) for op in ops):
-            return False  # one function deep (and no recursion)
+        if depth <= 0 or _inside_followed(sem, node, ops):
+            return False  # one function deep (and no recursion); siblings each followed
         if flow.yields or not flow.returns or any(r.value is None for r in flow.returns):
             return False
         ops.append(node)
@@ -931,6 +931,15 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
         return False
     ops.append(method)
     return _fill(sem, node.func.value, parts, ops, through, depth)
+
+
+def _inside_followed(sem, node: cst.Call, ops) -> bool:
+    """`node` is in the body of a function `_fill` already follows (a call in `ops`):
+    following it would go two deep. Two calls side by side (`f(n).outer(f(m))`) are each
+    one deep."""
+    enclosing = sem.function_of(node)
+    return enclosing is not None and any(
+        isinstance(op, cst.Call) and sem.resolve_function(op.func) is enclosing for op in ops)
 
 
 def _fill_function(sem, node: cst.Call, qual: str, parts, ops, through, depth) -> bool:

@@ -1169,6 +1169,9 @@ class SemanticModel:
             return annotated
         if from_calls is not None:
             return from_calls
+        if function is not None and self._collate_input(function, param):
+            # A loader's `collate_fn` is handed the list of the dataset's samples of one batch.
+            return Value(Kind.SEQUENCE, Place.CPU)
         if param.default is not None:
             # No call site in the file: the default is what a call without it runs with
             # (`device="cuda"`, `device=torch.device("cpu")`, `devices=try_all_gpus()`).
@@ -1178,6 +1181,25 @@ class SemanticModel:
         if _DEVICE_NAME.search(param.name.value):
             return Value(Kind.DEVICE, Place.DEVICE, hint=True)
         return UNKNOWN
+
+    def _collate_input(self, function, param: cst.Param) -> bool:
+        """`param` is the first parameter of a function of the file that a loader
+        construction of the file takes as its `collate_fn=` (by name, the name bound to that
+        function alone): the loader calls it with a list of samples, on the host (the
+        samples a dataset returns)."""
+        if not isinstance(function, cst.FunctionDef) or "collate_fn" not in self.ctx.source:
+            return False
+        params = [*function.params.posonly_params, *function.params.params]
+        if not params or params[0] is not param \
+                or isinstance(self.parent(self.parent(function)), cst.ClassDef):
+            return False
+        for call in self.calls_by_name().get("DataLoader", ()):
+            if not self.api.is_loader(self.qualname(call.func) or ""):
+                continue
+            given = keyword_arg(call, "collate_fn")
+            if isinstance(given, cst.Name) and self.resolve_function(given) is function:
+                return True
+        return False
 
     def _default_device(self, default: cst.BaseExpression) -> Optional[Value]:
         """A parameter default that names a device or a list of devices, else None (a
