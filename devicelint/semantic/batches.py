@@ -257,6 +257,10 @@ class BatchFlow:
         if isinstance(func, cst.Attribute):
             pins = func.attr.value == "pin_memory"
             inputs.append((func.value, iterated, pins))
+        elif isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr" \
+                and not sem.defs(func.func) and func.args and not func.args[0].star:
+            # `getattr(img, precision)()`: a method of `img` (`img.half()`), computed from it.
+            inputs.append((func.args[0].value, iterated, False))
         inputs.extend((a.value, iterated, False) for a in call.args)
         return inputs
 
