@@ -237,15 +237,23 @@ def test_a_sync_in_a_helper_counts_at_the_flagged_call():
     assert results["call"]["count"] == 10
 
 
-def test_type_to_a_cpu_tensor_type_is_a_copy_and_a_sync():
-    # `.type(torch.FloatTensor)` of a CUDA tensor copies it to the host; `.type(dtype)` stays
-    # on the device and `.type()` only names the type.
-    codes = {"to-cpu-type": "DL004", "to-dtype": "DL004", "name": "DL004"}
+def test_type_and_type_as_to_another_device_are_copies():
+    # `.type(torch.FloatTensor)` of a CUDA tensor copies it to the host (a sync);
+    # `.type(torch.cuda.FloatTensor)` of a host tensor and `.type_as(t)` of a CUDA t copy to the
+    # GPU, so a `.to(device)` after them does nothing; `.type(dtype)`, `.type()` naming the type
+    # and `.type_as(t)` of a host t stay where they are.
+    codes = {"to-cpu-type": "DL004", "to-dtype": "DL004", "name": "DL004",
+             "to-cuda-type": "DL007", "type-as": "DL007", "type-as-then-to": "DL007",
+             "type-as-host": "DL007"}
     results, child = run_probe("probe_type_copy.py", codes, "sim")
     assert results["to-cpu-type"]["status"] == "confirmed", child.stderr_tail
     assert results["to-cpu-type"]["count"] == 10
     assert results["to-dtype"]["status"] == "refuted"
     assert results["name"]["status"] == "refuted"
+    for tag in ("to-cuda-type", "type-as", "type-as-then-to"):
+        assert results[tag]["status"] == "confirmed", (tag, child.stderr_tail)
+        assert results[tag]["count"] == 10, (tag, results[tag])
+    assert results["type-as-host"]["status"] == "refuted"
 
 
 def test_an_indexed_assignment_into_a_cpu_tensor_is_a_sync():

@@ -115,12 +115,15 @@ def _add_sync(rec: LineRecord, kind: str, seconds: float) -> None:
     syncs.kinds[kind] = syncs.kinds.get(kind, 0) + 1
 
 
-def _cpu_tensor_type(target) -> bool:
-    """`torch.FloatTensor` or `"torch.FloatTensor"`: a legacy CPU tensor type (not a dtype,
-    not `torch.cuda.FloatTensor`)."""
+def _legacy_tensor_type(target) -> str | None:
+    """"cpu" or "cuda" for a legacy tensor type (`torch.FloatTensor`, `torch.cuda.FloatTensor`,
+    or their names as strings); None for a dtype, a missing argument or anything else."""
     if not isinstance(target, str):
         target = f"{getattr(target, '__module__', '')}.{getattr(target, '__name__', '')}"
-    return re.match(r"^torch\.[A-Z][A-Za-z0-9]*Tensor$", target) is not None
+    match = re.match(r"^torch\.(cuda\.)?[A-Z][A-Za-z0-9]*Tensor$", target)
+    if match is None:
+        return None
+    return "cuda" if match.group(1) else "cpu"
 
 
 def _note_source(tracker, sites, source) -> None:
@@ -178,26 +181,53 @@ def install_moves(tracker) -> None:
     for method in ("to", "cuda", "cpu"):
         _wrap(torch.Tensor, method, lambda original, m=method: make(original, m))
 
+    def record_conversion(self, out, method, seconds, sites, non_blocking=False):
+        # `.type(...)` / `.type_as(t)` change the device when the target type (or t) lives
+        # elsewhere: the same copy `.to` makes, which a `.to(device)` after it then skips.
+        src, dst = tracker.device_of(self), tracker.device_of(out)
+        if src == dst:
+            return
+        pinned = src == "cpu" and self.is_pinned()
+        for rec in tracker.touch(sites):
+            rec.moves.count += 1
+            _add_copy(rec, src, dst, _nbytes(out), seconds, pinned, non_blocking,
+                      key=_source_key(self))
+            if dst == "cpu":
+                _add_sync(rec, method, seconds)
+        if src == "cpu":
+            _note_source(tracker, sites, self)
+
     def make_type(original):
+        # `.type(torch.cuda.FloatTensor)` of a host tensor copies it to the GPU, and
         # `.type(torch.FloatTensor)` of a CUDA tensor copies it to the host (a sync);
         # `.type()` asking the name and `.type(dtype)` record nothing.
         def wrapper(self, *args, **kwargs):
             sites = tracker.sites(sys._getframe(1))
             target = args[0] if args else kwargs.get("dtype")
-            if not sites or not isinstance(self, torch.Tensor) or not _cpu_tensor_type(target) \
-                    or not tracker.is_cuda(self):
+            if not sites or not isinstance(self, torch.Tensor) or _legacy_tensor_type(target) is None:
                 return original(self, *args, **kwargs)
             out, seconds = timed_call(tracker, original, self, *args, **kwargs)
-            for rec in tracker.touch(sites):
-                rec.moves.count += 1
-                _add_copy(rec, tracker.device_of(self), "cpu", _nbytes(self), seconds, False, False,
-                          key=_source_key(self))
-                _add_sync(rec, "type", seconds)
+            if isinstance(out, torch.Tensor):
+                non_blocking = bool(kwargs.get("non_blocking")) or (len(args) > 1 and args[1] is True)
+                record_conversion(self, out, "type", seconds, sites, non_blocking)
+            return out
+
+        return wrapper
+
+    def make_type_as(original):
+        def wrapper(self, *args, **kwargs):
+            sites = tracker.sites(sys._getframe(1))
+            if not sites or not isinstance(self, torch.Tensor):
+                return original(self, *args, **kwargs)
+            out, seconds = timed_call(tracker, original, self, *args, **kwargs)
+            if isinstance(out, torch.Tensor):
+                record_conversion(self, out, "type_as", seconds, sites)
             return out
 
         return wrapper
 
     _wrap(torch.Tensor, "type", make_type)
+    _wrap(torch.Tensor, "type_as", make_type_as)
 
     def make_apply(original):
         def _apply(self, *args, **kwargs):

@@ -255,12 +255,15 @@ class SimFunctionMode(TorchFunctionMode):
             T.numpy: self._numpy,
             T.is_pinned: lambda f, a, k: self.sim.is_pinned(a[0]),
             T.pin_memory: self._pin,
+            T.type: self._type,
+            T.type_as: self._type_as,
         }
         # The tracker may wrap these methods later; torch then hands the mode the wrapper,
         # which keeps the original's qualified name.
         self.by_name = {
             f"TensorBase.{name}": self.handlers[getattr(T, name)]
-            for name in ("get_device", "to", "cuda", "cpu", "numpy", "is_pinned", "pin_memory")
+            for name in ("get_device", "to", "cuda", "cpu", "numpy", "is_pinned", "pin_memory",
+                         "type", "type_as")
         }
         self._raw_to = T.to
 
@@ -337,6 +340,33 @@ class SimFunctionMode(TorchFunctionMode):
         target = src if device is None else self.sim.normalize(device)
         return self._move(tensor, target, dtype, non_blocking, memory_format, copy)
 
+    def _type(self, func, args, kwargs):
+        # `.type(torch.cuda.FloatTensor)` (which the CPU wheel cannot build) moves a host tensor
+        # to the current GPU, `.type(torch.FloatTensor)` a device tensor to the host; `.type()`
+        # names the type as the real device would.
+        tensor, rest = args[0], list(args[1:])
+        target = rest[0] if rest else kwargs.get("dtype")
+        device = self.sim.device_of(tensor)
+        if target is None:
+            name = func(*args, **kwargs)
+            if device != CPU and isinstance(name, str) and name.startswith("torch."):
+                return "torch.cuda." + name[len("torch."):]
+            return name
+        legacy = _legacy_type(target)
+        if legacy is None:
+            return func(*args, **kwargs)
+        kind, dtype = legacy
+        if kind == "cuda":
+            destination = device if device != CPU else self.sim.normalize("cuda")
+        else:
+            destination = CPU
+        non_blocking = rest[1] if len(rest) > 1 else kwargs.get("non_blocking", False)
+        return self._move(tensor, destination, dtype, non_blocking, None)
+
+    def _type_as(self, func, args, kwargs):
+        tensor, other = args[0], args[1] if len(args) > 1 else kwargs["other"]
+        return self._move(tensor, self.sim.device_of(other), other.dtype, False, None)
+
     def _move(self, tensor, target, dtype, non_blocking, memory_format, copy=False):
         src = self.sim.device_of(tensor)
         same_dtype = dtype is None or dtype == tensor.dtype
@@ -350,6 +380,25 @@ class SimFunctionMode(TorchFunctionMode):
             self.sim.record_copy(src, target)
         self.sim.tag(out, target)
         return out
+
+
+def _legacy_type(target):
+    """("cuda" | "cpu", dtype) for a legacy tensor type (`torch.cuda.FloatTensor`,
+    `torch.LongTensor` or their names as strings); None for a dtype or anything else."""
+    name = target if isinstance(target, str) else \
+        f"{getattr(target, '__module__', '')}.{getattr(target, '__name__', '')}"
+    parts = name.split(".")
+    if len(parts) == 3 and parts[:2] == ["torch", "cuda"]:
+        kind, owner = "cuda", torch.cuda
+    elif len(parts) == 2 and parts[0] == "torch":
+        kind, owner = "cpu", torch
+    else:
+        return None
+    legacy = getattr(owner, parts[-1], None)
+    dtype = getattr(legacy, "dtype", None)
+    if not parts[-1].endswith("Tensor") or not isinstance(dtype, torch.dtype):
+        return None
+    return kind, dtype
 
 
 def _index(device: str) -> int:

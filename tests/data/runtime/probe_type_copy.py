@@ -10,3 +10,7 @@ for step in range(10):
     host = (batch * step).type(torch.FloatTensor)  # probe: to-cpu-type
     same = (batch * step).type(torch.float64)  # probe: to-dtype
     name = batch.type()  # probe: name
+    up = host.type(torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor)  # probe: to-cuda-type
+    fill = torch.zeros(8, 4).fill_(step).type_as(batch)  # probe: type-as
+    fill_then_move = torch.zeros(8, 4).type_as(batch).to(device)  # probe: type-as-then-to
+    host_like = torch.zeros(8, 4).type_as(host)  # probe: type-as-host
