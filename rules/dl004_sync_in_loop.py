@@ -10,7 +10,7 @@ from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow
 from devicelint.semantic.modules import holds_state
 from devicelint.semantic.syncs import COMPARING
-from devicelint.semantic.values import join_all
+from devicelint.semantic.values import Value, join_all
 from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Watch
 
 _PASS_THROUGH = ("enumerate", "tqdm", "trange", "iter", "zip")
@@ -49,7 +49,12 @@ class SyncInLoop(Rule):
     `functools.partial` of such code returns when it binds device tensors, and a dict
     comprehension over device values (`{k: v.detach() for k, v in losses.items()}`); what a
     model's own method returns (`net.detect(x)`: device tensors or NumPy arrays) is not
-    assumed. A parameter of a function nothing in the file calls has its default's
+    assumed, unless the code then uses the result as a tensor (`prob = model.project(h)`
+    then `torch.max(prob, dim=1)`, which raises on an array) and the model is on the device
+    (or is given device tensors): greedy decoding through `model.decode`/`model.project`.
+    The parameters of a model on the device (`for name, p in model.named_parameters():`,
+    `p.grad`) live there; with a GPU, `if use_gpu: model = model.cuda()` decides where the
+    model is. A parameter of a function nothing in the file calls has its default's
     place (`device="cuda"` is the GPU, `device="cpu"` the host). Where the only sign of the
     device is a parameter's name (`device` without a default, in a function nothing in the
     file calls), the message says so.
@@ -340,14 +345,11 @@ class SyncInLoop(Rule):
                     if found is not None:
                         return Evidence(found.hint, True)
                 return None
-            callee = sem.value(func)
-            if isinstance(func, cst.Attribute) and callee.kind is not Kind.MODULE \
-                    and func.attr.value not in sem.api.module_api_methods:
-                owner = sem.value(func.value)
-                if owner.kind is Kind.MODULE or sem.moved_callable(owner):
-                    # `model.generate(x)`: a method of the model's own may return NumPy
-                    # arrays as well as device tensors; the file does not show which.
-                    return None
+            if self._model_method(node) is not None:
+                # `model.generate(x)`: a method of the model's own may return NumPy arrays
+                # as well as device tensors; the file does not show which (unless what the
+                # code does with the result shows a tensor: `_def_evidence`).
+                return None
             if isinstance(func, cst.Attribute):
                 method = sem.api.method(func.attr.value)
                 if method is not None and (method.place == "cpu" or method.result in (
@@ -409,6 +411,9 @@ class SyncInLoop(Rule):
                 own = self.ctx.semantic.syncs.callee(d.value)
                 if own is not None:   # `loss, acc = train_batch(...)`: the returned part
                     return self._returned_evidence(own[0], d.path, depth)
+            owner = self._model_method(d.value)
+            if owner is not None:
+                return self._method_evidence(d, owner, depth)
             return self._evidence(d.value, depth)
         if d.kind in ("for", "comp"):
             # An element of what the loop walks: a row of a device tensor, an element of a
@@ -419,7 +424,10 @@ class SyncInLoop(Rule):
             if value.place is Place.DEVICE:
                 return Evidence(value.hint)
             source = _walked(d.value, d.path)
-            return self._evidence(source, depth + 1) if source is not None else None
+            if source is None:
+                owner = _parameters_of(d.value, d.path)
+                return self._module_evidence(owner) if owner is not None else None
+            return self._evidence(source, depth + 1)
         if d.kind == "augassign":
             found = self._evidence(d.value, depth)
             if found is not None:
@@ -429,6 +437,64 @@ class SyncInLoop(Rule):
                     found = self._def_evidence(prior, depth + 1)
                     if found is not None:
                         return found
+        return None
+
+    def _module_evidence(self, node: cst.BaseExpression) -> Optional[Evidence]:
+        """The module `node` holds is on the device with a GPU: its bindings that run then
+        (`model = Net()` replaced by `model = model.cuda()` under `if use_gpu:`) all put it
+        there, so its parameters and their gradients live there."""
+        sem = self.ctx.semantic
+        value = sem.value(node)
+        if isinstance(node, cst.Name) and value.place is Place.UNKNOWN:
+            value = self._gpu_path_value(sem.defs(node), 0)
+        if value.place is Place.DEVICE and (value.kind is Kind.MODULE or sem.moved_callable(value)):
+            return Evidence(value.hint)
+        return None
+
+    def _gpu_path_value(self, defs, depth: int) -> Value:
+        """The join of the bindings that reach a read with a GPU, also through statements
+        that change the object in place (`model.eval()` after `if use_gpu: model =
+        model.cuda()`: what reached `model.eval()` with a GPU, then the effect)."""
+        sem = self.ctx.semantic
+        values = []
+        for d in sem.gpu_path_defs(defs):
+            if d.kind == "effect" and d.prior and depth < 8:
+                prior = self._gpu_path_value(list(d.prior), depth + 1)
+                values.append(sem.in_place_effect(prior, d.value))
+            else:
+                values.append(sem.def_value(d))
+        return join_all(values)
+
+    def _model_method(self, node) -> Optional[Value]:
+        """The model whose own method `node` calls (`model.decode(memory, tgt)`: not a
+        submodule, not `nn.Module`'s API), or None."""
+        sem = self.ctx.semantic
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+            return None
+        func = node.func
+        if sem.value(func).kind is Kind.MODULE or func.attr.value in sem.api.module_api_methods:
+            return None
+        owner = sem.value(func.value)
+        if owner.kind is Kind.MODULE or sem.moved_callable(owner):
+            return owner
+        return None
+
+    def _method_evidence(self, d, owner: Value, depth: int) -> Optional[Evidence]:
+        """A method of a model's own (`prob = model.project(h)`) returns a device tensor
+        when the code then uses the result as a tensor (`torch.max(prob, dim=1)`: a NumPy
+        array raises there) and the model is on the device, or is given device tensors
+        (greedy decoding: `model.decode(memory, mask, tokens)` with `tokens` moved there)."""
+        sem = self.ctx.semantic
+        if not dataflow.used_as_tensor(sem, d):
+            return None
+        if owner.place is Place.DEVICE:
+            return Evidence(owner.hint, True)
+        if owner.place is Place.CPU:
+            return None
+        for arg in d.value.args:
+            found = self._evidence(arg.value, depth + 1)
+            if found is not None:
+                return Evidence(found.hint, True)
         return None
 
     def _returned_evidence(self, function: cst.FunctionDef, path: tuple,
@@ -619,6 +685,18 @@ def _walked(iterable: cst.BaseExpression, path: tuple) -> Optional[cst.BaseExpre
         else:
             break
     return iterable if not path else None
+
+
+def _parameters_of(iterable: cst.BaseExpression, path: tuple) -> Optional[cst.BaseExpression]:
+    """The module whose parameters (or buffers) a loop target takes: `model` for `for p in
+    model.parameters()` and for the tensor of `for name, p in model.named_parameters()`."""
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute)) or iterable.args:
+        return None
+    method = iterable.func.attr.value
+    if (method in ("parameters", "buffers") and not path) \
+            or (method in ("named_parameters", "named_buffers") and path == (1,)):
+        return iterable.func.value
+    return None
 
 
 def _compares_elements(read) -> bool:

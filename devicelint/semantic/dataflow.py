@@ -1608,3 +1608,36 @@ def _base_name(node: cst.BaseExpression) -> cst.Name:
     while isinstance(node, cst.Attribute):
         node = node.value
     return node  # type: ignore[return-value]
+
+
+def used_as_tensor(sem, d: Def) -> bool:
+    """The value binding `d` gives is shown to be a tensor by what the code does with it: a
+    read is the input of a `torch.*` operation that computes where its input is (`torch.max(
+    prob, dim=1)`, `torch.topk(prob, k)`: NumPy arrays and Python objects raise there), or the
+    receiver of a method only tensors have (`prob.softmax(-1)`, `logits.topk(k)`). Factories
+    that copy data (`torch.tensor(x)`, `torch.as_tensor(x)`) accept arrays: not counted. Used
+    where the binding's own expression does not show the kind (a method of a model's own,
+    `model.project(h)`: DL004)."""
+    for use in uses(sem, d):
+        parent = sem.parent(use)
+        if isinstance(parent, cst.Attribute) and parent.value is use:
+            call = sem.parent(parent)
+            if isinstance(call, cst.Call) and call.func is parent \
+                    and parent.attr.value in sem.api.tensor_only_methods:
+                return True
+            continue
+        if not isinstance(parent, cst.Arg) or parent.star:
+            continue
+        call = sem.parent(parent)
+        if not isinstance(call, cst.Call):
+            continue
+        given = [a for a in call.args if a.keyword is None and not a.star]
+        first = given[0] is parent if given else False
+        if not first and not (parent.keyword is not None and parent.keyword.value == "input"):
+            continue
+        qual = sem.qualname(call.func)
+        spec = sem.api.function(qual) if qual and qual.startswith("torch.") else None
+        if spec is not None and spec.place == "input" and spec.result == "tensor" \
+                and qual not in sem.api.data_to_device:
+            return True
+    return False

@@ -48,9 +48,69 @@ def guards_device_move(sem, flag: cst.BaseExpression) -> bool:
     return found
 
 
+def _switch_option(sem, base, dest: str) -> Optional[cst.Call]:
+    """The one `parser.add_argument(...)` with `action="store_true"`/`"store_false"` whose
+    destination is `dest`, where `base` (the module-level binding of the flag's object) is
+    `args = parser.parse_args()` of that parser and nothing in the file stores `args.<dest>`:
+    the attribute is a user's on/off switch, bound only to a boolean, like `USE_CUDA = True`
+    (`parser.add_argument('-gpu', action='store_true')` with `if args.gpu: images =
+    images.cuda()`)."""
+    made = base.value
+    if base.kind != "assign" or base.path or not isinstance(made, cst.Call) \
+            or not isinstance(made.func, cst.Attribute) or made.func.attr.value != "parse_args" \
+            or not isinstance(made.func.value, cst.Name):
+        return None
+    parser = made.func.value
+    parser_defs = sem.defs(parser)
+    if len(parser_defs) != 1:
+        return None
+    found = []
+    for call in sem.ctx.iter_nodes(cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "add_argument"
+                and isinstance(func.value, cst.Name) and func.value.value == parser.value
+                and sem.defs(func.value) == parser_defs):
+            continue
+        if _option_dest(call) == dest:
+            found.append(call)
+    if len(found) != 1 or not _is_switch(found[0]):
+        return None
+    return found[0]
+
+
+def _is_switch(call: cst.Call) -> bool:
+    """`parser.add_argument(..., action="store_true")` (or `"store_false"`)."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
+        return False
+    action = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "action"), None)
+    return isinstance(action, cst.SimpleString) and action.value[1:-1] in ("store_true", "store_false")
+
+
+def _option_dest(call: cst.Call) -> Optional[str]:
+    """argparse's destination for an `add_argument` call: `dest=`, else the first long
+    option (`--no-cuda` is `no_cuda`), else the first short one (`-gpu` is `gpu`)."""
+    names = []
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == "dest":
+                return arg.value.value[1:-1] if isinstance(arg.value, cst.SimpleString) else None
+            continue
+        if not isinstance(arg.value, cst.SimpleString) or arg.star:
+            return None
+        names.append(arg.value.value[1:-1])
+    if not names or not all(n.startswith("-") for n in names):
+        return None
+    long = [n for n in names if n.startswith("--")]
+    chosen = long[0][2:] if long else names[0][1:]
+    return chosen.replace("-", "_")
+
+
 def _flag_value(sem, value: Optional[cst.BaseExpression]) -> bool:
     """`True`/`False`, or `a and b and ...` where one operand is True with a GPU
-    (`torch.cuda.is_available()`) and none is known False (`not args.no_cuda`)."""
+    (`torch.cuda.is_available()`) and none is known False (`not args.no_cuda`); or an
+    argparse on/off switch (`_switch_option`)."""
+    if isinstance(value, cst.Call):
+        return _is_switch(value)
     if isinstance(value, cst.Name):
         return value.value in _LITERALS
     if not (isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.And)):
@@ -92,6 +152,9 @@ def _bindings(sem, flag: cst.BaseExpression) -> Optional[tuple]:
     if len(base_defs) != 1 or base_defs[0].scope is not sem.ctx.module:
         return None
     stores = _attribute_stores(sem).get(spelling, ())
+    if not stores:
+        option = _switch_option(sem, base_defs[0], flag.attr.value)
+        return (option,) if option is not None else None
     if len(stores) != 1:
         return None
     store = stores[0]
