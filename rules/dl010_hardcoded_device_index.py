@@ -39,6 +39,9 @@ PROCESS_INDEX = "spawn:index"
 SET_DEVICE = "torch.cuda.set_device"
 NOT_DISTRIBUTED = {"torch.distributed.is_initialized", "torch.distributed.is_available"}
 ENV_READS = {"os.environ.get", "os.getenv", "os.environ.__getitem__"}
+# The environment variable that decides which GPUs a process sees, and renumbers them from 0.
+VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+ENV_WRITES = {"os.environ.setdefault", "os.putenv", "os.environ.__setitem__"}
 DEVICE_COUNT = "torch.cuda.device_count"
 
 
@@ -87,7 +90,10 @@ class HardcodedDeviceIndex(Rule):
     function the file calls only from such a branch, directly or a few calls up (the VITS
     training script's `evaluate()`, called under `if rank == 0:`), unless the function is
     referenced other than by a call, decorated, or in a package module (other callers may
-    run it). These are decided from values and qualified names, never from what variables
+    run it). Index 0 is also silent after the function that holds it has set
+    `CUDA_VISIBLE_DEVICES` itself (`os.environ["CUDA_VISIBLE_DEVICES"] = ...`,
+    `os.environ.setdefault`, `os.putenv`; ultralytics' `select_device()`): the function chose
+    which GPUs the process sees, and 0 is the first of them. These are decided from values and qualified names, never from what variables
     are called.
 
     **Test files are exempt, by path**: files named `test_*.py`, `*_test.py` or
@@ -200,7 +206,7 @@ class HardcodedDeviceIndex(Rule):
                 self.report(target, self.message.format(index=index))
                 continue
             evidence = self.evidence()
-            if evidence is None or self._zero_is_right(target):
+            if evidence is None or self._zero_is_right(target) or self._sets_visible_devices(target):
                 continue
             self.report(target, self.zero_message.format(evidence=evidence))
 
@@ -238,6 +244,32 @@ class HardcodedDeviceIndex(Rule):
         """Under an `if` whose test asks `torch.cuda.device_count()`: the layout is chosen
         knowing how many GPUs there are."""
         return any(DEVICE_COUNT in self._sources(owner.test) for owner, _ in self._branches(node))
+
+    def _sets_visible_devices(self, node: cst.CSTNode) -> bool:
+        """The function that holds `node` sets `CUDA_VISIBLE_DEVICES` before it
+        (`os.environ["CUDA_VISIBLE_DEVICES"] = ...`, `os.environ.setdefault(...)`,
+        `os.putenv(...)`): the function chooses which GPUs the process sees, and index 0 is
+        the first of the GPUs it chose (a `select_device()` helper)."""
+        sem = self.ctx.semantic
+        function = sem.function_of(node)
+        if function is None:
+            return False
+        before = self.ctx.order(node)
+        for statement in self.ctx.descendants(function, cst.Assign):
+            if self.ctx.order(statement) >= before or sem.function_of(statement) is not function:
+                continue
+            for target in statement.targets:
+                sub = target.target
+                if isinstance(sub, cst.Subscript) and sem.resolved_qualname(sub.value) == "os.environ" \
+                        and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) \
+                        and string_value(sub.slice[0].slice.value) == VISIBLE_DEVICES:
+                    return True
+        for call in self.ctx.descendants(function, cst.Call):
+            if self.ctx.order(call) < before and sem.function_of(call) is function \
+                    and sem.resolved_qualname(call.func) in ENV_WRITES \
+                    and string_value(call_arg(call, 0, "key")) == VISIBLE_DEVICES:
+                return True
+        return False
 
     def _zero_is_right(self, node: cst.CSTNode, depth: int = 0) -> bool:
         """Index 0 is this process's GPU wherever `node` runs: in a branch that says so, or
