@@ -2,7 +2,8 @@
 
 - A *step loop* runs one training or inference step per iteration: its body (outside nested
   loops) trains (`.backward()`, `.step()` on an optimizer or a GradScaler), or calls a module,
-  or the loop walks a DataLoader.
+  or the loop walks a DataLoader (or sends each element it walks to the device, unless a
+  training loop runs on every iteration: then it walks models or ops, an epoch-like loop).
 - An *epoch loop* contains a step loop that runs on every one of its iterations (not under a
   gate, not a fetch-one-batch `for ...: break`) and neither trains itself nor walks a
   DataLoader (a loop over batches with a decoding loop inside runs once per batch): what it
@@ -40,6 +41,7 @@ class LoopFacts:
     trains: bool = False           # backward / optimizer or scaler step in the body itself
     calls_module: bool = False     # a module is called in the body itself
     walks_loader: bool = False
+    moves_only: bool = False       # walks_loader only because each element is sent to the device
     runs_once: bool = False        # `for ...: ...; break` fetches one element
     nested: list = field(default_factory=list)   # (loop, gated) for loops directly inside
     train_nodes: list = field(default_factory=list)
@@ -85,6 +87,7 @@ class LoopModel:
             else:
                 if not facts.walks_loader and self._moves_element(node, loop):
                     facts.walks_loader = True   # each iteration sends a batch to the device
+                    facts.moves_only = True
                 if self.is_training_call(node):
                     facts.trains = True
                     facts.train_nodes.append(node)
@@ -340,9 +343,14 @@ class LoopModel:
         facts = self.facts(loop)
         if facts.runs_once:
             role = OTHER
-        elif facts.trains or facts.walks_loader:
+        elif facts.trains or facts.walks_loader and not (
+                facts.moves_only and any(not gated and not self.facts(inner).runs_once
+                                         and self.facts(inner).trains for inner, gated in facts.nested)):
             # A loop over a DataLoader's batches runs once per batch, whatever runs inside
-            # it (a beam search per image, a decoding loop per batch): a step loop.
+            # it (a beam search per image, a decoding loop per batch): a step loop. A loop
+            # that only sends each element to the device (no loader seen) and runs a
+            # training loop on every iteration walks models, ops or tasks (a profiler's
+            # loop over ops around its timed forward/backward loop): an epoch loop.
             role = STEP
         elif any(self.role(inner) in (STEP, EPOCH) and not gated and not self.facts(inner).runs_once
                  for inner, gated in facts.nested) or any(not gated for _call, gated in facts.step_calls):
