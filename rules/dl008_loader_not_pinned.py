@@ -4,12 +4,13 @@ import libcst as cst
 
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, dataflow
-from devicelint.semantic.model import call_arg, string_value
+from devicelint.semantic.model import call_arg, dotted_name, string_value
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
 #            pin_memory, ...)
 _COLLATE_FN = 6
 _PIN_MEMORY = 7
+_DEPTH = 8  # steps through returns, containers and bindings when following a collate_fn
 
 
 class LoaderNotPinned(Rule):
@@ -38,8 +39,10 @@ class LoaderNotPinned(Rule):
     `**params` of a dict display nothing changes does say: `params = {'batch_size': 8}`
     passes none, and is reported), on copies to an XLA device (`xm.xla_device()`), which
     pinned host memory does not serve, and
-    when the loader's `collate_fn` is a function of the file that returns objects of a class
-    of the file without a `pin_memory()` method (the loader would not pin them), or a
+    when the loader's `collate_fn` is a function of the file, or of another local module
+    (`collate_fn=utils.collate_fn`), that returns objects of a class of its file without a
+    `pin_memory()` method, or tuples or lists holding one (DETR's `NestedTensor` of the
+    images, with the target dicts: the loader would not pin them), or a
     `collate_fn` of the file (or a `functools.partial` of one) that copies its batches to a
     device itself (`torch.stack(xs).to(device)`: they may come out on the GPU, where pinning
     does not apply). A copy of a tensor built anew from a Python list (`torch.LongTensor(ids)`,
@@ -182,27 +185,68 @@ class LoaderNotPinned(Rule):
         return False
 
     def _collates_unpinnable(self, loader: cst.Call) -> bool:
-        """The loader's `collate_fn` is a function of this file whose every return is an
-        instance of a class of this file without a `pin_memory()` method: `pin_memory=True`
-        pins only tensors, containers of them, and objects that define `pin_memory()`."""
+        """The loader's `collate_fn` is a function of this file, or of another local module
+        (`collate_fn=utils.collate_fn`), whose every return is, or holds, an instance of a
+        class of that file without a `pin_memory()` method (DETR's `NestedTensor` of the
+        images, in a tuple with the target dicts): `pin_memory=True` pins only tensors,
+        containers of them, and objects that define `pin_memory()`, so it would not pin
+        what the class holds."""
         sem = self.ctx.semantic
         collate = call_arg(loader, _COLLATE_FN, "collate_fn")
         if collate is None:
             return False
-        function = sem.value(collate).node
+        model, function = sem, sem.value(collate).node
         if not isinstance(function, cst.FunctionDef):
-            return False
-        returns = sem.flow(function).returns
-        if not returns:
-            return False
-        classes = {c.name.value: c for c in self.ctx.class_defs}
-        for ret in returns:
-            value = ret.value
-            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+            view = sem.project
+            dotted = dotted_name(collate) if view is not None else None
+            found = view.function(dotted) if dotted is not None else None
+            if found is None:
                 return False
-            owner = classes.get(value.func.value)
-            if owner is None or [d.node for d in sem.defs(value.func)] != [owner]:
-                return False
-            if sem.self_attribute(owner, "pin_memory").kind is Kind.CALLABLE:
-                return False
-        return True
+            model, function = found
+        return _returns_unpinnable(model, function, 0)
+
+
+def _returns_unpinnable(model, function: cst.FunctionDef, depth: int) -> bool:
+    """Every value `function` returns is, or holds, an object `pin_memory=True` cannot pin."""
+    flow = model.flow(function)
+    if flow.yields or not flow.returns or depth > _DEPTH:
+        return False
+    return all(_holds_unpinnable(model, function, ret.value, depth) for ret in flow.returns)
+
+
+def _holds_unpinnable(model, function: cst.FunctionDef, expr, depth: int) -> bool:
+    """`expr` (in `function`) is an instance of a class of the file without a `pin_memory()`
+    method, the result of a function of the file that returns one, or a tuple or list holding
+    one (an element, `tuple(batch)` of a list one of whose items is assigned one)."""
+    if expr is None or depth > _DEPTH:
+        return False
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return any(isinstance(e, cst.Element) and _holds_unpinnable(model, function, e.value, depth + 1)
+                   for e in expr.elements)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Name) and not model.defs(func) and func.value in ("tuple", "list") \
+                and len(expr.args) == 1:
+            return _holds_unpinnable(model, function, expr.args[0].value, depth + 1)
+        if isinstance(func, cst.Name):
+            classes = {c.name.value: c for c in model.ctx.class_defs}
+            owner = classes.get(func.value)
+            if owner is not None and [d.node for d in model.defs(func)] == [owner]:
+                return model.self_attribute(owner, "pin_memory").kind is not Kind.CALLABLE
+        callee = model.resolve_function(func)
+        return callee is not None and _returns_unpinnable(model, callee, depth + 1)
+    if isinstance(expr, cst.Name):
+        defs = model.defs(expr)
+        if any(d.kind in ("assign", "annassign") and not d.path
+               and _holds_unpinnable(model, function, d.value, depth + 1) for d in defs):
+            return True
+        # `batch[0] = nested_tensor_from_tensor_list(batch[0])`: an item of the container.
+        for assign in model.ctx.descendants(function, cst.Assign):
+            for target in assign.targets:
+                store = target.target
+                if isinstance(store, cst.Subscript) and isinstance(store.value, cst.Name) \
+                        and store.value.value == expr.value \
+                        and [d.node for d in model.defs(store.value)] == [d.node for d in defs] \
+                        and _holds_unpinnable(model, function, assign.value, depth + 1):
+                    return True
+    return False
