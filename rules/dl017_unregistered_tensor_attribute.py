@@ -50,7 +50,10 @@ class UnregisteredTensorAttribute(Rule):
     the attribute (a cache reset in `forward`). Silent on tensors created with `device=`
     or moved in `__init__`, on registered ones, on attributes read only on the host
     (`.tolist()`, `.shape`, combined only with other CPU tensors or numbers), on
-    attributes only `__init__` uses, and on classes that are not modules.
+    attributes only `__init__` uses, on 0-dim tensors (`torch.tensor(0.5)`,
+    `torch.tensor(np.log(alpha))`) used only in arithmetic and comparisons (PyTorch combines
+    a 0-dim CPU tensor with CUDA tensors as it would a number), and on classes that are not
+    modules.
 
     ## Why is this bad?
     `model.to(device)` / `model.cuda()` moves parameters and buffers only. A plain tensor
@@ -148,7 +151,10 @@ class UnregisteredTensorAttribute(Rule):
                 continue
             if self._recreated_elsewhere(methods, attr):
                 continue
-            use = self._first_use(methods, attr)
+            # A 0-dim CPU tensor combines with CUDA tensors in arithmetic and comparisons
+            # without error (PyTorch treats it as a scalar): only other uses count.
+            scalar = self.ctx.semantic.value(assign.value).shape == ()
+            use = self._first_use(methods, attr, scalar)
             if use is None:
                 continue
             self._report(node, init, assigns, attr, use, methods)
@@ -202,7 +208,7 @@ class UnregisteredTensorAttribute(Rule):
                     return True
         return False
 
-    def _first_use(self, methods: dict, attr: str) -> Optional[Use]:
+    def _first_use(self, methods: dict, attr: str, scalar: bool = False) -> Optional[Use]:
         for name, method in methods.items():
             if name == "__init__":
                 continue
@@ -212,7 +218,8 @@ class UnregisteredTensorAttribute(Rule):
             for read in _nodes(self.ctx, method, cst.Attribute):
                 if _is_self_attr(read, me, attr):
                     use = self._use(read, name)
-                    if use is not None:
+                    if use is not None and not (scalar and not use.moved_by_hand and isinstance(
+                            use.node, (cst.BinaryOperation, cst.Comparison))):
                         return use
         return None
 

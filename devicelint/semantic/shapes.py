@@ -301,6 +301,8 @@ def apply_rank(spec, first: Optional[Value], call: cst.Call, model) -> Optional[
             if literal is not None:
                 return literal
             inner = model.value(args[0])
+            if inner.kind in (Kind.NUMBER, Kind.BOOL) or _numpy_scalar(args[0], model):
+                return ()  # `torch.tensor(0.5)`, `torch.tensor(np.log(alpha))`: a 0-dim tensor
             return inner.shape if inner.kind in (Kind.TENSOR, Kind.ARRAY) else None
         if name == "torch.randint":
             size = keyword_arg(call, "size")
@@ -310,6 +312,20 @@ def apply_rank(spec, first: Optional[Value], call: cst.Call, model) -> Optional[
                 return tuple(size_of(e.value, model) for e in size.elements)
         return None
     return None
+
+
+# NumPy's elementwise math: of Python numbers, a NumPy scalar (0-dim).
+_NUMPY_ELEMENTWISE = frozenset(f"numpy.{f}" for f in (
+    "log", "log2", "log10", "log1p", "exp", "expm1", "sqrt", "square", "abs", "sin", "cos",
+    "tan", "tanh", "arctan", "floor", "ceil", "round", "float32", "float64", "int32", "int64"))
+
+
+def _numpy_scalar(expr: cst.BaseExpression, model) -> bool:
+    """`np.log(alpha)` of a Python number: a NumPy scalar."""
+    if not isinstance(expr, cst.Call) or model.qualname(expr.func) not in _NUMPY_ELEMENTWISE:
+        return False
+    given = positional_args(expr)
+    return bool(given) and all(model.value(a).kind in (Kind.NUMBER, Kind.BOOL) for a in given)
 
 
 def _transpose_perm(call: cst.Call, rank: Optional[int], name: str) -> Optional[tuple[int, ...]]:
