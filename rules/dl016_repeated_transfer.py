@@ -45,7 +45,10 @@ class RepeatedTransfer(Rule):
       argument is data the loop read back (`self.image = out.cpu().numpy()`) or the
       function's own result, read back inside it on the previous call
       (`tokens.append(predict(model, tokens[-1]))`, `predict` returning a sample of
-      `p.cpu()`); reported at the call, naming the copy's line and the read;
+      `p.cpu()`); reported at the call, naming the copy's line and the read. Not through what
+      a method of an object the file does not show returns (`state, reward, done, _ =
+      env.step(action)`: a simulator computes a new observation on the host from the action
+      read back; copying it is no round trip);
     - host data a model keeps unchanged, copied to the device each time it runs: in a
       module's `forward` (or an object's `__call__`), a `.to(x.device)` or
       `torch.tensor(..., device=...)` of `self.table` that only `__init__` binds and no
@@ -408,17 +411,33 @@ class RepeatedTransfer(Rule):
                        and t.target.value.value == arg.value.value and t.target.attr.value == arg.attr.value
                        for t in assign.targets):
                     starts.append(assign.value)
+        def follow(_name, d) -> bool:
+            return d.kind not in ("for", "comp") and not self._host_code_result(d)
+
         for start in starts:
-            read = self.device_read(call, start, loops)
+            read = self.device_read(call, start, loops, follow=follow)
             if read is not None:
                 return read
             if any(node is call for node, _ in dataflow.data_nodes(
-                    sem, start, loops[-1], follow=lambda _n, d: d.kind not in ("for", "comp"),
-                    through_changes=True)):
+                    sem, start, loops[-1], follow=follow, through_changes=True)):
                 read = self._returned_read(call)
                 if read is not None:
                     return read
         return None
+
+    def _host_code_result(self, d) -> bool:
+        """The binding `d` takes what a method of an object the file does not show returns
+        (`state, reward, done, _ = env.step(action)`: a simulator stepped on the host): new
+        data that code computes on the host, not the read-back data coming back, so the copy
+        of it is no round trip (and the file cannot say it could stay on the device)."""
+        value = d.value
+        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+            return False
+        sem = self.ctx.semantic
+        if sem.syncs.callee(value) is not None or sem.qualname(value.func) is not None \
+                or sem.api.method(value.func.attr.value) is not None or sem.loops.is_module_call(value):
+            return False
+        return sem.value(value.func.value).kind is Kind.UNKNOWN
 
     def _returned_read(self, call: cst.Call) -> Optional[cst.CSTNode]:
         """A read back of device data inside the function `call` runs that its return value
@@ -766,7 +785,7 @@ class RepeatedTransfer(Rule):
         return self._host_data(self.ctx.semantic.value(found[0]))
 
     def device_read(self, upload: cst.Call, moved: cst.BaseExpression, loops: list,
-                    filled: tuple = ()) -> Optional[cst.CSTNode]:
+                    filled: tuple = (), follow=None) -> Optional[cst.CSTNode]:
         """A read of device data back to the host, inside the loop, that the data `moved`
         is computed from (through bindings made in the loop and what the loop appends to
         lists it reads), else None. The data read is on the device by its value, or because
@@ -775,8 +794,9 @@ class RepeatedTransfer(Rule):
         `tokens.append(out.argmax().item())`, whatever `model` is)."""
         sem = self.ctx.semantic
         region = loops[-1]
-        def follow(_name, d) -> bool:
-            return d.kind not in ("for", "comp")  # an element is not computed from its iterable's updates
+        if follow is None:
+            def follow(_name, d) -> bool:
+                return d.kind not in ("for", "comp")  # an element is not computed from its iterable's updates
 
         for node, d in dataflow.data_nodes(sem, moved, region, follow=follow, through_changes=True):
             if d is not None or not isinstance(node, cst.Call):
