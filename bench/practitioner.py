@@ -261,6 +261,31 @@ REPOS: tuple[Repo, ...] = (
          ("*",), held_out=True),
     Repo("cnn-text-classification", "Shawn1993/cnn-text-classification-pytorch",
          "93415f08168a1ae60635320569f6eca0ae3a40bb", ("*",), held_out=True),
+    # Held out (session 10): labelled once, at first sight (devicelint at 4d68a69), never tuned on.
+    # Left out: backbone and model-definition files (SupContrast networks/, RepDistiller models/,
+    # DeiT's model zoo), vendored copies (stylegan2's lpips/, inception.py and op/ kernels; cleanrl's
+    # buffers), weight converters, and cleanrl's JAX, envpool, multi-GPU and plotting scripts.
+    Repo("SupContrast", "HobbitLong/SupContrast", "66a8fe53880d6a1084b2e4e0db0a019024d6d41a",
+         ("*.py",), ("networks/*",), held_out=True),
+    Repo("stylegan2-rosinality", "rosinality/stylegan2-pytorch", "bef283a1c24087da704d16c30abc8e36e63efa0e",
+         ("*.py",), ("inception.py", "convert_weight.py", "swagan.py", "lpips/*", "op/*"), held_out=True),
+    Repo("stargan-v2", "clovaai/stargan-v2", "875b70a150609e8a678ed8482562e7074cdce7e5", ("*",),
+         held_out=True),
+    Repo("Image_Segmentation", "LeeJunHyun/Image_Segmentation", "5e9da9395c52b119d55dfc6532c34ac0e88f446e",
+         ("*",), held_out=True),
+    Repo("RepDistiller", "HobbitLong/RepDistiller", "b84f547c5db6a35318d4671d7d5c4de74c822403",
+         ("*",), ("models/*",), held_out=True),
+    Repo("generative-model-collections", "znxlwm/pytorch-generative-model-collections",
+         "0d183bb5ea2fbe069e1c6806c4a9a1fd8e81656f", ("*",), held_out=True),
+    Repo("deit", "facebookresearch/deit", "7e160fe43f0252d17191b71cbb5826254114ea5b",
+         ("main.py", "engine.py", "datasets.py", "losses.py", "augment.py", "samplers.py", "utils.py"),
+         held_out=True),
+    Repo("cleanrl", "vwxyzjn/cleanrl", "fe8d8a03c41a7ef5b523e2e354bd01c363e786bb",
+         ("cleanrl/dqn.py", "cleanrl/dqn_atari.py", "cleanrl/c51.py", "cleanrl/ppo.py", "cleanrl/ppo_atari.py",
+          "cleanrl/ppo_continuous_action.py", "cleanrl/ppo_atari_lstm.py", "cleanrl/sac_continuous_action.py",
+          "cleanrl/td3_continuous_action.py", "cleanrl/ddpg_continuous_action.py", "cleanrl/rainbow_atari.py",
+          "cleanrl_utils/evals/dqn_eval.py", "cleanrl_utils/evals/ppo_eval.py"),
+         held_out=True),
 )
 BY_NAME = {r.name: r for r in REPOS}
 
