@@ -475,6 +475,13 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[tuple[list[dict], 
         from devicelint.engine import enabled_rules
 
         enabled_rules(jobs_to_run[0][3])
+        from devicelint import libcst_core, safe_parse
+
+        if sum(len(job[2]) for job in jobs_to_run) > safe_parse.QUICK_INITS_AFTER:
+            # The node classes' quick __init__s for the parses (libcst_core.QuickInits),
+            # made once here (and kept by the parent's compiled-code table) rather than
+            # in every worker.
+            libcst_core.quick_inits()
     collector.started()  # before the fork: the workers inherit the imports frozen
     context = multiprocessing.get_context(method)
     if method == "fork" and project_index.current() is not None:

@@ -99,11 +99,26 @@ def _parse(source: str) -> cst.Module:
     original = cst.CSTNode.__dict__.get("__post_init__")
     if original is None:  # a libcst without the hook: parse as usual
         return libcst_core.parse_module(source)
+    # The node classes' own `__init__`s call `__post_init__`; quick ones store the same
+    # fields without it (libcst_core.QuickInits), once made: by the parent of a pool before
+    # it forks, or here once this process has parsed enough text to pay for making them (a
+    # few milliseconds: a run of one small file never does).
+    global _parsed
+    _parsed += len(source)
+    inits = libcst_core.quick_inits(make=_parsed > QUICK_INITS_AFTER)
     cst.CSTNode.__post_init__ = _skip_validation
+    if inits is not None:
+        inits.install()
     try:
         return libcst_core.parse_module(source)
     finally:
+        if inits is not None:
+            inits.remove()
         cst.CSTNode.__post_init__ = original
+
+
+QUICK_INITS_AFTER = 100_000  # characters parsed by this process (libcst_core.QuickInits)
+_parsed = 0
 
 
 class _Parser:
