@@ -36,8 +36,24 @@ class FileResult:
 
 def rules_for(source: str, rules: Sequence[type[Rule] | RuleMeta]) -> list[type[Rule]]:
     """Rules whose prefilter tokens occur in the text (a cheap check before parsing), as
-    classes: a catalogue entry among `rules` is imported here, when first needed."""
-    return [rule_class(r) for r in rules if not r.tokens or any(t in source for t in r.tokens)]
+    classes: a catalogue entry among `rules` is imported here, when first needed. Each token
+    is looked for once (rules share `cuda`, `device`, `.to(`...): a token that does not
+    occur costs a search of the whole text."""
+    found: dict[str, bool] = {}
+    chosen = []
+    for rule in rules:
+        tokens = rule.tokens
+        if tokens:
+            for token in tokens:
+                hit = found.get(token)
+                if hit is None:
+                    hit = found[token] = token in source
+                if hit:
+                    break
+            else:
+                continue
+        chosen.append(rule_class(rule))
+    return chosen
 
 
 def _syntax_error(path: str, error: Exception, source: str) -> Finding:

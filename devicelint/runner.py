@@ -83,7 +83,17 @@ def needs_parse(source: str, tokens: list[tuple[str, ...]], judge_suppressions: 
     comment, when DL901 must judge it)."""
     if judge_suppressions and ("noqa" in source.lower() or "devicelint:" in source):
         return True
-    return any(not group or any(t in source for t in group) for group in tokens)
+    found: dict[str, bool] = {}  # each token looked for once: groups share `cuda`, `.to(`...
+    for group in tokens:
+        if not group:
+            return True
+        for token in group:
+            hit = found.get(token)
+            if hit is None:
+                hit = found[token] = token in source
+            if hit:
+                return True
+    return False
 
 
 def lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> list[Finding]:

@@ -365,3 +365,43 @@ def test_a_file_the_gate_read_is_not_parsed_again_by_cpython(monkeypatch):
     assert checked == ["plain.py"]
     broken = lint_source("broken.py", "x.view(-1)\ndef f(:\n", rules).findings
     assert [f.code for f in broken] == ["DL900"]
+
+
+def test_rules_for_looks_for_each_token_once_and_keeps_the_rules_order() -> None:
+    """engine.rules_for: a rule is kept when one of its tokens occurs (or it has none), in
+    the order given, as `any(token in text)` per rule decides, each token searched once."""
+    from pathlib import Path
+
+    from devicelint.engine import rules_for
+    from devicelint.rule import rule_catalog
+
+    entries = [entry for entry in rule_catalog().values() if entry.has_handlers]
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    texts = ["", "x = 1\n", "m.cuda()", "import time\nt = time.perf_counter()\n"]
+    texts += [path.read_text(encoding="utf-8") for path in sorted(root.rglob("*.py"))[:80]]
+    for text in texts:
+        expected = [entry.code for entry in entries
+                    if not entry.tokens or any(token in text for token in entry.tokens)]
+        assert [rule.code for rule in rules_for(text, entries)] == expected
+        assert [rule.code for rule in rules_for(text, entries[::-1])] == expected[::-1]
+
+
+def test_needs_parse_is_any_group_of_tokens_found() -> None:
+    """runner.needs_parse looks for each token once and answers `any(not group or
+    any(token in text for token in group))`."""
+    from pathlib import Path
+
+    from devicelint.rule import rule_catalog
+    from devicelint.runner import needs_parse
+
+    groups = [entry.tokens for entry in rule_catalog().values() if entry.has_handlers]
+    root = Path(__file__).resolve().parent.parent
+    texts = ["", "x = 1\n", "m.cuda()", "# noqa: DL005\n", "DataLoader"]
+    texts += [path.read_text(encoding="utf-8") for path in sorted((root / "devicelint").rglob("*.py"))[:60]]
+    answers = []
+    for text in texts:
+        for chosen in (groups, groups[3:8], groups[::-1], [("zzz",), ()], [("zzz",)]):
+            expected = any(not group or any(token in text for token in group) for group in chosen)
+            assert needs_parse(text, chosen) == expected
+            answers.append(expected)
+    assert True in answers and False in answers

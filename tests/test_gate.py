@@ -370,3 +370,19 @@ def test_each_gate_was_derived_from_its_rule_as_it_is():
     assert not changed, (
         f"the detection of {sorted(changed)} changed since its gate was derived: check the gate "
         f"(devicelint/gate.py says what a gate must be), then set GATES_DERIVED_FROM to {changed}")
+
+
+def test_the_device_or_cuda_check_is_the_case_insensitive_expression() -> None:
+    """gate._names_device_or_cuda (lower-case searches for ASCII text) answers what the
+    case-insensitive expression does, for ASCII and other texts, on every fixture too."""
+    from pathlib import Path
+
+    from devicelint.gate import _CUDA_OR_DEVICE, _names_device_or_cuda
+
+    texts = ["x = 1\n", "DEVICE", "a.CuDa()", "dev ice", "cud a", "\u0130device", "d\u0117vice",
+             "\u212aernel = cuda", "ﬁle = 'dévice'", "", "devic", "uda c"]
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    texts += [path.read_text(encoding="utf-8") for path in sorted(root.rglob("*.py"))]
+    answers = [_names_device_or_cuda(text) for text in texts]
+    assert answers == [_CUDA_OR_DEVICE.search(text) is not None for text in texts]
+    assert True in answers and False in answers
