@@ -17,6 +17,13 @@ _PASS_THROUGH = ("enumerate", "tqdm", "trange", "iter", "zip")
 # How far evidence follows bindings and operands (a beam search goes ~10 deep: scores ->
 # top_k_words -> next_word_inds -> an element of it).
 _MAX_DEPTH = 24
+# Methods of `str` that torch.Tensor, NumPy arrays, lists, tuples and dicts lack: a value the
+# code calls one of them on is a string, not a tensor (`pred.find('[s]')`, `gt.lower()`).
+_STRING_ONLY = frozenset((
+    "find", "rfind", "lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith",
+    "encode", "isdigit", "isalpha", "isalnum", "isspace", "splitlines", "capitalize", "casefold",
+    "swapcase", "title", "zfill", "ljust", "rjust", "center", "rsplit", "removeprefix",
+    "removesuffix"))
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,9 @@ class SyncInLoop(Rule):
     names.
 
     Silent on: reads after the step loop, reads of host values (dataset samples, tensors
-    built without a device, NumPy arrays, Python numbers), code in branches that run only
+    built without a device, NumPy arrays, Python numbers, and elements the loop walks that
+    the code calls a method only strings have on: `pred.find('[s]')`, `gt.lower()`, decoded
+    text compared with `if pred == gt:`), code in branches that run only
     without a GPU, `synchronize()` used as a timing fence (the loop, or the code around
     it, takes timestamps, or the loop walks an iterator the file does not show, which may
     time each step), and values the code does not place (silence over guessing). Not
@@ -419,7 +428,7 @@ class SyncInLoop(Rule):
             # An element of what the loop walks: a row of a device tensor, an element of a
             # list of device tensors, lives where they do.
             value = self.ctx.semantic.def_value(d)
-            if value.kind not in (Kind.TENSOR, Kind.UNKNOWN):
+            if value.kind not in (Kind.TENSOR, Kind.UNKNOWN) or self._used_as_string(d):
                 return None
             if value.place is Place.DEVICE:
                 return Evidence(value.hint)
@@ -496,6 +505,20 @@ class SyncInLoop(Rule):
             if found is not None:
                 return Evidence(found.hint, True)
         return None
+
+    def _used_as_string(self, d) -> bool:
+        """The code calls a method only strings have on what binding `d` holds (`for gt, pred
+        in zip(labels, preds_str):` then `pred.find('[s]')`): decoded text, not a tensor,
+        whatever call of code the file does not show produced it."""
+        sem = self.ctx.semantic
+        for name in dataflow.uses(sem, d):
+            method = sem.parent(name)
+            if isinstance(method, cst.Attribute) and method.value is name \
+                    and method.attr.value in _STRING_ONLY:
+                call = sem.parent(method)
+                if isinstance(call, cst.Call) and call.func is method:
+                    return True
+        return False
 
     def _returned_evidence(self, function: cst.FunctionDef, path: tuple,
                            depth: int) -> Optional[Evidence]:
