@@ -37,8 +37,8 @@ class SyncInLoop(Rule):
     Flags a host synchronisation or device→host round-trip that runs on every step of a
     training or inference loop: `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `.to("cpu")`,
     `float(t)`/`int(t)`/`bool(t)` and the other Python functions that make a number of a
-    tensor (`chr(t)`, `range(t)`, `math.log10(t)`, `math.isfinite(t)`), `print(t)` or an
-    f-string of a tensor, `max()`/`min()`/
+    tensor (`chr(t)`, `range(t)`, `math.log10(t)`, `math.isfinite(t)`), `print(t)`, an
+    f-string of a tensor or printf-style formatting (`"%.4f" % t`, `fmt % (epoch, *losses)`), `max()`/`min()`/
     `sorted()` of device tensors (or of a list the code fills with them: each comparison is
     a truth value), the truth value of
     a tensor (`if t > 0:`, `while loss > eps:`, `assert t`, a comprehension's `if w != end`,
@@ -73,7 +73,8 @@ class SyncInLoop(Rule):
     iteration runs such a loop is an epoch loop, and what it runs outside the inner loop runs
     once per epoch (silent). A read under a throttle (`if step % log_every == 0:`,
     `if verbose:`, `if i in np.linspace(0, n, 10, dtype=int):`, the loop counter in a
-    collection the loop does not build) whose body does not train is silent; a GPU flag
+    collection the loop does not build) whose body does not train is silent, and so is one
+    under a budget of reports (`if shown < 5: shown += 1; print(...)`: at most five times); a GPU flag
     (`if use_cuda:`, bound to `torch.cuda.is_available()` or passed so by every call of the
     function, or bound to a literal and guarding a move to the device: `USE_CUDA = True`
     with `if USE_CUDA: model.cuda()`) is no throttle: with a GPU it holds on every step, and what the `else:` arm
@@ -195,6 +196,10 @@ class SyncInLoop(Rule):
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         self.candidates.append(node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Modulo):
+            self.candidates.append(node)
 
     # -- judgement ------------------------------------------------------------------------
     def leave_Module(self, node: cst.Module) -> None:

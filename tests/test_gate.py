@@ -342,7 +342,7 @@ GATES_DERIVED_FROM = {
     "DL001": "aad15741898f",
     "DL002": "e2e3bb8ef619",
     "DL003": "59f18a83dfe0",
-    "DL004": "30905ae1cc53",
+    "DL004": "eaa49d60db7a",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
     "DL007": "ccbb47babd3a",

@@ -9,7 +9,9 @@
   DataLoader (a loop over batches with a decoding loop inside runs once per batch): what it
   runs once per iteration runs once per epoch.
 - A *throttle* is an `if` inside a step loop whose test is a `%` schedule, an equality, or a
-  plain flag, and whose body does not train: what it guards runs every N steps.
+  plain flag, and whose body does not train: what it guards runs every N steps. A *budget*
+  (`if shown < 5: shown += 1; ...`, the counter counted up only there) runs its body at most
+  N times per run of the loop.
 """
 
 from __future__ import annotations
@@ -395,6 +397,9 @@ class LoopModel:
         child = node
         parent = self.model.parent(node)
         while parent is not None and parent is not loop:
+            if isinstance(parent, cst.If) and child is parent.body and self._budget(parent, loop) \
+                    and not self._trains_in(parent.body):
+                return True
             if isinstance(parent, cst.If) and child is not parent.test:
                 if self._gates(parent, loop) and not (
                         child is parent.orelse and self._first_pass_only(parent, loop)):
@@ -508,6 +513,52 @@ class LoopModel:
             test = test.expression
         return isinstance(test, (cst.Name, cst.Attribute)) or not dataflow.invariant(self.model, test, loop) or not (
             self._on_iteration_data_expr(branch.body, loop) and self._on_iteration_data_expr(arm, loop))
+
+    def _budget(self, branch: cst.If, loop: cst.CSTNode) -> bool:
+        """`if shown < 5: shown += 1; print(...)` (also as a part of an `and`): a counter
+        tested against a bound the loop does not change, which the loop changes only by
+        counting it up in this very body: the body runs at most that many times per run of
+        the loop (a budget of reports), not on every step."""
+        parts, stack = [], [branch.test]
+        while stack:
+            part = stack.pop()
+            if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.And):
+                stack += [part.left, part.right]
+            else:
+                parts.append(part)
+        for part in parts:
+            if not isinstance(part, cst.Comparison) or len(part.comparisons) != 1:
+                continue
+            operator = part.comparisons[0].operator
+            if isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
+                counter, bound = part.left, part.comparisons[0].comparator
+            elif isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+                counter, bound = part.comparisons[0].comparator, part.left
+            else:
+                continue
+            if isinstance(counter, cst.Name) and dataflow.invariant(self.model, bound, loop) \
+                    and self._counted_up_only_in(counter, branch.body, loop):
+                return True
+        return False
+
+    def _counted_up_only_in(self, counter: cst.Name, body: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """Every store of `counter` in `loop` is `counter += <a positive integer>` in `body`,
+        and there is one."""
+        model = self.model
+        scope = model.scope_of(counter)
+        stores = [n for n in dataflow._names_in(model, loop, counter.value)
+                  if dataflow._is_store(model, n) and model.scope_of(n) is scope]
+        if not stores:
+            return False
+        for name in stores:
+            statement = model.parent(name)
+            if not (isinstance(statement, cst.AugAssign) and statement.target is name
+                    and isinstance(statement.operator, cst.AddAssign)
+                    and isinstance(statement.value, cst.Integer) and int(statement.value.value, 0) > 0
+                    and dataflow.within(model, statement, body)):
+                return False
+        # Nothing else in the loop may change it (a call handed it cannot: it is a number).
+        return all(d.kind in ("assign", "augassign") for d in model.defs(counter))
 
     def _steps_in(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
         """`node` calls a module on this iteration's data of `loop`."""

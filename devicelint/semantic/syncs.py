@@ -13,7 +13,7 @@
 A host read is an operation that makes the host wait for the queued GPU work when its operand
 lives on the device: a method whose result lives on the host (`syncs` and `place = "cpu"` in
 torch_api.toml: `.item()`, `.tolist()`, `.numpy()`, `.cpu()`), `.to("cpu")` without
-`non_blocking=True`, `float/int/bool(t)`, `print(t)`, formatting `t` in an f-string, the truth
+`non_blocking=True`, `float/int/bool(t)`, `print(t)`, formatting `t` in an f-string or with `%` (`"%.4f" % t`), the truth
 value of `t` (`if t > 0:`, `while t:`, `x if t else y`, `assert t`, a comprehension's
 `if t != end`, once per element), writing `t` into a CPU tensor (`host[i] = t`), a
 constructor that builds a tensor from a list holding `t` (`torch.LongTensor([[t]])`,
@@ -132,6 +132,8 @@ class SyncModel:
             return []
         if isinstance(node, cst.FormattedStringExpression):
             return [HostRead(node.expression, "formatting a tensor in an f-string", node.expression)]
+        if isinstance(node, cst.BinaryOperation):
+            return self._percent_format(node)
         if isinstance(node, (cst.If, cst.While, cst.IfExp, cst.Assert)):
             test = node.test
             return [HostRead(o, "`if`/`while` on a tensor's value", o) for o in operands(test)]
@@ -158,6 +160,33 @@ class SyncModel:
             # `[i for i, w in enumerate(words) if w != end]`: one truth value per element.
             return [HostRead(o, "a comprehension's `if` on a tensor's value", o) for o in operands(node.test)]
         return []
+
+    def _percent_format(self, node: cst.BinaryOperation) -> list[HostRead]:
+        """`"%11.4g" % t`, `fmt % (epoch, *losses)`: printf-style formatting of a string
+        converts each value it is given (`__float__`, `__int__`, `__str__`), which reads a
+        tensor on the host; a starred operand gives each of its elements (the rows of a
+        tensor). The left operand must be a string (a literal, or strings joined with `+`
+        and repeated with `*`); a mapping on the right (`"%(loss)f" % d`) is not followed."""
+        if not isinstance(node.operator, cst.Modulo) or not self._format_string(node.left):
+            return []
+        right = node.right
+        parts = right.elements if isinstance(right, cst.Tuple) else [right]
+        found = []
+        for part in parts:
+            value = part.value if isinstance(part, (cst.Element, cst.StarredElement)) else part
+            if isinstance(value, (cst.Dict, cst.DictComp)):
+                continue
+            found.append(HostRead(value, "formatting a tensor with `%`", value))
+        return found
+
+    def _format_string(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            return self._format_string(node.left) or self._format_string(node.right)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            return self._format_string(node.left)
+        return False
 
     def _conversion(self, func: cst.BaseExpression) -> Optional[str]:
         """The name of a Python function that makes a number of its argument (`float`,
