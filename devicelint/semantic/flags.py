@@ -1,5 +1,9 @@
 """GPU flags: `USE_CUDA = True` with `if USE_CUDA: model.cuda()`, or `args.cuda = not
-args.no_cuda and torch.cuda.is_available()` with `if args.cuda: model.cuda()`.
+args.no_cuda and torch.cuda.is_available()` with `if args.cuda: model.cuda()`, an argparse
+on/off switch (`parser.add_argument('-gpu', action='store_true')` with `if args.gpu:
+x = x.cuda()`), or a parameter with a literal default whose function the file never calls, or
+that every call passes `True` (`def score(imgs, cuda=True)` with `if cuda: dtype =
+torch.cuda.FloatTensor`).
 
 A flag bound only to `True`/`False` says nothing about the GPU by itself (`profile = False`),
 and neither does a user's switch ANDed with `torch.cuda.is_available()` (`log_gpu = args.log
@@ -20,7 +24,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.semantic.values import Place
+from devicelint.semantic.values import Kind, Place
 
 _LITERALS = ("True", "False")
 
@@ -140,6 +144,8 @@ def _bindings(sem, flag: cst.BaseExpression) -> Optional[tuple]:
     attribute; None when that is not all the code shows."""
     if isinstance(flag, cst.Name):
         defs = sem.defs(flag)
+        if len(defs) == 1 and defs[0].kind == "param" and isinstance(defs[0].node, cst.Param):
+            return _param_values(sem, defs[0].node)
         if not defs or not all(d.kind in ("assign", "annassign") and not d.path and d.value is not None
                                for d in defs):
             return None
@@ -166,6 +172,25 @@ def _bindings(sem, flag: cst.BaseExpression) -> Optional[tuple]:
             or sem.ctx.order(store) > sem.ctx.order(flag):
         return None
     return (store.value,)
+
+
+def _param_values(sem, param: cst.Param) -> Optional[tuple]:
+    """What a parameter holds, as `_bindings` gives it: where the file shows no call of its
+    function, its default (`def score(imgs, cuda=True)`, a function another module calls);
+    where every call passes `True` (or leaves a `True` default), those. A call that passes
+    anything else (`run(loader, False)`: the configuration it names) makes it no flag."""
+    function = sem._function_of_param(param)
+    passed = sem._passed_arguments(function, param) if function is not None else None
+    if passed is None:
+        return None
+    args, spawns, _index = passed
+    if spawns:
+        return None
+    if not args:
+        return (param.default,) if param.default is not None else None
+    if all(isinstance(a, cst.Name) and a.value == "True" for a in args):
+        return tuple(args)
+    return None
 
 
 def passed_attribute_value(sem, flag: cst.BaseExpression) -> Optional[cst.BaseExpression]:
@@ -293,6 +318,14 @@ def _guarded_arms(sem) -> dict[str, list[tuple[cst.BaseExpression, cst.CSTNode]]
 
 
 def _moves_to_device(sem, arm: cst.CSTNode) -> bool:
+    """`arm` moves data or a module to the device (`.cuda()`, `.to(<device>)`), or names a
+    CUDA tensor type, which only a move uses (`dtype = torch.cuda.FloatTensor` for
+    `x.type(dtype)`)."""
+    for node in [arm, *sem.ctx.descendants(arm, cst.Attribute, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]:
+        if isinstance(node, cst.Attribute):
+            value = sem.value(node)
+            if value.kind is Kind.TENSOR_TYPE and value.place is Place.DEVICE:
+                return True
     calls = [arm] if isinstance(arm, cst.Call) else []
     calls += sem.ctx.descendants(arm, cst.Call, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
     for call in calls:

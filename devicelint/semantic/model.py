@@ -2157,6 +2157,12 @@ class SemanticModel:
         if method in ("to", "cuda", "cpu"):
             moved = self._moved(tensor(module.place), node)
             return module.with_(place=moved.place, node=node)
+        if method == "type" and node.args:
+            # `net.type(torch.cuda.FloatTensor)`: nn.Module.type casts every parameter and
+            # buffer to that legacy type, which moves them where the type lives.
+            place, hint = self.tensor_type_place(call_arg(node, 0, "dst_type"))
+            if place is not None:
+                return module.with_(place=place, node=node, hint=module.hint or hint)
         if method in self.api.self_returning_module_methods:
             return module
         if method in ("parameters", "buffers"):
