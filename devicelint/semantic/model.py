@@ -75,6 +75,58 @@ _NEVER_TENSOR_TYPES = frozenset((
 _IDENTITY_TESTS = (cst.In, cst.NotIn, cst.Is, cst.IsNot)
 
 
+# How many calls of other files' functions deep `returned_for` follows (a helper calling a
+# helper of a third file is two).
+_MAX_BOUND_DEPTH = 3
+_bound_depth = 0
+
+
+def _device_data(value: Value) -> bool:
+    """A tensor on the device (by a name's hint too: the value keeps it), a list or dict of
+    them, or a tuple one part of which is one (its other parts keep what is known of them)."""
+    if value.kind in (Kind.SEQUENCE, Kind.MAPPING):
+        element = value.element
+        if element is None and value.items:
+            return any(_device_data(v) for v in value.items)  # a tuple: one part is enough
+        return element is not None and element.kind is Kind.TENSOR and _device_data(element)
+    return value.kind is Kind.TENSOR and value.place is Place.DEVICE
+
+
+def _foreign(value: Value) -> Value:
+    """`value` as another file may hold it: its kind, place, rank and elements, without
+    the nodes of the file it was made in (layouts and origins are left unknown)."""
+    return Value(value.kind, value.place, pinned=value.pinned, shape=value.shape,
+                 element=_foreign(value.element) if value.element is not None else None,
+                 items=tuple(_foreign(v) for v in value.items) if value.items is not None else None,
+                 cls=value.cls if isinstance(value.cls, str) else None, hint=value.hint,
+                 literal=value.literal)
+
+
+def _signature(value: Value):
+    return (value.kind, value.place, value.hint, value.shape,
+            _signature(value.element) if value.element is not None else None,
+            tuple(_signature(v) for v in value.items) if value.items is not None else None)
+
+
+def _bind_arguments(function: cst.FunctionDef, args, passed: list) -> Optional[dict]:
+    """Parameter name -> the value a call passes it (positional then keyword arguments);
+    None when the call cannot be matched (too many positionals, an unknown keyword)."""
+    params = function.params
+    positional = [*params.posonly_params, *params.params]
+    names = {p.name.value for p in (*positional, *params.kwonly_params)}
+    bound: dict = {}
+    for index, (arg, value) in enumerate(zip(args, passed)):
+        if arg.keyword is None:
+            if index >= len(positional):
+                return None
+            bound[positional[index].name.value] = value
+        elif arg.keyword.value in names:
+            bound[arg.keyword.value] = value
+        else:
+            return None
+    return bound
+
+
 def never_tensor(node: cst.CSTNode) -> bool:
     """Whether `node`'s value is never a tensor, seen from its syntax alone: a first look
     that spares asking `value` (and building flows) where a rule needs a tensor. Mirrors
@@ -146,6 +198,10 @@ class SemanticModel:
         self._sites: dict[int, tuple[tuple, tuple]] = {}  # id(function) -> _call_sites
         self._gpu_exits: dict[int, int] = {}   # block -> index of an `if gpu: return` in it, or -1
         self._summaries: dict = {}
+        # Parameters bound to what one call of another file passes (a model made by
+        # `returned_for`), and the returns worked out that way, by function and arguments.
+        self._bound_params: Optional[dict[int, Value]] = None
+        self._returned_for: dict = {}
         self._loops = None
         self._syncs = None
         self._batches = None
@@ -572,6 +628,55 @@ class SemanticModel:
         other, function = found
         value = other.returned_value(function)
         return value.with_(node=None) if value.kind in (Kind.LOADER, Kind.DEVICE) else None
+
+    def _project_returned(self, call: cst.Call) -> Optional[Value]:
+        """What a call of a top-level function of another local module returns when the
+        call hands it device data (a tensor on the device, or a list/tuple/dict of them):
+        that function's returns as its own file's model works them out with its parameters
+        bound to this call's arguments (`acc1, acc5 = utils.accuracy(output, target)` with
+        `accuracy` returning `[correct[:k].sum(0) for k in topk]` of `output.topk(...)`:
+        device tensors). Only a device tensor, or a container of them, is taken from it;
+        None otherwise, and the other file is read only when an argument holds device data."""
+        if self.project is None or not call.args or any(a.star for a in call.args) \
+                or not self.syncs.runs_foreign_function(call):
+            return None  # (not a name a local binding shadows: syncs._foreign_dotted)
+        passed = [self.value(a.value) for a in call.args]
+        if not any(_device_data(v) for v in passed):
+            return None
+        found = self.syncs.foreign_function(call)
+        if found is None:
+            return None
+        other, function = found
+        bound = _bind_arguments(function, call.args, passed)
+        if bound is None:
+            return None
+        return other.returned_for(function, bound)
+
+    def returned_for(self, function: cst.FunctionDef, bound: dict) -> Optional[Value]:
+        """What `function` of this file returns when its parameters hold `bound` (name ->
+        Value, from a call in another file): worked out by a second model of this file whose
+        parameters take those values (this model's own answers do not change); a device
+        tensor or a container of them, else None. Kept per function and arguments."""
+        key = (id(function), tuple(sorted((name, _signature(v)) for name, v in bound.items())))
+        if key in self._returned_for:
+            return self._returned_for[key]
+        global _bound_depth
+        if _bound_depth >= _MAX_BOUND_DEPTH:
+            return None  # a chain of such calls through files: not followed further
+        self._returned_for[key] = None  # a call back into itself while it is worked out
+        params = {p.name.value: p for p in (*function.params.posonly_params, *function.params.params,
+                                            *function.params.kwonly_params)}
+        bound_model = SemanticModel(self.ctx)
+        bound_model._project = self._project
+        bound_model._bound_params = {id(params[name]): _foreign(value) for name, value in bound.items()}
+        _bound_depth += 1
+        try:
+            result = _foreign(bound_model.returned_value(function))
+        finally:
+            _bound_depth -= 1
+        found = result if _device_data(result) else None
+        self._returned_for[key] = found
+        return found
 
     def project_module_class(self, node: cst.CSTNode) -> bool:
         """`node` (a name as the file writes it) is a class of a local module that derives
@@ -1159,6 +1264,10 @@ class SemanticModel:
         return self._memoised(key, self._param_value, param)
 
     def _param_value(self, param: cst.Param) -> Value:
+        if self._bound_params is not None:
+            bound = self._bound_params.get(id(param))
+            if bound is not None:
+                return bound
         annotated = self.annotation_value(param.annotation)
         function = self._function_of_param(param)
         from_calls = self._call_site_value(function, param) if function is not None else None
@@ -1775,6 +1884,9 @@ class SemanticModel:
                 and self.dataset_classes().get(callee.node.name.value) is callee.node:
             return Value(Kind.DATASET, Place.CPU, cls=callee.node.name.value, node=node)
         foreign = self._project_loader(node)
+        if foreign is not None:
+            return foreign
+        foreign = self._project_returned(node)
         if foreign is not None:
             return foreign
         function = self.resolve_function(func)
