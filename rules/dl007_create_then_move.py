@@ -25,6 +25,15 @@ EXACT_OPS = {"float", "half", "double", "bfloat16", "long", "int", "short", "boo
 DROPPABLE = {"non_blocking"}
 
 
+def _may_return_fill(symbol, view) -> bool:
+    """A function of another local module that calls a factory itself (the gate's look;
+    `dataflow.foreign_fill` decides)."""
+    if symbol.kind != "function":
+        return False
+    factories = api_names(places=("factory",))
+    return any(q.rsplit(".", 1)[-1] in factories or q.endswith("Tensor") for q in view.calls_of(symbol))
+
+
 class CreateThenMove(Rule):
     """## What it does
     Flags a tensor filled on the CPU by a factory and then copied to the device: a factory
@@ -64,7 +73,13 @@ class CreateThenMove(Rule):
       torch.cuda.is_available(): return Variable(t.cuda())` / `return Variable(t)`;
       `images, z = f(images), f(z)` after `z = torch.randn(...)`), when that function
       reads the parameter nowhere else (`dataflow.returned_move`): reported at the call,
-      naming the copy's line; no fix.
+      naming the copy's line; no fix;
+    - returned by a function of another local module (through the project index) and
+      moved straight from its call (`causal_mask(n).to(dev)`, with `causal_mask` of
+      `dataset.py` returning `torch.triu(torch.ones((1, n, n)), diagonal=1) == 0`), when
+      that function calls a factory itself and nothing in it reads the fill but the way to
+      its `return` (`dataflow.foreign_fill`): reported at the move, naming the factory's
+      file and line; no fix.
 
     It decides from the values (what the data is computed from, where the target device
     points), not from names; a device the code does not define (a parameter called `device`
@@ -166,11 +181,16 @@ class CreateThenMove(Rule):
         """Reported at a `.to(...)`/`.cuda()`/`.type(T)` whose result is used (or at a call
         of the file's function that returns such a copy of its parameter), of a fill made by
         a factory the file calls (`dataflow.fresh_fill`: the API table's size factories,
-        `torch.Tensor(b, d)` and the other legacy types) (devicelint/gate.py)."""
+        `torch.Tensor(b, d)` and the other legacy types), or of a function of another local
+        module that calls one (`dataflow.foreign_fill`) (devicelint/gate.py)."""
         if not facts.moves(VALUE) and not facts.calls_method(("type", "type_as"), VALUE):
             return False  # `_target`: a move to the device (not a dtype, the CPU, None)
         called = facts.called_names()
-        return bool(called & api_names(places=("factory",))) or any(n.endswith("Tensor") for n in called)
+        if called & api_names(places=("factory",)) or any(n.endswith("Tensor") for n in called):
+            return True
+        # The fill of a function of another local module (`dataflow.foreign_fill`: one that
+        # calls a factory itself, by the index's facts), moved straight from its call.
+        return facts.calls_foreign(_may_return_fill, VALUE)
     fixable = True
 
     def leave_Call(self, node: cst.Call) -> None:
@@ -187,12 +207,15 @@ class CreateThenMove(Rule):
         sem = self.ctx.semantic
         if isinstance(self.ctx.parent(node), cst.Expr) or not sem.on_gpu_path(node):
             return  # a discarded move (`x.to(dev)` as a statement) is DL006's
+        suffix = self.hint_message.format(target=self.ctx.code(device).strip()) if hint else ""
         fill = dataflow.fresh_fill(sem, func.value)
-        if fill is None or not self._only_use(fill, node):
+        if fill is None:
+            self._check_foreign_fill(node, func.value, suffix)
+            return
+        if not self._only_use(fill, node):
             return
         factory = fill.factories[0]
         label = self.ctx.qualname(factory.func) or self.ctx.code(factory.func)
-        suffix = self.hint_message.format(target=self.ctx.code(device).strip()) if hint else ""
         line = self.ctx.position(factory)[0]
         # Several bindings reaching the move (the arms of an if/else): name each factory.
         labels = list(dict.fromkeys(self.ctx.qualname(f.func) or self.ctx.code(f.func) for f in fill.factories))
@@ -216,6 +239,19 @@ class CreateThenMove(Rule):
         self.report(node, message, replacement=reindent(self.ctx, replace, replacement),
                     replace=replace, safe=safe,
                     fix_description="Create the tensor on the device with `device=`")
+
+    def _check_foreign_fill(self, move: cst.Call, receiver: cst.BaseExpression, suffix: str) -> None:
+        """The fill of a function of another local module, moved straight from its call
+        (`causal_mask(n).type_as(src_mask)`, `causal_mask` of dataset.py returning a
+        `torch.ones` fill): reported at the move, naming the factory's file and line; no fix
+        (the factory is in the other file, which may be called without a device)."""
+        found = dataflow.foreign_fill(self.ctx.semantic, receiver)
+        if found is None:
+            return
+        path, line, column, label = found
+        callee = self.ctx.code(receiver.func).strip()  # type: ignore[attr-defined]
+        self.report(move, self.helper_message.format(call=callee, factory=label, line=f"{path}:{line}") + suffix,
+                    related=[((path, line, column), f"`{label}(...)` fills the tensor on the host")])
 
     def _check_handed_fill(self, call: cst.Call) -> None:
         """A fill handed to a function of the file that gives it back copied to the device

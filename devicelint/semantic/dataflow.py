@@ -933,6 +933,59 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
     return _fill(sem, node.func.value, parts, ops, through, depth)
 
 
+def foreign_fill(sem, call: cst.BaseExpression) -> Optional[tuple[str, int, int, str]]:
+    """A call of a top-level function of another local module (through the project index)
+    that returns a fresh host fill (`fresh_fill` in that file's model, on every `return`;
+    nothing there reads the fill but the way to its `return`, nor writes it element by
+    element in a Python loop): (that file's path, the factory's line and column, the
+    factory's name), else None. `causal_mask(n)` of `dataset.py` doing `mask =
+    torch.triu(torch.ones((1, n, n)), diagonal=1).type(torch.int)`, `return mask == 0`. The
+    parameters can only be sizes or scalars there (a parameter read as data is no fill)."""
+    if not isinstance(call, cst.Call) or any(arg.star for arg in call.args) \
+            or sem.project is None or not sem.syncs.runs_foreign_function(call):
+        return None
+    # A cheap look first (the index's facts): that function calls a factory itself, else
+    # its file's model is not built for this.
+    view = sem.project
+    symbol = view.resolve(sem.syncs._foreign_dotted(call))
+    if symbol is None or not any(_factory_name(sem, q) for q in view.calls_of(symbol)):
+        return None
+    foreign = sem.syncs.foreign_function(call)
+    if foreign is None:
+        return None
+    other, function = foreign
+    memo = other.__dict__.setdefault("_returned_fills", {})
+    if id(function) not in memo:
+        memo[id(function)] = _returned_fill(other, function)
+    return memo[id(function)]
+
+
+def _factory_name(sem, qual: str) -> bool:
+    spec = sem.api.function(qual)
+    return spec is not None and spec.place == "factory" or qual.startswith("torch.") and qual.endswith("Tensor")
+
+
+def _returned_fill(sem, function: cst.FunctionDef) -> Optional[tuple[str, int, int, str]]:
+    flow = sem.flow(function)
+    if flow.yields or not flow.returns or any(r.value is None for r in flow.returns):
+        return None
+    fills = [fresh_fill(sem, r.value) for r in flow.returns]
+    if any(fill is None for fill in fills):
+        return None
+    followed = {id(name) for fill in fills for name, _ in fill.through}
+    for fill in fills:
+        for _name, d in fill.through:
+            for use in uses(sem, d):
+                if number_store(sem, use):
+                    if any(not within(sem, d.node, loop) for loop in sem.loops.enclosing_loops(use)):
+                        return None  # written element by element: the host fill is meant
+                elif id(use) not in followed:
+                    return None
+    factory = fills[0].factories[0]
+    line, column = sem.ctx.position(factory)[:2]
+    return sem.ctx.path, line, column, sem.ctx.qualname(factory.func) or sem.ctx.code(factory.func)
+
+
 def _inside_followed(sem, node: cst.Call, ops) -> bool:
     """`node` is in the body of a function `_fill` already follows (a call in `ops`):
     following it would go two deep. Two calls side by side (`f(n).outer(f(m))`) are each
