@@ -683,6 +683,15 @@ class ProjectIndex:
         # the search exponential (five practitioner repos linted together hung).
         # Each answer keeps the dependencies noted while finding it, so that a later file
         # given the memoised answer notes them too.
+        if depth <= _MAX_DEPTH and not module.stars and dotted[:1] != ".":
+            # A name whose head the module does not bind at top level (`self.log`, a local
+            # variable: most of what rules ask) finds nothing, whatever other modules hold:
+            # answered from the module's facts alone, as `_resolve` would, without the memo.
+            head = dotted.partition(".")[0]
+            if head not in module.imports and head not in module.aliases and head not in module.classes \
+                    and head not in module.functions and head not in module.self_names:
+                self._note_module(module.path, module)
+                return None
         return self._memoised(self._resolved, (module.path, dotted), None, self._resolve, module, dotted, depth)
 
     def _memoised(self, memo: dict, key: tuple, empty, compute, *args):
@@ -1095,6 +1104,20 @@ class FileView:
             return None
         self.index._deps[("model", found.module.path)] = (self.index.identity(found.module), "")
         return found.module, found.name
+
+    @_asked
+    def text_has(self, module: ModuleInfo, pattern: "re.Pattern[str]") -> bool:
+        """Whether another local module's text matches `pattern` (a cheap look before its
+        model is built: a question whose answer needs a construct the text cannot hold is
+        answered without it). Memoised per module and pattern; noted as a dependency on
+        the module's content, as its model would be."""
+        index = self.index
+        index._deps[("model", module.path)] = (index.identity(module), "")
+        key = ("text_has", module.path, pattern.pattern)
+        found = index.derived.get(key)
+        if found is None:
+            found = index.derived[key] = pattern.search(module.text or "") is not None
+        return found
 
     @_asked
     def model_of(self, module: ModuleInfo):

@@ -26,6 +26,7 @@ metadata (`x.shape`, `len(x)`), sizes given to factories.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -45,6 +46,11 @@ _ITERATING = frozenset({"next", "iter"})
 # Bindings followed from one read to the value it was computed from.
 _FOLLOWED = frozenset({"assign", "annassign", "walrus", "augassign", "with"})
 _MAX_BINDINGS = 10   # bindings followed from one copy back to a loader
+# What a copy `device_move` accepts is written with: a call of an attribute `to`, `cuda` or
+# `type` (`x.to(`, `x . cuda (`, `(x.to)(`: whitespace, line continuations, comments and
+# closing parentheses may come between). A module whose text never matches moves nothing
+# (`_foreign_feeds` does not look further).
+_MOVE_WORDS = re.compile(r"\.(?:\s|\\|#[^\r\n]*)*(?:to|cuda|type)(?:\s|\\|#[^\r\n]*|\))*\(")
 _MAX_CALLERS = 4     # call-site hops from a helper to the function that builds the loader
 
 
@@ -410,6 +416,23 @@ class BatchFlow:
             dotted = dotted_name(call.func)
             symbol = view.resolve(dotted) if dotted else None
             if symbol is None or symbol.module is view.module or symbol.kind not in ("function", "class"):
+                continue
+            # The module whose model would answer (the callee's, or the class's for its
+            # `__init__`), found without building it: when its text holds no `.to`, `.cuda`
+            # or `.type` (what a copy `device_move` accepts is written with), none of its
+            # functions moves anything, and the call's arguments are not traced (lightning:
+            # most such calls go to modules that move nothing).
+            if symbol.kind == "function":
+                dotted = sem.syncs._foreign_dotted(call)
+                target = view.function_module(dotted) if dotted is not None else None
+                target = target[0] if target is not None else None
+            elif isinstance(call.func, cst.Name) and any(d.kind == "class" for d in sem.defs(call.func)):
+                target = None  # a class of this file (`_class_method` reads it here)
+            else:
+                qual = sem.qualname(call.func)
+                target = sem.project_class_symbol(qual) if qual else None
+                target = target.module if target is not None else None
+            if target is None or not view.text_has(target, _MOVE_WORDS):
                 continue
             # Only the call's own (unstarred) arguments are bound to the callee's parameters:
             # when none of them carries a loader's batches, the call feeds nothing, and the

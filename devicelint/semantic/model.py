@@ -1553,6 +1553,21 @@ class SemanticModel:
 
     def _project_class(self, qualified: str):
         """(that file's model, its ClassDef) for a class of another local module, else None."""
+        symbol = self.project_class_symbol(qualified)
+        if symbol is None:
+            return None
+        other = self.project.model_of(symbol.module)
+        if other is None:
+            return None
+        for owner in other.ctx.class_defs:
+            if owner.name.value == symbol.name and other.parent(owner) is other.ctx.module:
+                return other, owner
+        return None
+
+    def project_class_symbol(self, qualified: str):
+        """The project index's Symbol of the class of another local module that
+        `_project_class` reads (the module whose model it builds), found without building
+        it; else None."""
         view = self.project
         if view is None:
             return None
@@ -1569,13 +1584,7 @@ class SemanticModel:
                 return None
         if symbol.kind != "class" or symbol.module is None or symbol.module is view.module:
             return None
-        other = view.model_of(symbol.module)
-        if other is None:
-            return None
-        for owner in other.ctx.class_defs:
-            if owner.name.value == symbol.name and other.parent(owner) is other.ctx.module:
-                return other, owner
-        return None
+        return symbol
 
     def may_be_module_class(self, owner: cst.ClassDef, depth: int = 0) -> bool:
         """A class of the file that derives from nn.Module, or may: a base the file does not
