@@ -112,3 +112,36 @@ def test_copying_functions_walks_only_the_lines_that_may_copy(monkeypatch) -> No
     # lines) are not walked.
     lines = {getattr(node, "lineno", 0) for node in asked}
     assert not lines & set(range(22, 34))
+
+
+QUIET_SOLVER = """import torch
+
+
+def fit(model, loader):
+    for inputs, targets in loader:
+        model(inputs)
+"""
+
+
+def test_a_loader_handed_to_a_module_that_moves_nothing_builds_no_model(tmp_path, monkeypatch) -> None:
+    _project(tmp_path)
+    (tmp_path / "c_solver.py").write_text(QUIET_SOLVER)  # no `.to(`, `.cuda(` or `.type(` call
+    findings, built = _lint(tmp_path, monkeypatch)
+    # The call hands over the loader, but c_solver.py's text holds no copy: not built.
+    assert "c_solver.py" not in built
+    assert not [f for f in findings if f[0] == "a_train.py"]
+
+
+def test_move_words_match_every_spelling_of_a_copy_call() -> None:
+    import ast
+
+    from devicelint.semantic.batches import _MOVE_WORDS
+
+    spellings = ['x.to("cuda")', 'x . cuda ()', 'x.\\\n    type(t)', '(x.  # why\n to # where\n ("cuda"))',
+                 '(x.to)("cuda")', '((x .cuda))()', 'x.to  (\n"cuda")']
+    for text in spellings:
+        call = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call))
+        assert isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda", "type"), text
+        assert _MOVE_WORDS.search(text), text
+    for text in ['x.tolist()', 'x.to_device("cuda")', 'torch.cuda.is_available()', 'f = x.to', 'x.cudax()']:
+        assert not _MOVE_WORDS.search(text), text
