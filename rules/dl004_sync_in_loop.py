@@ -7,7 +7,7 @@ import libcst as cst
 
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
-from devicelint.semantic import dataflow
+from devicelint.semantic import dataflow, hoststep
 from devicelint.semantic.modules import holds_state
 from devicelint.semantic.syncs import COMPARING
 from devicelint.semantic.values import Value, join_all
@@ -97,6 +97,14 @@ class SyncInLoop(Rule):
     another local module: `decoder(imgs, caps, lengths)` whose `forward` does
     `lengths.tolist()`), and of a method of the class an enclosing `if isinstance(obj, Cls):`
     names.
+
+    A read whose host copy the loop hands to a method of an object the file does not show
+    (`envs.step(actions)`, with `actions = q.argmax(1).cpu().numpy()`), when the loop copies
+    what that call returns to the device and computes the read value from that copy (an
+    environment loop: the simulator steps on the host and needs the action before it can
+    return the next observation), is silent: no change of the loop avoids it. A read that
+    only feeds a print, a list, or a call whose result does not come back to the device
+    (`buffer.add(q.cpu().numpy())`) is reported.
 
     Silent on: reads after the step loop, reads of host values (dataset samples, tensors
     built without a device, NumPy arrays, Python numbers, and elements the loop walks that
@@ -224,6 +232,8 @@ class SyncInLoop(Rule):
                     evidence = self._elements_on_device(read.operand)
                 else:
                     evidence = self._on_device(read.operand, loop)
+                if evidence is not None and hoststep.feeds_host_step(sem, read.node, read.operand, loop) is not None:
+                    continue  # the action an environment loop hands to its host step: needed
                 if evidence is not None:
                     found.append((read.node, read.what, evidence))
             if isinstance(candidate, cst.Call) and (_last_name(candidate.func) in helpers

@@ -8,7 +8,7 @@ from devicelint.builders import hoist_statement, hoistable_args
 from devicelint.gate import IN_ANY_LOOP, IN_FUNCTION, WITH_ARGS
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
-from devicelint.semantic import dataflow
+from devicelint.semantic import dataflow, hoststep
 from devicelint.semantic.model import call_arg, keyword_arg
 from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Watch
 
@@ -48,7 +48,8 @@ class RepeatedTransfer(Rule):
       `p.cpu()`); reported at the call, naming the copy's line and the read. Not through what
       a method of an object the file does not show returns (`state, reward, done, _ =
       env.step(action)`: a simulator computes a new observation on the host from the action
-      read back; copying it is no round trip);
+      read back; copying it is no round trip), through a helper or inline (`next_obs, *_ =
+      envs.step(action.cpu().numpy())` then `torch.Tensor(next_obs).to(device)`);
     - host data a model keeps unchanged, copied to the device each time it runs: in a
       module's `forward` (or an object's `__call__`), a `.to(x.device)` or
       `torch.tensor(..., device=...)` of `self.table` that only `__init__` binds and no
@@ -215,7 +216,7 @@ class RepeatedTransfer(Rule):
             if loop is not None:
                 self.report_invariant(node, moved, loop, label, suffix)
                 return
-            read = self.device_read(node, moved, loops)
+            read = self.device_read(node, moved, loops, follow=self._not_host_step)
             if read is not None:
                 self.report(node, self.reupload_message.format(
                     call=label, line=self._line(read), read=self._short(read)) + suffix)
@@ -411,9 +412,7 @@ class RepeatedTransfer(Rule):
                        and t.target.value.value == arg.value.value and t.target.attr.value == arg.attr.value
                        for t in assign.targets):
                     starts.append(assign.value)
-        def follow(_name, d) -> bool:
-            return d.kind not in ("for", "comp") and not self._host_code_result(d)
-
+        follow = self._not_host_step
         for start in starts:
             read = self.device_read(call, start, loops, follow=follow)
             if read is not None:
@@ -425,19 +424,13 @@ class RepeatedTransfer(Rule):
                     return read
         return None
 
-    def _host_code_result(self, d) -> bool:
-        """The binding `d` takes what a method of an object the file does not show returns
-        (`state, reward, done, _ = env.step(action)`: a simulator stepped on the host): new
-        data that code computes on the host, not the read-back data coming back, so the copy
-        of it is no round trip (and the file cannot say it could stay on the device)."""
-        value = d.value
-        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
-            return False
-        sem = self.ctx.semantic
-        if sem.syncs.callee(value) is not None or sem.qualname(value.func) is not None \
-                or sem.api.method(value.func.attr.value) is not None or sem.loops.is_module_call(value):
-            return False
-        return sem.value(value.func.value).kind is Kind.UNKNOWN
+    def _not_host_step(self, _name, d) -> bool:
+        """Follow the binding `d` back to what it is computed from, unless it is an element
+        of an iteration (not computed from its iterable's updates) or new host data that code
+        the file does not show computes from what the loop read back (`env.step(action)`:
+        a simulator stepped on the host, hoststep.host_step_result), so the copy of it is no
+        round trip (and the file cannot say it could stay on the device)."""
+        return d.kind not in ("for", "comp") and not hoststep.host_step_result(self.ctx.semantic, d)
 
     def _returned_read(self, call: cst.Call) -> Optional[cst.CSTNode]:
         """A read back of device data inside the function `call` runs that its return value

@@ -343,7 +343,7 @@ GATES_DERIVED_FROM = {
     "DL001": "aad15741898f",
     "DL002": "e2e3bb8ef619",
     "DL003": "59f18a83dfe0",
-    "DL004": "eaa49d60db7a",
+    "DL004": "ea40ab3f42a3",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
     "DL007": "e66ad22c02be",
@@ -355,7 +355,7 @@ GATES_DERIVED_FROM = {
     "DL013": "ed7a868d6de0",
     "DL014": "8cd1d637754e",
     "DL015": "2243e9009d60",
-    "DL016": "a3426fb512d7",
+    "DL016": "bb3fba8f58c9",
     "DL017": "6f887bf641ed",
     "DL018": "f3e4bde2ca15",
 }
