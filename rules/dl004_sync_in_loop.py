@@ -77,7 +77,9 @@ class SyncInLoop(Rule):
     under a budget of reports (`if shown < 5: shown += 1; print(...)`: at most five times); a GPU flag
     (`if use_cuda:`, bound to `torch.cuda.is_available()` or passed so by every call of the
     function, or bound to a literal and guarding a move to the device: `USE_CUDA = True`
-    with `if USE_CUDA: model.cuda()`) is no throttle: with a GPU it holds on every step, and what the `else:` arm
+    with `if USE_CUDA: model.cuda()`, or an attribute of the instance stored once, in
+    `__init__`, from what the constructor is given and guarding such a move with no `else:`
+    that moves too: `self.gpu_mode = args.gpu_mode` with `if self.gpu_mode: x_ = x_.cuda()`) is no throttle: with a GPU it holds on every step, and what the `else:` arm
     binds does not run. Under a condition whose body also
     trains (`if i % n_critic == 0:` around a generator update), or under a flag whose two arms
     each run the model on this step's data (`if is_transformer: ... else: ...`), it runs per

@@ -16,6 +16,14 @@ A flag is a name, or an attribute of a module-level name bound once (`args = par
 that the file assigns exactly once, in a statement of the module's top level, before the read
 (`args.cuda = ...`); any other store of that attribute (augmented, annotated, `del`, a second
 assignment, one inside a function or branch) makes it no flag.
+
+A flag is also an attribute of an instance, `self.gpu_mode` read in a method, that the class
+stores once, in a statement of its `__init__`'s own body (no branch, loop or `try`), and
+nothing else in the file stores under that attribute's name: bound to a flag's value as above,
+or to what the constructor is given (`self.gpu_mode = args.gpu_mode`, `self.use_cuda =
+use_cuda`), which the file does not show. Such a value is a GPU flag only when no `else` of a
+test on it also moves to the device (`if self.distributed: ...cuda() else: ...cuda()` says
+which way to the device, not whether).
 """
 
 from __future__ import annotations
@@ -33,23 +41,115 @@ def guards_device_move(sem, flag: cst.BaseExpression) -> bool:
     """`flag` (a name or `base.attr`) is bound only to literal booleans, or only to a user's
     switch ANDed with a GPU test, and some `if flag:` / `... if flag else ...` reading the
     same bindings moves data or a module to the device in its taken arm."""
-    bindings = _bindings(sem, flag)
-    if not bindings:
+    reaching = _reaching(sem, flag)
+    if reaching is None:
         return False
+    bindings, opaque = reaching
     memo = sem.__dict__.setdefault("_dl_flag_moves", {})
     key = frozenset(id(b) for b in bindings)
     if key in memo:
         return memo[key]
     memo[key] = False  # a cycle (a `.to(device)` whose device reads the flag) says nothing
     found = False
-    if all(_flag_value(sem, b) for b in bindings):
-        for test, arm in _guarded_arms(sem).get(_spelling(flag), ()):
-            same = _bindings(sem, test)
-            if same and key & {id(b) for b in same} and _moves_to_device(sem, arm):
-                found = True
+    if opaque or all(_flag_value(sem, b) for b in bindings):
+        for test, arm, orelse in _guarded_arms(sem).get(_spelling(flag), ()):
+            same = _reaching(sem, test)
+            if same is None or not key & {id(b) for b in same[0]}:
+                continue
+            if opaque and orelse is not None and _moves_to_device(sem, orelse):
+                found = False  # both ways lead to the device: the flag says which, not whether
                 break
+            if _moves_to_device(sem, arm):
+                found = True
     memo[key] = found
     return found
+
+
+def _reaching(sem, flag: cst.BaseExpression) -> Optional[tuple[tuple, bool]]:
+    """(the expressions `flag` may take its value from, whether that value is what a
+    constructor is given, which the file does not show), or None."""
+    bindings = _bindings(sem, flag)
+    if bindings:
+        return bindings, False
+    return _instance_flag(sem, flag)
+
+
+def _instance_flag(sem, flag: cst.BaseExpression) -> Optional[tuple[tuple, bool]]:
+    """For `self.attr` read in a method of a class of the file: the value of the class's one
+    store of it, a statement of `__init__`'s own body that runs before the read (an
+    unpacking store, an augmented or annotated one, a store in a branch or in another
+    method, or any other store in the file of an attribute so named makes it no flag); with
+    True when that value is what the constructor is given (a parameter of `__init__`, or an
+    attribute of one: `args.gpu_mode`), False when it is a flag's value itself."""
+    from devicelint.semantic import modules
+
+    if not isinstance(flag, cst.Attribute) or not isinstance(flag.value, cst.Name):
+        return None
+    owner = modules.self_class(sem, flag.value)
+    if owner is None:
+        return None
+    attr = flag.attr.value
+    entries = modules.attribute_assignments(sem, owner).get(attr, ())
+    if len(entries) != 1 or _attribute_name_stores(sem).get(attr, 0) != 1:
+        return None
+    target, d = entries[0]
+    if d.kind != "assign" or d.path or d.value is None:
+        return None
+    store = sem.parent(sem.parent(target))   # AssignTarget -> Assign
+    line = sem.parent(store) if isinstance(store, cst.Assign) else None
+    init = sem.scope_of(target)
+    if not isinstance(line, cst.SimpleStatementLine) or len(store.targets) != 1 \
+            or not isinstance(init, cst.FunctionDef) or init.name.value != "__init__" \
+            or sem.parent(line) is not init.body:
+        return None
+    if sem.scope_of(flag) is init and sem.ctx.order(store) > sem.ctx.order(flag):
+        return None
+    if _flag_value(sem, d.value):
+        return (d.value,), False
+    return ((d.value,), True) if _given_to(sem, d.value, init) else None
+
+
+def _given_to(sem, value: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+    """`value` is a parameter of `function` other than its first (`use_cuda`), with no
+    default or a literal boolean one, or an attribute of such a parameter (`args.gpu_mode`)."""
+    while isinstance(value, cst.Attribute):
+        value = value.value
+    if not isinstance(value, cst.Name):
+        return False
+    defs = sem.defs(value)
+    params = list(function.params.posonly_params) + list(function.params.params) \
+        + list(function.params.kwonly_params)
+    if len(defs) != 1 or defs[0].kind != "param" or not params or defs[0].node is params[0] \
+            or not any(defs[0].node is p for p in params):
+        return False
+    default = defs[0].node.default
+    return default is None or (isinstance(default, cst.Name) and default.value in _LITERALS)
+
+
+def _attribute_name_stores(sem) -> dict[str, int]:
+    """{attr: how many statements of the file store or delete an attribute so named, on any
+    object}, found once per file."""
+    memo = sem.__dict__.get("_dl_flag_name_stores")
+    if memo is None:
+        memo = {}
+        targets = []
+        for node in sem.ctx.iter_nodes(cst.Assign):
+            targets += [t.target for t in node.targets]
+        for kind in (cst.AugAssign, cst.AnnAssign):
+            targets += [node.target for node in sem.ctx.iter_nodes(kind)]
+        targets += [node.target for node in sem.ctx.iter_nodes(cst.Del)]
+        for node in sem.ctx.iter_nodes(cst.For):
+            targets.append(node.target)
+        while targets:
+            part = targets.pop()
+            if isinstance(part, (cst.Tuple, cst.List)):
+                targets += [e.value for e in part.elements]
+            elif isinstance(part, cst.StarredElement):
+                targets.append(part.value)
+            elif isinstance(part, cst.Attribute):
+                memo[part.attr.value] = memo.get(part.attr.value, 0) + 1
+        sem.__dict__["_dl_flag_name_stores"] = memo
+    return memo
 
 
 def _switch_option(sem, base, dest: str) -> Optional[cst.Call]:
@@ -302,9 +402,9 @@ def _attribute_stores(sem) -> dict[str, list[cst.CSTNode]]:
     return memo
 
 
-def _guarded_arms(sem) -> dict[str, list[tuple[cst.BaseExpression, cst.CSTNode]]]:
-    """{spelling: [(the test, the arm taken when it is true)]} for `if flag:` and
-    `a if flag else b`, found once per file."""
+def _guarded_arms(sem) -> dict[str, list[tuple[cst.BaseExpression, cst.CSTNode, Optional[cst.CSTNode]]]]:
+    """{spelling: [(the test, the arm taken when it is true, the other arm or None)]} for
+    `if flag:` and `a if flag else b`, found once per file."""
     memo = sem.__dict__.get("_dl_flag_arms")
     if memo is None:
         memo = {}
@@ -312,7 +412,7 @@ def _guarded_arms(sem) -> dict[str, list[tuple[cst.BaseExpression, cst.CSTNode]]
             for node in sem.ctx.iter_nodes(kind):
                 spelling = _spelling(node.test)
                 if spelling is not None:
-                    memo.setdefault(spelling, []).append((node.test, node.body))
+                    memo.setdefault(spelling, []).append((node.test, node.body, node.orelse))
         sem.__dict__["_dl_flag_arms"] = memo
     return memo
 
