@@ -63,6 +63,12 @@ class CreateThenMove(Rule):
       `Variable(...)` in a tuple assignment); reads of its metadata or identity
       (`features is None` at the top of the loop that fills it) do not count. It is reported
       at the move, naming the factories' lines;
+    - through an attribute of the instance in a method: `self.y_real_ = torch.ones(b, 1)` then
+      `self.y_real_ = self.y_real_.cuda()` (also in tuple assignments: `self.a, self.b =
+      self.a.cuda(), self.b.cuda()`), when the store is the one of the method that always
+      runs before the move, nothing between them may store the attribute again (a call of
+      the class's methods, or of anything given `self`) or reads it, and the move stores the
+      attribute again; reported at the move, naming the factory's line; no fix;
     - through a function of the file that returns such a fill (`mask = causal_mask(t)` then
       `mask.to(dev)`, with `def causal_mask(n): return torch.triu(torch.ones(n, n)) == 1`),
       when nothing in it reads the fill but the way to its `return`. Index assignments of
@@ -208,7 +214,7 @@ class CreateThenMove(Rule):
         if isinstance(self.ctx.parent(node), cst.Expr) or not sem.on_gpu_path(node):
             return  # a discarded move (`x.to(dev)` as a statement) is DL006's
         suffix = self.hint_message.format(target=self.ctx.code(device).strip()) if hint else ""
-        fill = dataflow.fresh_fill(sem, func.value)
+        fill = dataflow.fresh_fill(sem, func.value, attributes=True)
         if fill is None:
             self._check_foreign_fill(node, func.value, suffix)
             return
@@ -227,7 +233,7 @@ class CreateThenMove(Rule):
             message = self.joined_message.format(
                 factories="` / `".join(f"{name}(...)" for name in labels),
                 lines=self.ctx.lines_ref(lines)) + suffix
-        elif fill.through and line != self.ctx.position(node)[0]:
+        elif (fill.through or fill.attributes) and line != self.ctx.position(node)[0]:
             message = self.later_message.format(factory=label, line=self.ctx.line_ref(line)) + suffix
         else:
             message = self.message.format(factory=label) + suffix
@@ -323,6 +329,10 @@ class CreateThenMove(Rule):
         followed = {id(name) for name, _ in fill.through}
         at = ctx.order(move)
         here = sem.scope_of(move)
+        for read, target in fill.attributes:
+            if not all(dataflow.within(sem, target, loop) for loop in loops) \
+                    or not self._attribute_only_use(read, target, move):
+                return False
         for name, d in fill.through:
             if any(self._written_by_python_loop(use, d) for use in dataflow.uses(sem, d)):
                 return False
@@ -342,6 +352,61 @@ class CreateThenMove(Rule):
                 if ctx.order(use) < at or not self._rebinds(move, name.value):
                     return False
         return True
+
+    def _attribute_only_use(self, read: cst.Attribute, target: cst.Attribute, move: cst.Call) -> bool:
+        """`self.x = torch.ones(n)` ... `self.x = self.x.cuda()`: between the store and the
+        move nothing of the method reads `self.x` but the move's chain (index assignments of
+        numbers write the fill in place, outside Python loops; metadata reads do not count),
+        and the move's statement stores `self.x` again (also at the same position of a
+        tuple), so what the class reads later is the copy."""
+        sem = self.ctx.semantic
+        order = self.ctx.order
+        start, at = order(target), order(move)
+        function = sem.scope_of(read)
+        statement = self.ctx.parent(move)
+        while statement is not None and not isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            statement = self.ctx.parent(statement)
+        for node in self.ctx.descendants(function, cst.Attribute, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if node is read or node is target or not start < order(node) < at \
+                    or node.attr.value != read.attr.value or not isinstance(node.value, cst.Name) \
+                    or node.value.value != read.value.value:
+                continue
+            if statement is not None and dataflow.within(sem, node, statement) and self._stored(node):
+                continue  # the move's own statement stores `self.x` again
+            if dataflow.number_store(sem, node) and not any(
+                    not dataflow.within(sem, target, loop) for loop in sem.loops.enclosing_loops(node)):
+                continue
+            if dataflow.is_metadata_read(sem, self.ctx.parent(node)):
+                continue
+            return False
+        return self._rebinds_attribute(move, read)
+
+    def _stored(self, node: cst.CSTNode) -> bool:
+        """`node` is (a part of) an assignment's target."""
+        current = self.ctx.parent(node)
+        while isinstance(current, (cst.Element, cst.Tuple, cst.List)):
+            current = self.ctx.parent(current)
+        return isinstance(current, cst.AssignTarget)
+
+    def _rebinds_attribute(self, move: cst.Call, read: cst.Attribute) -> bool:
+        """`self.x = <chain>.cuda()`, or `self.x, self.y = self.x.cuda(), self.y.cuda()`."""
+        parent = self.ctx.parent(move)
+
+        def same(target) -> bool:
+            return isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == read.value.value and target.attr.value == read.attr.value
+
+        if isinstance(parent, cst.Element):
+            display = self.ctx.parent(parent)
+            assign = self.ctx.parent(display)
+            if not (isinstance(display, cst.Tuple) and isinstance(assign, cst.Assign) and assign.value is display):
+                return False
+            index = next(i for i, e in enumerate(display.elements) if e is parent)
+            return len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Tuple) \
+                and len(assign.targets[0].target.elements) == len(display.elements) \
+                and same(assign.targets[0].target.elements[index].value)
+        return isinstance(parent, cst.Assign) and parent.value is move and len(parent.targets) == 1 \
+            and same(parent.targets[0].target)
 
     def _written_by_python_loop(self, use: cst.Name, d) -> bool:
         """`mask[i, j] = 1` in a Python loop the binding is outside of: the fill is written
@@ -379,7 +444,7 @@ class CreateThenMove(Rule):
     # -- the fix -------------------------------------------------------------------------
     def _fix(self, node: cst.Call, fill: dataflow.Fill):
         """(replacement, node it replaces, safe) or None."""
-        if len(fill.factories) != 1 or fill.calls or node.func.attr.value in ("type", "type_as"):
+        if len(fill.factories) != 1 or fill.calls or fill.attributes or node.func.attr.value in ("type", "type_as"):
             return None
         factory = fill.factories[0]
         qual = self.ctx.qualname(factory.func)

@@ -346,7 +346,7 @@ GATES_DERIVED_FROM = {
     "DL004": "ea40ab3f42a3",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
-    "DL007": "e66ad22c02be",
+    "DL007": "e11008fba788",
     "DL008": "d55e53a1c945",
     "DL009": "f3f7d38e4d08",
     "DL010": "447fc8cbc355",

@@ -773,13 +773,15 @@ class Fill:
     ops: tuple[str, ...] = ()
     through: tuple[tuple[cst.Name, Def], ...] = ()
     calls: tuple[cst.Call, ...] = ()   # calls of the file's functions whose returns were followed
+    # `self.x` reads followed to the store that reaches them: (the read, the store's target)
+    attributes: tuple[tuple[cst.Attribute, cst.Attribute], ...] = ()
 
 
 # Bindings of one name followed into a fill at most (the arms of an if/elif chain).
 _MAX_JOINED_FILLS = 4
 
 
-def fresh_fill(sem, expr: cst.BaseExpression, depth: int = 4) -> Optional[Fill]:
+def fresh_fill(sem, expr: cst.BaseExpression, depth: int = 4, attributes: bool = False) -> Optional[Fill]:
     """How `expr` is a host tensor computed from factories that fill it themselves (sizes and
     scalars in, no other data): `torch.zeros(n).long()`, `torch.ones(1, 1).fill_(v)`,
     `torch.exp(-k * torch.arange(n) / n)`, `torch.stack([torch.zeros(n) for _ in ...])`,
@@ -787,15 +789,86 @@ def fresh_fill(sem, expr: cst.BaseExpression, depth: int = 4) -> Optional[Fill]:
     the read (one, or the arms of an if/else) is an assignment made in the same scope and a
     fill itself (up to `depth` names), and a call of
     a function of the file into what it returns (one function deep; `Fill.calls`). None
-    when any part may carry other data, lives on the device, or is unknown."""
+    when any part may carry other data, lives on the device, or is unknown. With
+    `attributes`, a read of `self.x` in a method is followed too, to the store of the same
+    method that reaches it (`attribute_binding`; `Fill.attributes`)."""
     parts: list[cst.Call] = []
     ops: list[str] = []
     through: list[tuple[cst.Name, Def]] = []
-    if not _fill(sem, expr, parts, ops, through, depth) or not parts:
+    attrs: Optional[list] = [] if attributes else None
+    if not _fill(sem, expr, parts, ops, through, depth, attrs) or not parts:
         return None
     calls = tuple(op for op in ops if isinstance(op, cst.Call))
     names = tuple(op for op in ops if isinstance(op, str))
-    return Fill(tuple(parts), names, tuple(through), calls)
+    return Fill(tuple(parts), names, tuple(through), calls, tuple(attrs or ()))
+
+
+def attribute_binding(sem, read: cst.Attribute) -> Optional[tuple[cst.Attribute, cst.BaseExpression]]:
+    """For `self.x` read in a method of a class of the file: (the store's target, the
+    expression it stores) of the store of `self.x` that reaches the read, the last one
+    before it in the same method, where that store always runs before the read (its
+    statement is in a block around the read) and nothing between them may store `self.x`
+    again (a call of a method of the class, or of anything given `self`). An unpacking
+    store takes its part of a display of as many elements (`self.a, self.b = torch.ones(n),
+    torch.zeros(n)`). None otherwise, also for a store that is not a plain assignment."""
+    from devicelint.semantic import modules
+
+    if not isinstance(read.value, cst.Name):
+        return None
+    owner = modules.self_class(sem, read.value)
+    function = sem.scope_of(read)
+    if owner is None or not isinstance(function, cst.FunctionDef):
+        return None
+    order = sem.ctx.order
+    at = order(read)
+    best = None
+    for target, d in modules.attribute_assignments(sem, owner).get(read.attr.value, ()):
+        if d.scope is not function or order(target) >= at:
+            continue
+        assign = _enclosing(sem, target, cst.Assign)
+        if assign is None or within(sem, read, assign):
+            continue  # `self.x = self.x.cuda()`: the read is the store's own value
+        if best is None or order(target) > order(best[0]):
+            best = (target, d, assign)
+    if best is None:
+        return None
+    target, d, assign = best
+    line = sem.parent(assign)
+    if d.kind != "assign" or d.value is None or len(assign.targets) != 1 \
+            or not isinstance(line, cst.SimpleStatementLine) or not within(sem, read, sem.parent(line)):
+        return None
+    value = d.value
+    if d.path:
+        shape = assign.targets[0].target
+        if len(d.path) != 1 or not isinstance(value, (cst.Tuple, cst.List)) \
+                or not isinstance(shape, (cst.Tuple, cst.List)) or len(value.elements) != len(shape.elements) \
+                or any(isinstance(e, cst.StarredElement) for e in (*value.elements, *shape.elements)):
+            return None
+        value = value.elements[d.path[0]].value
+    start = order(assign)
+    self_defs = sem.defs(read.value)
+    methods = {s.name.value for s in owner.body.body if isinstance(s, cst.FunctionDef)} \
+        if isinstance(owner.body, cst.IndentedBlock) else set()
+    for call in sem.ctx.descendants(function, cst.Call, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if not start < order(call) < at:
+            continue
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                and func.value.value == read.value.value and func.attr.value in methods:
+            return None
+        if any(isinstance(arg.value, cst.Name) and arg.value.value == read.value.value
+               and sem.defs(arg.value) == self_defs for arg in call.args):
+            return None
+    return target, value
+
+
+def _enclosing(sem, node: cst.CSTNode, kind):
+    current = sem.parent(node)
+    while current is not None and not isinstance(current, kind):
+        if isinstance(current, (cst.BaseSuite, cst.BaseCompoundStatement)):
+            return None
+        current = sem.parent(current)
+    return current
 
 
 def _scalar(sem, node: cst.BaseExpression) -> bool:
@@ -835,7 +908,7 @@ def given_as_size(sem, name: cst.Name) -> bool:
     return False
 
 
-def _fill(sem, node, parts, ops, through, depth) -> bool:
+def _fill(sem, node, parts, ops, through, depth, attrs) -> bool:
     while isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not):
         node = node.expression
     if isinstance(node, cst.Name):
@@ -852,23 +925,30 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
                     or d.path and isinstance(d.value, (cst.Tuple, cst.List)):
                 return False
             through.append((node, d))
-            if not _fill(sem, d.value, parts, ops, through, depth - 1):
+            if not _fill(sem, d.value, parts, ops, through, depth - 1, attrs):
                 return False
         return True
+    if isinstance(node, cst.Attribute) and attrs is not None:
+        found = attribute_binding(sem, node) if depth > 0 else None
+        if found is None:
+            return False
+        target, value = found
+        attrs.append((node, target))
+        return _fill(sem, value, parts, ops, through, depth - 1, attrs)
     if isinstance(node, cst.BinaryOperation):
         if isinstance(node.operator, cst.MatrixMultiply):
             return False
         sides = [side for side in (node.left, node.right) if not _scalar(sem, side)]
         ops.append("arith")
-        return bool(sides) and all(_fill(sem, side, parts, ops, through, depth) for side in sides)
+        return bool(sides) and all(_fill(sem, side, parts, ops, through, depth, attrs) for side in sides)
     if isinstance(node, cst.Comparison):
         # Against numbers, or against fills themselves (`ids.unsqueeze(0) == ids.unsqueeze(1)`:
         # a mask computed from the fill alone, as elementwise arithmetic between fills is).
-        if not all(_scalar(sem, c.comparator) or _fill(sem, c.comparator, parts, ops, through, depth)
+        if not all(_scalar(sem, c.comparator) or _fill(sem, c.comparator, parts, ops, through, depth, attrs)
                    for c in node.comparisons):
             return False
         ops.append("compare")
-        return _fill(sem, node.left, parts, ops, through, depth)
+        return _fill(sem, node.left, parts, ops, through, depth, attrs)
     if isinstance(node, cst.Subscript):
         for element in node.slice:
             index = element.slice
@@ -876,18 +956,18 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
                 [b for b in (index.lower, index.upper, index.step) if b is not None]
             if not all(_scalar(sem, b) for b in bounds):
                 return False
-        return _fill(sem, node.value, parts, ops, through, depth)
+        return _fill(sem, node.value, parts, ops, through, depth, attrs)
     if isinstance(node, (cst.List, cst.Tuple)):
         return bool(node.elements) and all(
-            not isinstance(e, cst.StarredElement) and _fill(sem, e.value, parts, ops, through, depth)
+            not isinstance(e, cst.StarredElement) and _fill(sem, e.value, parts, ops, through, depth, attrs)
             for e in node.elements)
     if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
-        return _fill(sem, node.elt, parts, ops, through, depth)
+        return _fill(sem, node.elt, parts, ops, through, depth, attrs)
     if not isinstance(node, cst.Call) or any(arg.star for arg in node.args):
         return False
     qual = sem.qualname(node.func)
     if qual is not None:
-        return _fill_function(sem, node, qual, parts, ops, through, depth)
+        return _fill_function(sem, node, qual, parts, ops, through, depth, attrs)
     function = sem.resolve_function(node.func)
     if function is not None:
         # A function of the file that returns a fresh fill (its parameters can only be
@@ -898,7 +978,7 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
         if flow.yields or not flow.returns or any(r.value is None for r in flow.returns):
             return False
         ops.append(node)
-        return all(_fill(sem, r.value, parts, ops, through, depth) for r in flow.returns)
+        return all(_fill(sem, r.value, parts, ops, through, depth, attrs) for r in flow.returns)
     if not isinstance(node.func, cst.Attribute):
         return False
     method = node.func.attr.value
@@ -918,7 +998,7 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
             parts.append(node.func.value)
             return True
     elif method in _FILL_MATH:
-        if not all(_scalar(sem, arg.value) or _fill(sem, arg.value, parts, ops, through, depth)
+        if not all(_scalar(sem, arg.value) or _fill(sem, arg.value, parts, ops, through, depth, attrs)
                    for arg in node.args):
             return False
     elif method == "to":
@@ -930,7 +1010,7 @@ def _fill(sem, node, parts, ops, through, depth) -> bool:
     else:
         return False
     ops.append(method)
-    return _fill(sem, node.func.value, parts, ops, through, depth)
+    return _fill(sem, node.func.value, parts, ops, through, depth, attrs)
 
 
 def foreign_fill(sem, call: cst.BaseExpression) -> Optional[tuple[str, int, int, str]]:
@@ -995,12 +1075,12 @@ def _inside_followed(sem, node: cst.Call, ops) -> bool:
         isinstance(op, cst.Call) and sem.resolve_function(op.func) is enclosing for op in ops)
 
 
-def _fill_function(sem, node: cst.Call, qual: str, parts, ops, through, depth) -> bool:
+def _fill_function(sem, node: cst.Call, qual: str, parts, ops, through, depth, attrs) -> bool:
     spec = sem.api.function(qual)
     if spec is not None and spec.result == "same":
         # An identity wrapper (`Variable(torch.zeros(n))`): the fill itself, no op on the way.
         inner = call_arg(node, 0, "data")
-        return inner is not None and len(node.args) == 1 and _fill(sem, inner, parts, ops, through, depth)
+        return inner is not None and len(node.args) == 1 and _fill(sem, inner, parts, ops, through, depth, attrs)
     if qual in _LEGACY_FACTORIES:
         # `torch.Tensor(b, b)` allocates by sizes; `torch.Tensor(data)` copies data: one
         # argument must be a number to be a size.
@@ -1022,7 +1102,7 @@ def _fill_function(sem, node: cst.Call, qual: str, parts, ops, through, depth) -
                 if arg.keyword is None or arg.keyword.value in ("input", "other", "tensors")]
         if any(arg.keyword is not None and arg.keyword.value in ("out", "device") for arg in node.args):
             return False
-        if not data or not all(_scalar(sem, v) or _fill(sem, v, parts, ops, through, depth) for v in data):
+        if not data or not all(_scalar(sem, v) or _fill(sem, v, parts, ops, through, depth, attrs) for v in data):
             return False
         ops.append(qual)
         return True
