@@ -763,7 +763,7 @@ def gated(path: str, source: str, rules: list) -> list:
     the gate is off, or when the file cannot be read with `ast`)."""
     if not enabled() or not any(getattr(r, "gate", None) is not None for r in rules):
         return rules
-    if _names_device_or_cuda(source):
+    if not reads_with_ast(source):
         # The text names a device or CUDA: the file is very likely parsed anyway (DL015's and
         # DL002's gates need only that), and the gate's `ast` parse and walk would cost more
         # than the rules it leaves out (timm: CPU 17.4 -> 21.1 s with every file gated).
@@ -779,6 +779,13 @@ def gated(path: str, source: str, rules: list) -> list:
 
 
 _CUDA_OR_DEVICE = re.compile(r"device|cuda", re.I)
+
+
+def reads_with_ast(source: str) -> bool:
+    """Whether `gated` reads `source` with `ast` (when the gate is on and some rule has a
+    gate): only a text that names no device or CUDA. The project index keeps the `ast` it
+    read of a file of the run only for such a file (project_index.parsed_ast)."""
+    return not _names_device_or_cuda(source)
 
 
 def _names_device_or_cuda(source: str) -> bool:
