@@ -40,7 +40,7 @@ import re
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from devicelint.datafile import blake2b, sha256
 
@@ -142,6 +142,7 @@ class ProjectIndex:
         # Files of the run read with `ast` before their lint: key -> (text, its ast), for
         # their file gate (_keep_ast, parsed_ast).
         self._asts: dict[str, tuple[str, ast.Module]] = {}
+        self.gate_reads: Optional[Callable[[str], bool]] = None  # build's `gate_reads`
         self._ast_chars = 0
         # may_reach's memos: the highest directory a lookup can find a module from (by its
         # path and the extra names a lookup may step through), and whether the directories
@@ -154,13 +155,16 @@ class ProjectIndex:
     @classmethod
     def build(cls, root: str, files: Iterable[tuple[str, str, bytes]],
               known: Optional[dict[str, object]] = None, recording: bool = True,
-              shown_from: Optional[str] = None) -> "ProjectIndex":
+              shown_from: Optional[str] = None,
+              gate_reads: Optional[Callable[[str], bool]] = None) -> "ProjectIndex":
         """`files`: (path on disk, the path rules will see, content) of each file linted.
         `known`: the facts of earlier runs by `facts_key` (from the result cache); a module
         found there is not parsed again. `index.new_facts` holds those this run parsed.
         `recording`: False when the run keeps no result cache (nothing noted, no facts kept).
         `shown_from`: the project root, which messages name a module that is not linted from
         (as the linted files' own paths are; default `root`).
+        `gate_reads`: whether the file gate will read a text with `ast` (the runner passes
+        `gate.reads_with_ast`); only such a file's `ast` is kept for its gate (`_keep_ast`).
 
         Nothing is parsed here: a module's facts are read when a question first reaches it
         (`ready`), a linted file's own from the libcst tree its lint already has, another
@@ -170,6 +174,7 @@ class ProjectIndex:
             index.shown_from = os.path.realpath(shown_from)
         index.known = known or {}
         index.recording = recording
+        index.gate_reads = gate_reads
         for path, key, data in files:
             if path.endswith((".py", ".pyi")):
                 index._add(path, data, key)
@@ -500,9 +505,7 @@ class ProjectIndex:
         text's size), and only the `ast` of a file its gate will read (`gate.reads_with_ast`):
         one kept for another would only be re-examined by the cyclic collector until dropped
         (lightning, `-j 1`: of 120 kept, the gate took 28)."""
-        from devicelint.gate import reads_with_ast
-
-        if not reads_with_ast(text):
+        if self.gate_reads is not None and not self.gate_reads(text):
             return
         self._asts[key] = (text, tree)
         self._ast_chars += len(text)

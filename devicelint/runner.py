@@ -402,9 +402,12 @@ def _project_index(settings: Settings, readable: list,
     places = [os.path.dirname(os.path.realpath(c.path)) for c, _data in readable]
     if not all(p == root or p.startswith(root + os.sep) for p in places):
         root = os.path.commonpath(places)
+    from devicelint.gate import reads_with_ast
+
     with collector.paused():  # `ast` trees hold no cycles: freed as each file is read
         return project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None,
-                                                recording=cache is not None, shown_from=project_root)
+                                                recording=cache is not None, shown_from=project_root,
+                                                gate_reads=reads_with_ast)
 
 
 def _still_valid(index, cache: Cache, used: list[int], holds: dict[int, bool]) -> bool:
