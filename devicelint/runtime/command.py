@@ -4,13 +4,10 @@ imported only by the child process (child.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Optional
 
 import click
@@ -116,53 +113,9 @@ def _lint_fixtures(files: list[str], select: Optional[list[str]]):
     codes = [c for c in select or all_rules() if c in all_rules()]
     codes += [c for c in ENGINE_CODES if c not in codes]
     findings = []
-    by_project: dict = {}
     for path in files:
-        by_project.setdefault(_fixture_project(path), []).append(path)
-    for project, paths in by_project.items():
-        # A multi-file fixture project is linted as `devicelint <project>` lints it: with the
-        # index of its files, so a finding that needs another file's facts is the same here.
-        with _project_index_of(project):
-            for path in paths:
-                findings.extend(lint_file(path, path, codes, 10**7))
+        findings.extend(lint_file(path, path, codes, 10**7))
     return findings
-
-
-def _fixture_project(path: str) -> Optional[str]:
-    """The folder of the multi-file fixture project `path` belongs to (`fixtures/DL008/project`,
-    `fixtures/project_returns`), or None for a one-file fixture of a rule's folder."""
-    parts = Path(path).parts
-    if "fixtures" not in parts:
-        return None
-    top = len(parts) - 1 - parts[::-1].index("fixtures")
-    folders = list(parts[top + 1:-1])
-    head = list(parts[:top + 1])
-    if folders and re.fullmatch(r"DL[0-9]+", folders[0]):
-        head.append(folders.pop(0))
-    return str(Path(*head, folders[0])) if folders else None
-
-
-@contextlib.contextmanager
-def _project_index_of(project: Optional[str]):
-    from devicelint import project_index
-    from devicelint.gate import reads_with_ast
-
-    if project is None or not project_index.ENABLED:
-        yield
-        return
-    files = []
-    for path in sorted(Path(project).rglob("*.py")):
-        try:
-            files.append((str(path), str(path), path.read_bytes()))
-        except OSError:
-            continue
-    index = project_index.ProjectIndex.build(os.path.realpath(project), files, None, recording=False,
-                                             gate_reads=reads_with_ast)
-    project_index.use(index)
-    try:
-        yield
-    finally:
-        project_index.use(None)
 
 
 def _lint(paths: list[str], select: Optional[list[str]]):
