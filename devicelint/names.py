@@ -124,3 +124,15 @@ def keyword_arg(call: cst.Call, keyword: str) -> Optional[cst.BaseExpression]:
         if arg.keyword is not None and arg.keyword.value == keyword:
             return arg.value
     return None
+
+
+def and_operands(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of an `a and b and c` chain (nested `and`s flattened); `[expr]` otherwise."""
+    operands, stack = [], [expr]
+    while stack:
+        part = stack.pop()
+        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.And):
+            stack += [part.left, part.right]
+        else:
+            operands.append(part)
+    return operands

@@ -32,6 +32,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devicelint.names import and_operands
 from devicelint.semantic.values import Kind, Place
 
 _LITERALS = ("True", "False")
@@ -219,14 +220,7 @@ def _flag_value(sem, value: Optional[cst.BaseExpression]) -> bool:
         return value.value in _LITERALS
     if not (isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.And)):
         return False
-    operands, stack = [], [value]
-    while stack:
-        part = stack.pop()
-        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.And):
-            stack += [part.left, part.right]
-        else:
-            operands.append(part)
-    truths = [sem.gpu_truth(part) for part in operands]
+    truths = [sem.gpu_truth(part) for part in and_operands(value)]
     return True in truths and False not in truths
 
 

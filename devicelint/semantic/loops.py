@@ -21,7 +21,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint.names import call_arg, keyword_arg
+from devicelint.names import and_operands, call_arg, keyword_arg
 from devicelint.semantic import dataflow
 from devicelint.semantic.values import Kind, Origin, Place
 
@@ -519,14 +519,7 @@ class LoopModel:
         tested against a bound the loop does not change, which the loop changes only by
         counting it up in this very body: the body runs at most that many times per run of
         the loop (a budget of reports), not on every step."""
-        parts, stack = [], [branch.test]
-        while stack:
-            part = stack.pop()
-            if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.And):
-                stack += [part.left, part.right]
-            else:
-                parts.append(part)
-        for part in parts:
+        for part in and_operands(branch.test):
             if not isinstance(part, cst.Comparison) or len(part.comparisons) != 1:
                 continue
             operator = part.comparisons[0].operator
