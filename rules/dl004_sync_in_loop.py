@@ -53,8 +53,11 @@ class SyncInLoop(Rule):
     function of another package or local module: `acc1, acc5 = accuracy(out, y, topk=(1, 5))`,
     unless that local module shows it returns a host value) is taken to be on the device too, as is what a function of the file returns when what it computes is (`loss, n = train_batch(...)`: the returned loss, not the size; an element of a list it fills with device tensors: `prec1 = accuracy(out, y)[0]`), and so is a field of a module's output (`out.logits`) and
     the output of a module that holds no tensor (`nn.MSELoss()`) given device tensors, what a
-    `functools.partial` of such code returns when it binds device tensors, and a dict
-    comprehension over device values (`{k: v.detach() for k, v in losses.items()}`); what a
+    `functools.partial` of such code returns when it binds device tensors, a dict
+    comprehension over device values (`{k: v.detach() for k, v in losses.items()}`), and a
+    dict bound empty that the function fills with device values (`logs = {}` then
+    `logs["d"] = d_loss`), also when a helper hands it back (`reduce_loss_dict(logs)`,
+    which returns its argument on one process); what a
     model's own method returns (`net.detect(x)`: device tensors or NumPy arrays) is not
     assumed, unless the code then uses the result as a tensor (`prob = model.project(h)`
     then `torch.max(prob, dim=1)`, which raises on an array) and the model is on the device

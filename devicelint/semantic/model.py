@@ -1110,6 +1110,9 @@ class SemanticModel:
                 return self.annotation_value(d.node.annotation)
             if kind == "assign" and value.kind is Kind.SEQUENCE and value.element in (None, UNKNOWN):
                 return self._grown_list(d, value)
+            if kind == "assign" and value.kind is Kind.MAPPING and type(d.value) is cst.Dict \
+                    and not d.value.elements and not d.path:
+                return self._grown_mapping(d, value)
             return value
         if kind == "augassign":
             prior = join_all(self.def_value(p) for p in d.prior) if d.prior else UNKNOWN
@@ -1147,6 +1150,16 @@ class SemanticModel:
         element = join_all([*(self.value(v) for v in values),
                             *(self.iteration_element(i) for i in iterables)])
         return Value(Kind.SEQUENCE, element=element, node=value.node)
+
+    def _grown_mapping(self, d: Def, value: Value) -> Value:
+        """A dict bound empty (`losses = {}`) holds what the function then stores into it
+        (`losses["d"] = d_loss`, `losses[k] = v`): a mapping of their joined value (unknown
+        when one store is; the mapping's own place is left unknown)."""
+        self._stores_into(None)
+        stores = (self._item_stores or {}).get((id(self._function_scope(d.scope)), d.name), [])
+        if not stores:
+            return value
+        return Value(Kind.MAPPING, element=join_all(self.value(v) for _key, v in stores), node=value.node)
 
     def in_place_effect(self, prior: Value, call: cst.Call) -> Value:
         """The value of the receiver after a statement `x.to(device)` / `x.cuda()` (a chain of
@@ -1659,7 +1672,7 @@ class SemanticModel:
                         where = (id(self._function_scope(scope)), store.value.value)
                         found.setdefault(where, []).append((key, binder.value))
             self._item_stores = found
-        if not self._item_stores:
+        if not self._item_stores or name is None:
             return []
         return self._item_stores.get((id(self._function_scope(self.scope_of(name))), name.value), [])
 
