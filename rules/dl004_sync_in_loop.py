@@ -56,8 +56,11 @@ class SyncInLoop(Rule):
     `functools.partial` of such code returns when it binds device tensors, a dict
     comprehension over device values (`{k: v.detach() for k, v in losses.items()}`), and a
     dict bound empty that the function fills with device values (`logs = {}` then
-    `logs["d"] = d_loss`), also when a helper hands it back (`reduce_loss_dict(logs)`,
-    which returns its argument on one process); what a
+    `logs["d"] = d_loss`), also when a helper of another local module hands it back
+    (`reduce_loss_dict(logs)`, which returns its argument itself on one process, and no
+    other return of it is shown to be host data), and the values of a module's output the
+    code walks as a dict (`loss_dict = criterion(out, targets)`, then
+    `sum(loss_dict.values())` or `loss_dict.items()`); what a
     model's own method returns (`net.detect(x)`: device tensors or NumPy arrays) is not
     assumed, unless the code then uses the result as a tensor (`prob = model.project(h)`
     then `torch.max(prob, dim=1)`, which raises on an array) and the model is on the device
@@ -100,8 +103,10 @@ class SyncInLoop(Rule):
     reported at the call in the step loop, naming the helper's line, when the argument it
     reads is on the device; so is a call of a module whose class the code shows (here or in
     another local module: `decoder(imgs, caps, lengths)` whose `forward` does
-    `lengths.tolist()`), and of a method of the class an enclosing `if isinstance(obj, Cls):`
-    names.
+    `lengths.tolist()`), of a method of the class an enclosing `if isinstance(obj, Cls):`
+    names, and of a method of an object made from a class of another local module
+    (`logger = utils.MetricLogger()` with `import util.misc as utils`, whose `update(**kwargs)`
+    does `.item()` on each tensor it is given).
 
     A read whose host copy the loop hands to a method of an object the file does not show
     (`envs.step(actions)`, with `actions = q.argmax(1).cpu().numpy()`), when the loop copies
@@ -574,6 +579,12 @@ class SyncInLoop(Rule):
         `insert`) with device values (`scores.extend(top_k_scores[done])`)."""
         sem = self.ctx.semantic
         found = self._evidence(iterable, 0)
+        if found is None:
+            value = sem.value(iterable)
+            element = value.element
+            if value.kind is Kind.SEQUENCE and element is not None and element.kind is Kind.TENSOR \
+                    and element.place is Place.DEVICE:
+                found = Evidence(element.hint)   # `sorted(loss_dict.values())`
         if found is not None or not isinstance(iterable, cst.Name):
             return found
         defs = sem.defs(iterable)

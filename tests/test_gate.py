@@ -343,7 +343,7 @@ GATES_DERIVED_FROM = {
     "DL001": "aad15741898f",
     "DL002": "e2e3bb8ef619",
     "DL003": "59f18a83dfe0",
-    "DL004": "ea40ab3f42a3",
+    "DL004": "1e33b0014a7d",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
     "DL007": "e11008fba788",

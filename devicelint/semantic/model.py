@@ -92,6 +92,19 @@ def _device_data(value: Value) -> bool:
     return value.kind is Kind.TENSOR and value.place is Place.DEVICE
 
 
+def _host_data(value: Value) -> bool:
+    """Data on the host: a host kind (a number, an array, None, ...), a CPU value, or a list
+    or dict whose known parts all are."""
+    if value.place is Place.CPU or value.kind in (Kind.NUMBER, Kind.BOOL, Kind.STRING, Kind.SIZE, Kind.DTYPE,
+                                                  Kind.DEVICE, Kind.NONE, Kind.ARRAY):
+        return True
+    if value.kind in (Kind.SEQUENCE, Kind.MAPPING):
+        parts = [value.element] if value.element is not None and value.element.kind is not Kind.UNKNOWN \
+            else list(value.items or ())
+        return bool(parts) and all(_host_data(p) for p in parts)
+    return False
+
+
 def _foreign(value: Value) -> Value:
     """`value` as another file may hold it: its kind, place, rank and elements, without
     the nodes of the file it was made in (layouts and origins are left unknown)."""
@@ -672,11 +685,35 @@ class SemanticModel:
         _bound_depth += 1
         try:
             result = _foreign(bound_model.returned_value(function))
+            if not _device_data(result):
+                result = self._handed_back(function, bound, bound_model) or result
         finally:
             _bound_depth -= 1
         found = result if _device_data(result) else None
         self._returned_for[key] = found
         return found
+
+    def _handed_back(self, function: cst.FunctionDef, bound: dict, bound_model) -> Optional[Value]:
+        """What a function that returns a parameter itself on one path hands back (`if
+        world_size < 2: return input_dict`, then a distributed reduce): that argument, when it
+        is device data and no other return (on the GPU path) is shown to be host data (`return
+        {k: v.cpu() ...}`); else None."""
+        handed, others = [], []
+        for r in self.flow(function).returns:
+            if not self.on_gpu_path(r):
+                continue
+            if type(r.value) is cst.Name and r.value.value in bound:
+                defs = self.defs(r.value)
+                if len(defs) == 1 and defs[0].kind == "param" and defs[0].scope is function:
+                    handed.append(bound[r.value.value])
+                    continue
+            others.append(r)
+        if not handed or not all(_device_data(v) for v in handed):
+            return None
+        for r in others:
+            if r.value is None or _host_data(bound_model.value(r.value)):
+                return None
+        return _foreign(join_all(handed))
 
     def project_module_class(self, node: cst.CSTNode) -> bool:
         """`node` (a name as the file writes it) is a class of a local module that derives
@@ -1772,6 +1809,13 @@ class SemanticModel:
                     return Value(Kind.SEQUENCE, items=(STRING, receiver.element or UNKNOWN))
                 if method == "values" and receiver.kind is Kind.MAPPING:
                     return receiver.element or UNKNOWN
+                if method in ("items", "values") and receiver.kind is Kind.TENSOR \
+                        and self.api.method(method) is None and not iterable.args:
+                    # A module's output the code walks as a dict (`loss_dict = criterion(out,
+                    # targets)` then `loss_dict.items()`): a tensor has no such method; its
+                    # values are what the module computed, where it computed them.
+                    part = tensor(receiver.place, hint=receiver.hint)
+                    return Value(Kind.SEQUENCE, items=(STRING, part)) if method == "items" else part
                 if method in ("parameters", "buffers") and receiver.kind is Kind.MODULE:
                     return tensor(receiver.place)
                 if method in ("named_parameters", "named_buffers") and receiver.kind is Kind.MODULE:
@@ -2251,6 +2295,9 @@ class SemanticModel:
             spec = self.api.method(method)
             if spec is not None:
                 return self._apply(spec, receiver, node, method)
+            if method == "values" and not node.args:
+                # A module's dict output (`sum(loss_dict.values())`; see iteration_element).
+                return Value(Kind.SEQUENCE, element=tensor(receiver.place, hint=receiver.hint), node=node)
             return None
         if receiver.kind is Kind.ARRAY:
             if method in ("tolist", "item"):
@@ -2269,6 +2316,8 @@ class SemanticModel:
             return receiver.element or UNKNOWN
         if receiver.kind is Kind.MAPPING and method in ("get", "pop"):
             return receiver.element or UNKNOWN
+        if receiver.kind is Kind.MAPPING and method == "values" and not node.args:
+            return Value(Kind.SEQUENCE, element=receiver.element or UNKNOWN, node=node)
         if receiver.kind is Kind.EVENT and method == "elapsed_time":
             return NUMBER
         if receiver.origin in (Origin.BATCH, Origin.ROW) and receiver.kind is Kind.UNKNOWN:

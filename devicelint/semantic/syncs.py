@@ -468,6 +468,11 @@ class SyncModel:
         for made in self._instances(func.value, 0) or ():
             qual = model.qualname(made.func)
             owner = model._project_class(qual) if qual else None
+            if owner is None and qual is not None and isinstance(made.func, cst.Attribute):
+                # `import util.misc as utils` then `utils.MetricLogger()`: the index resolves
+                # the name as the file writes it (an import's, as the qualified name shows).
+                written = dotted_name(made.func)
+                owner = model._project_class(written) if written else None
             if owner is None:
                 return []
             other, cls = owner
