@@ -134,6 +134,10 @@ _READ_W = "    def forward(self, x):\n        return x + self.w\n"
     # a module method refilling its buffer from host noise, the step loop elsewhere
     ("DL018", "import torch\nclass J(torch.nn.Module):\n    def reset(self):\n"
               "        self.eps.copy_(torch.randn(3))\nnet = J().cuda()\n"),
+    # ... with neither a move nor `cuda` in the file: another file moves the module and
+    # runs the refill every step (fixtures/DL018/project)
+    ("DL018", "import torch\nclass J(torch.nn.Module):\n    def reset(self):\n"
+              "        self.eps.copy_(torch.randn(3))\n"),
     # a loader's collate_fn copying each sample
     ("DL001", "def collate(batch):\n    for s in batch:\n        out.append(s.to('cuda'))\n"),
     # host noise in a module's forward, no loop in the file: the module runs every step
@@ -357,7 +361,7 @@ GATES_DERIVED_FROM = {
     "DL015": "2243e9009d60",
     "DL016": "bb3fba8f58c9",
     "DL017": "6f887bf641ed",
-    "DL018": "f3e4bde2ca15",
+    "DL018": "71fbd226feb6",
 }
 
 
