@@ -344,7 +344,7 @@ def _detection_digest(code: str) -> str:
 
 # The rules' detection code when their gates were last derived from it (devicelint/gate.py).
 GATES_DERIVED_FROM = {
-    "DL001": "aad15741898f",
+    "DL001": "e935b0d43d0d",
     "DL002": "e2e3bb8ef619",
     "DL003": "59f18a83dfe0",
     "DL004": "1e33b0014a7d",
