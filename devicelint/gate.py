@@ -535,8 +535,32 @@ class FileFacts:
             return False
         found = self.module_classes()
         # (the look at each class's methods is the costly question: module classes only)
-        return any(c[0] in found and (not stores or _keeps_tensor_attribute(c[2], self._may_be_host_tensor))
+        built = self._construction_names() if stores else frozenset()
+        return any(c[0] in found and (not stores or _keeps_tensor_attribute(c[2], self._may_be_host_tensor, built))
                    for c in candidates)
+
+    def _construction_names(self) -> frozenset:
+        """Names of methods that may run while an instance is built (DL017 reads their
+        stores: semantic/modules.py `construction_methods`): those any class's `__init__`
+        calls on its `self`, and, again, those such methods of any class of the file call on
+        theirs (by name: an override in a subclass runs when the base's `__init__` calls it)."""
+        by_name: dict[str, list] = {}
+        for _name, _bases, node, _container in self.classes:
+            for statement in node.body:
+                if type(statement) in _FUNCTIONS:
+                    by_name.setdefault(statement.name, []).append(statement)
+        found: set[str] = set()
+        todo = ["__init__"]
+        while todo:
+            for method in by_name.get(todo.pop(), ()):
+                me = _self_param(method)
+                for node in _own_nodes(method):
+                    if type(node) is ast.Call and type(node.func) is ast.Attribute \
+                            and type(node.func.value) is ast.Name and node.func.value.id == me \
+                            and node.func.attr not in found:
+                        found.add(node.func.attr)
+                        todo.append(node.func.attr)
+        return frozenset(found)
 
     def module_classes(self) -> set[str]:
         if self._module_classes is None:
@@ -930,11 +954,12 @@ _TORCH_DTYPES = frozenset({
 })
 
 
-def _keeps_tensor_attribute(owner: ast.ClassDef, may_be_host_tensor) -> bool:
+def _keeps_tensor_attribute(owner: ast.ClassDef, may_be_host_tensor, built=frozenset()) -> bool:
     """DL017's reporting site, as its detection walks a class: the class defines no
-    `to`/`cuda`/`_apply`, its `__init__` stores `self.x = value` (a direct attribute target,
-    not in a nested function or class) with a value that may be a host tensor
-    (`may_be_host_tensor(value, init, owner)`), and another of its methods reads `self.x`
+    `to`/`cuda`/`_apply`, its `__init__` (or a method named in `built`, which may run while
+    the instance is built) stores `self.x = value` (a direct attribute target, not in a
+    nested function or class) with a value that may be a host tensor
+    (`may_be_host_tensor(value, method, owner)`), and another of its methods reads `self.x`
     (`_first_use`: a use needs a read)."""
     methods: dict[str, ast.AST] = {}
     for statement in owner.body:
@@ -946,14 +971,18 @@ def _keeps_tensor_attribute(owner: ast.ClassDef, may_be_host_tensor) -> bool:
     me = _self_param(init) if init is not None else None
     if me is None:
         return False
-    stored: dict[str, list[ast.AST]] = {}  # attribute -> the values `__init__` stores there
-    for node in _own_nodes(init):
-        kind = type(node)
-        if kind is ast.Assign or kind is ast.AnnAssign and node.value is not None:
-            targets = node.targets if kind is ast.Assign else [node.target]
-            for target in targets:
-                if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == me:
-                    stored.setdefault(target.attr, []).append(node.value)
+    stored: dict[str, list[tuple[ast.AST, ast.AST]]] = {}  # attribute -> (value, the method storing it)
+    for method in [init] + [m for name, m in methods.items() if name in built and name != "__init__"]:
+        me = _self_param(method)
+        if me is None:
+            continue
+        for node in _own_nodes(method):
+            kind = type(node)
+            if kind is ast.Assign or kind is ast.AnnAssign and node.value is not None:
+                targets = node.targets if kind is ast.Assign else [node.target]
+                for target in targets:
+                    if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == me:
+                        stored.setdefault(target.attr, []).append((node.value, method))
     if not stored:
         return False
     read: set[str] = set()
@@ -968,7 +997,7 @@ def _keeps_tensor_attribute(owner: ast.ClassDef, may_be_host_tensor) -> bool:
                     and type(node.value) is ast.Name and node.value.id == other:
                 read.add(node.attr)
     # (what a value may be is the dearer question: asked only of attributes read elsewhere)
-    return any(may_be_host_tensor(value, init, owner) for attr in read for value in stored[attr])
+    return any(may_be_host_tensor(value, method, owner) for attr in read for value, method in stored[attr])
 
 
 # Builtins whose result is never a module (semantic/model.py `_builtin_call`; `dict(...)`,

@@ -1173,8 +1173,8 @@ class FileView:
 
     @_asked
     def importers_of(self, function: str) -> list[ModuleInfo]:
-        """The other files of the run that import this file's top-level `function` (by
-        name, through re-exports and `import *`, or as `module.function`)."""
+        """The other files of the run that import this file's top-level `function` or class
+        (by name, through re-exports and `import *`, or as `module.function`)."""
         found = []
         index = self.index
         for other in index.by_key.values():
@@ -1188,7 +1188,7 @@ class FileView:
                 names.append(function)
             for name in names:
                 symbol = index.resolve(other, name)
-                if symbol is not None and symbol.kind == "function" and symbol.module is self.module \
+                if symbol is not None and symbol.kind in ("function", "class") and symbol.module is self.module \
                         and symbol.name == function:
                     found.append(other)
                     break

@@ -23,11 +23,14 @@ _PASS_THROUGH = {"iter", "list", "tuple", "sorted", "reversed", "tqdm", "tqdm.tq
 
 def host_collection(value: Value) -> bool:
     """Data that lives on the host and whose iteration yields rows or samples: a CPU tensor,
-    a NumPy array, a host list of samples, a dataset."""
+    a NumPy array, a host list of samples (also one grown with `append` from the rows of
+    host data: `test_samples.append(sample)` over a dataset's samples), a dataset."""
     if value.kind is Kind.TENSOR:
         return value.place is Place.CPU
     if value.kind is Kind.SEQUENCE:
-        return value.place is Place.CPU
+        element = value.element
+        return value.place is Place.CPU or (
+            element is not None and element.place is Place.CPU and element.origin is Origin.ROW)
     return value.kind in (Kind.ARRAY, Kind.DATASET)
 
 
@@ -36,7 +39,8 @@ class TransferInLoop(Rule):
     Flags a host→device transfer (`.to(device)`, `.cuda()`, `torch.tensor(x, device=...)`,
     `torch.as_tensor(x, device=...)`) of one row or sample of host data, inside the loop or
     comprehension that walks that data: a CPU tensor, a NumPy array, a host list of samples
-    (a list of numbers or of CPU tensors) or a dataset (`torch.utils.data` datasets and the
+    (a list of numbers or of CPU tensors, also one the code grows with `append` from rows of
+    host data, handed to a helper that only reads it) or a dataset (`torch.utils.data` datasets and the
     file's own `Dataset` subclasses), one transfer per row. However the loop is written:
     `for row in x`, `for i in range(len(x)): x[i]`, `zip(xs, ys)`, `enumerate(x)`, a
     `while` loop over an index, a comprehension (`torch.stack([r.to(dev) for r in rows])`),

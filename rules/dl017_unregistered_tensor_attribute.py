@@ -6,7 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from devicelint.rule import Rule
-from devicelint.semantic import Kind, Place
+from devicelint.semantic import Kind, Place, modules
 from devicelint.semantic.model import keyword_arg, string_value
 
 # Methods that move a module's tensors: a class defining one moves its own attributes.
@@ -39,6 +39,11 @@ class UnregisteredTensorAttribute(Rule):
     `torch.matmul(x, self.w)`, `self.embed(self.codes)`), or copied to their device by hand
     on each call (`self.P.to(x.device)`, `self.prior = self.prior.cuda(dev)`), also through
     local names (`dist = self.dist`, `words = torch.multinomial(dist, k)`, `words.to(dev)`).
+    Stores of a method that runs only while the module is built count as `__init__`'s: one
+    `__init__` calls (`self._build_codes(n)`), or an override of a method that a base class
+    of the file calls from its own `__init__` (ControlNet's `LatentDiffusion.make_cond_schedule`,
+    run by its `register_schedule`, which `DDPM.__init__` calls), for a name `__init__`
+    does not store itself (no fix offered there).
     The tensor may come in through a constructor argument (`self.dist = dist`) when every
     call of the class in the file passes a CPU tensor (`Model(..., dist=torch.from_numpy(p))`).
 
@@ -140,24 +145,36 @@ class UnregisteredTensorAttribute(Rule):
         if init_self is None:
             return
         registered = None  # walks every method: only once some store is a CPU tensor
-        stores = _attribute_stores(self.ctx, init, init_self)
-        for attr, assigns in stores.items():
-            assign = assigns[-1]  # the value __init__ leaves
+        building = {"__init__"}
+        stores = {attr: (init, init_self, assigns)
+                  for attr, assigns in _attribute_stores(self.ctx, init, init_self).items()}
+        if len(methods) > 1:
+            # Stores of a method that runs only while the instance is built (called from
+            # `__init__`, or an override the base's `__init__` calls), of a name `__init__`
+            # does not store itself.
+            building = modules.construction_methods(self.ctx.semantic, node) & methods.keys() | building
+            for name in sorted(building - {"__init__"}, key=lambda n: self._line(methods[n])):
+                me = _self_name(methods[name])
+                for attr, assigns in _attribute_stores(self.ctx, methods[name], me).items():
+                    if attr not in stores:
+                        stores[attr] = (methods[name], me, assigns)
+        for attr, (where, me, assigns) in stores.items():
+            assign = assigns[-1]  # the value the construction leaves
             if not self._cpu_tensor(assign.value):
                 continue
             if registered is None:
                 registered = self._registered_names(node, methods)
-            if attr in registered or self._moved_in_init(init, init_self, attr, assign):
+            if attr in registered or self._moved_in_init(where, me, attr, assign):
                 continue
-            if self._recreated_elsewhere(methods, attr):
+            if self._recreated_elsewhere(methods, attr, building):
                 continue
             # A 0-dim CPU tensor combines with CUDA tensors in arithmetic and comparisons
             # without error (PyTorch treats it as a scalar): only other uses count.
             scalar = self.ctx.semantic.value(assign.value).shape == ()
-            use = self._first_use(methods, attr, scalar)
+            use = self._first_use(methods, attr, scalar, building)
             if use is None:
                 continue
-            self._report(node, init, assigns, attr, use, methods)
+            self._report(node, init if where is init else None, assigns, attr, use, methods)
 
     # -- facts ---------------------------------------------------------------------------
     def _cpu_tensor(self, value: Optional[cst.BaseExpression]) -> bool:
@@ -196,11 +213,12 @@ class UnregisteredTensorAttribute(Rule):
                 return True
         return False
 
-    def _recreated_elsewhere(self, methods: dict, attr: str) -> bool:
+    def _recreated_elsewhere(self, methods: dict, attr: str, building=frozenset({"__init__"})) -> bool:
         """Another method stores a new tensor under the name (a state reset per call):
-        only storing back a moved copy of the attribute itself is not a re-creation."""
+        only storing back a moved copy of the attribute itself is not a re-creation. The
+        methods that build the instance (`building`) are not other methods."""
         for name, method in methods.items():
-            if name == "__init__":
+            if name in building:
                 continue
             me = _self_name(method)
             for assign in _attribute_stores(self.ctx, method, me).get(attr, []):
@@ -208,9 +226,10 @@ class UnregisteredTensorAttribute(Rule):
                     return True
         return False
 
-    def _first_use(self, methods: dict, attr: str, scalar: bool = False) -> Optional[Use]:
+    def _first_use(self, methods: dict, attr: str, scalar: bool = False,
+                   building=frozenset({"__init__"})) -> Optional[Use]:
         for name, method in methods.items():
-            if name == "__init__":
+            if name in building:
                 continue
             me = _self_name(method)
             if me is None:
@@ -345,7 +364,8 @@ class UnregisteredTensorAttribute(Rule):
         remedy = self.parameter_remedy if grad else self.buffer_remedy.format(attr=attr)
         text = template.format(attr=attr, method=use.method, line=self.ctx.line_ref(use.node), remedy=remedy)
         replacement = None
-        if not grad and len(assigns) == 1 and self._fixable(owner, init, assign, attr, methods):
+        if init is not None and not grad and len(assigns) == 1 \
+                and self._fixable(owner, init, assign, attr, methods):
             replacement = _register_buffer(_self_name(init), attr, assign.value)
         if replacement is None:
             self.report(assign, text)

@@ -58,7 +58,10 @@ class HostFillPerStep(Rule):
       its methods (`self.eps.copy_(self._noise(n))`, the noise drawn by `torch.randn` in a
       helper of the class) when a step loop runs that method on a module moved to the
       device (`model.reset_noise()` of a moved model, down through `self.sub.reset_noise()`
-      of its submodules, which move with it): reported at the copy, naming the step's call.
+      of its submodules, which move with it): reported at the copy, naming the step's call;
+      also where that step loop is in another file of the project that imports the class
+      (a notebook's `current_model.reset_noise()` running `self.noisy1.reset_noise()` of a
+      `NoisyLinear` of common/layers.py, through the project index), naming the call there.
 
     It reports a call that runs once per step of a step loop (a loop that trains, calls a
     module on its data or walks a loader; not one under a `%` or flag gate whose body does
@@ -144,11 +147,13 @@ class HostFillPerStep(Rule):
         """In a step loop, or a function one runs (a for/while loop either way), or in a
         file with a module class (its `forward` runs every step): a
         `torch.cuda.*Tensor` fill (`cuda` in the code or its aliases' targets), a
-        `.copy_(...)` into a tensor on the device (`device_placing`), or a move whose result
-        is used (`.to(...)`, `.cuda()`: a host draw moved) (devicelint/gate.py)."""
+        `.copy_(...)` into a tensor on the device (`device_placing`) or into a module class's
+        buffer (another file may move the module and run the refill every step), or a move
+        whose result is used (`.to(...)`, `.cuda()`: a host draw moved) (devicelint/gate.py)."""
         return (facts.has_step_loop or bool(facts.module_classes())) and (
             facts.mentions("cuda") or facts.moves(VALUE)
-            or facts.calls_method(("copy_",), WITH_ARGS) and facts.device_placing())
+            or facts.calls_method(("copy_",), WITH_ARGS) and (
+                facts.device_placing() or bool(facts.module_classes())))
 
     def leave_Call(self, node: cst.Call) -> None:
         sem = self.ctx.semantic
@@ -157,8 +162,16 @@ class HostFillPerStep(Rule):
             refill = self._buffer_refill(node)
             if refill is not None:
                 what, use, site = refill
-                self.report(node, self.message.format(what=what, use=use)
-                            + self.helper_message.format(line=self.ctx.line_ref(site)))
+                if isinstance(site, tuple):  # in a file that imports this one
+                    other, call = site
+                    line, column = other.ctx.position(call)[:2]
+                    where = (other.ctx.path, line, column)
+                    self.report(node, self.message.format(what=what, use=use)
+                                + self.helper_message.format(line=f"{other.ctx.line_ref(call)} of {other.ctx.path}"),
+                                related=[(where, "the call in the step loop")])
+                else:
+                    self.report(node, self.message.format(what=what, use=use)
+                                + self.helper_message.format(line=self.ctx.line_ref(site)))
             return
         if found is None or not sem.on_gpu_path(node):
             return
@@ -403,23 +416,76 @@ class HostFillPerStep(Rule):
         qual = labels.pop()
         site = self._device_step_site(function, hops=3)
         if site is None:
+            site = self._importer_step_site(function, owner)
+        if site is None:
             return None
         return f"{qual}(...)", qual if qual.startswith("torch.") else "torch.randn", site
 
-    def _is_self(self, node: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+    def _importer_step_site(self, function: cst.FunctionDef, owner: cst.ClassDef):
+        """Where the class is used by another file of the project (the step loop is there,
+        the module class here: RL-Adventure's common/layers.py `NoisyLinear.reset_noise`,
+        run by a notebook's `current_model.reset_noise()` every training step): a call
+        `self.sub.method()` in a method of a module class of an importing file, `self.sub`
+        an instance of this class, that a step loop there runs on a module moved to the
+        device (as `_device_step_site` follows it in this file). (the other file's model,
+        the call in its step loop), or None; read through the project index."""
+        sem = self.ctx.semantic
+        view = sem.project
+        if view is None or sem.parent(owner) is not self.ctx.module:
+            return None
+        name = function.name.value
+        for importer in view.importers_of(owner.name.value):
+            other = view.model_of(importer)
+            if other is None or other.project is None:
+                continue
+            for call in other.calls_by_name().get(name, ()):
+                receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+                if receiver is None or not isinstance(receiver, cst.Attribute) or not other.on_gpu_path(call):
+                    continue
+                value = other.value(receiver)
+                if value.kind is not Kind.MODULE or not value.cls \
+                        or not self._names_class(other, importer, value.cls, view.module, owner):
+                    continue
+                root = receiver
+                while isinstance(root, cst.Attribute):
+                    root = root.value
+                caller = other.function_of(call)
+                if caller is None or not self._is_self(root, caller, other) or other.loops.enclosing_loops(call):
+                    continue
+                site = self._device_step_site(caller, 3, False, other)
+                if site is not None:
+                    return other, site
+        return None
+
+    @staticmethod
+    def _names_class(other, importer, cls: str, module, owner: cst.ClassDef) -> bool:
+        """`cls` (a module's class as the importing file's model gives it: the import's
+        qualified name, `common.layers.NoisyLinear`) is `owner` of `module`."""
+        path, _, name = cls.rpartition(".")
+        if name != owner.name.value:
+            return False
+        if path and other.project.index.module_named(path, importer) is module:
+            return True
+        symbol = other.project.resolve(cls)
+        return symbol is not None and symbol.kind == "class" and symbol.module is module \
+            and symbol.name == name
+
+    def _is_self(self, node: cst.BaseExpression, function: cst.FunctionDef, sem=None) -> bool:
+        sem = sem or self.ctx.semantic
         params = function.params.params
         return isinstance(node, cst.Name) and bool(params) and params[0].name.value == node.value \
-            and len(self.ctx.semantic.defs(node)) == 1 and self.ctx.semantic.defs(node)[0].kind == "param"
+            and len(sem.defs(node)) == 1 and sem.defs(node)[0].kind == "param"
 
     def _device_step_site(self, function: cst.FunctionDef, hops: int,
-                          instance_known: bool = False) -> Optional[cst.Call]:
+                          instance_known: bool = False, sem=None) -> Optional[cst.Call]:
         """The call in a step loop that runs the method `function` on a module on the device:
         through `self.m()` / `self.sub.m()` (the same object or one of its submodules, which
         move with it) up to a call `obj.m()` of a module the code moved to the device, then
-        through the file's functions to the step loop (`hops` calls at most)."""
-        sem = self.ctx.semantic
+        through the file's functions to the step loop (`hops` calls at most). `sem`: the
+        model of the file `function` is in (another file's: `_importer_step_site`)."""
+        sem = sem or self.ctx.semantic
         for call in sem.calls_by_name().get(function.name.value, ()):
-            if not (sem.resolve_function(call.func) is function or self._method_call_of(call, function)):
+            if not (sem.resolve_function(call.func) is function or self._method_call_of(call, function, sem)):
                 continue
             if not sem.on_gpu_path(call):
                 continue
@@ -432,10 +498,10 @@ class HostFillPerStep(Rule):
                 root = receiver
                 while isinstance(root, cst.Attribute):
                     root = root.value
-                if caller is not None and self._is_self(root, caller):
+                if caller is not None and self._is_self(root, caller, sem):
                     if sem.loops.enclosing_loops(call):
                         continue
-                    found = self._device_step_site(caller, hops - 1, False) if hops > 1 else None
+                    found = self._device_step_site(caller, hops - 1, False, sem) if hops > 1 else None
                     if found is not None:
                         return found
                     continue
@@ -447,7 +513,7 @@ class HostFillPerStep(Rule):
                 return call
             if hops > 1 and caller is not None and caller is not function \
                     and not sem.loops.enclosing_loops(call):
-                found = self._device_step_site(caller, hops - 1, known)
+                found = self._device_step_site(caller, hops - 1, known, sem)
                 if found is not None:
                     return found
         return None
@@ -489,10 +555,10 @@ class HostFillPerStep(Rule):
                 return found[0], call
         return None
 
-    def _method_call_of(self, call: cst.Call, function: cst.FunctionDef) -> bool:
+    def _method_call_of(self, call: cst.Call, function: cst.FunctionDef, sem=None) -> bool:
         """`obj.method(...)` that runs `function`: a method of the class of the file that
         `obj` is an instance of (`sampler = Sampler(...)`; a module moved with `.to()`)."""
-        sem = self.ctx.semantic
+        sem = sem or self.ctx.semantic
         if not isinstance(call.func, cst.Attribute):
             return False
         callee = sem.syncs.callee(call)

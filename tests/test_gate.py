@@ -134,6 +134,17 @@ _READ_W = "    def forward(self, x):\n        return x + self.w\n"
     # a module method refilling its buffer from host noise, the step loop elsewhere
     ("DL018", "import torch\nclass J(torch.nn.Module):\n    def reset(self):\n"
               "        self.eps.copy_(torch.randn(3))\nnet = J().cuda()\n"),
+    # ... with neither a move nor `cuda` in the file: another file moves the module and
+    # runs the refill every step (fixtures/DL018/project)
+    ("DL018", "import torch\nclass J(torch.nn.Module):\n    def reset(self):\n"
+              "        self.eps.copy_(torch.randn(3))\n"),
+    # a tensor stored by a helper `__init__` calls, and by an override the base's `__init__`
+    # calls (DL017 reads the stores of construction methods)
+    ("DL017", "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n"
+              "        self._build()\n    def _build(self):\n        self.w = torch.zeros(3)\n" + _READ_W),
+    ("DL017", "import torch\nclass B(torch.nn.Module):\n    def __init__(self):\n        self.setup()\n"
+              "class M(B):\n    def __init__(self):\n        super().__init__()\n"
+              "    def setup(self):\n        self.w = torch.zeros(3)\n" + _READ_W),
     # a loader's collate_fn copying each sample
     ("DL001", "def collate(batch):\n    for s in batch:\n        out.append(s.to('cuda'))\n"),
     # host noise in a module's forward, no loop in the file: the module runs every step
@@ -340,7 +351,7 @@ def _detection_digest(code: str) -> str:
 
 # The rules' detection code when their gates were last derived from it (devicelint/gate.py).
 GATES_DERIVED_FROM = {
-    "DL001": "aad15741898f",
+    "DL001": "e935b0d43d0d",
     "DL002": "e2e3bb8ef619",
     "DL003": "59f18a83dfe0",
     "DL004": "1e33b0014a7d",
@@ -356,8 +367,8 @@ GATES_DERIVED_FROM = {
     "DL014": "8cd1d637754e",
     "DL015": "2243e9009d60",
     "DL016": "bb3fba8f58c9",
-    "DL017": "6f887bf641ed",
-    "DL018": "f3e4bde2ca15",
+    "DL017": "b464db5f5e26",
+    "DL018": "71fbd226feb6",
 }
 
 

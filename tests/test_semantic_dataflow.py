@@ -362,3 +362,36 @@ def test_unpacked_keyword_reads_a_dict_display_nothing_changes():
     assert found[0] == (True, None)
     assert found[1][0] and ctx.code(found[1][1]) == "True"
     assert found[2:] == [(False, None), (False, None)]
+
+
+def test_a_list_grown_from_sampled_rows_and_read_by_a_helper_holds_those_rows():
+    # `random.sample(list(test_data), k=9)` is a list of the dataset's samples; a list grown
+    # with `append` from them and handed to a function of the file that only reads it keeps
+    # what it holds (the helper's parameter takes it); one handed to a helper that changes it
+    # in place does not.
+    from devicelint.semantic import Origin, Place
+    from tests.test_semantic import model_of
+
+    ctx, sem = model_of("""
+    import random
+    import torch
+    from torch.utils.data import TensorDataset
+    test_data = TensorDataset(torch.randn(8, 3))
+    def read(data):
+        for sample in data:
+            print(sample)
+    def change(data):
+        data.clear()
+    kept = []
+    changed = []
+    for sample, in random.sample(list(test_data), k=4):
+        kept.append(sample)
+        changed.append(sample)
+    read(kept)
+    change(changed)
+    """)
+    reads = {n.value: sem.value(n) for n in ctx.iter_nodes(cst.Name)
+             if n.value in ("kept", "changed") and isinstance(ctx.parent(n), cst.Arg)}
+    assert reads["kept"].element is not None and reads["kept"].element.place is Place.CPU \
+        and reads["kept"].element.origin is Origin.ROW
+    assert reads["changed"].element is None or reads["changed"].element.place is Place.UNKNOWN

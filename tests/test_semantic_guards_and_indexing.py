@@ -223,3 +223,37 @@ def test_numpy_index_arrays_are_one_dimensional():
     assert value_at(source, "one").rank == 0
     assert value_at(source, "noise").rank is None
     assert value_at(source, "unknown").rank is None  # `n` may be a number or an array
+
+
+def test_a_user_switch_that_guards_a_move_is_a_gpu_flag():
+    # `TEST_MODE = True if opt.mode == "GPU" else False` is bound only to booleans (SRGAN's
+    # test_image.py); `--cuda` with a boolean default read through a converter
+    # (`default=True, type=str2bool`: ssd.pytorch's train.py) is an on/off switch. Each is a
+    # GPU flag where an `if` on it moves something to the device; the same forms guarding no
+    # move (`QUIET`, `args.profile`), and options with choices or a non-boolean default, are not.
+    ctx, sem = semantic("""
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cuda", default=True, type=str2bool)
+        parser.add_argument("--profile", default=False, type=str2bool)
+        parser.add_argument("--half", default=False, choices=[True, False])
+        parser.add_argument("--gpu", default=1, type=int)
+        args = parser.parse_args()
+        TEST_MODE = True if args.mode == "GPU" else False
+        QUIET = False if args.loud else True
+        net = nn.Linear(2, 2)
+        if TEST_MODE:
+            net.cuda()
+        if QUIET:
+            print("quiet")
+        if args.cuda:
+            x = x.cuda()
+        if args.profile:
+            print("profiling")
+        if args.half:
+            x = x.half().cuda()
+        if args.gpu:
+            x = x.cuda()
+    """)
+    tests = {ctx.code(n.test): sem.gpu_truth(n.test) for n in ctx.iter_nodes(cst.If)}
+    assert tests == {"TEST_MODE": True, "QUIET": None, "args.cuda": True, "args.profile": None,
+                     "args.half": None, "args.gpu": None}

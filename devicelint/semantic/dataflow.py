@@ -300,7 +300,8 @@ def list_additions(sem, d: Def) -> Optional[tuple[list, list]]:
     `(values, iterables)`, the values it appends or inserts and the iterables it extends it
     with, wherever the variable bound by `d` is read. None when nothing is added, or the list
     is written another way (`res[i] = v`), aliased (`other = res`) or handed to a call that
-    may change it: then what it holds is not shown."""
+    may change it (a function of the file that only reads the parameter it is passed as
+    leaves it as it was): then what it holds is not shown."""
     if d.kind != "assign" or d.path or not _empty_list(sem, d.value):
         return None
     values: list = []
@@ -327,7 +328,7 @@ def list_additions(sem, d: Def) -> Optional[tuple[list, list]]:
                 return None
         elif isinstance(parent, cst.Arg) and parent.value is other:
             call = sem.parent(parent)
-            if not isinstance(call, cst.Call) or not _pure_call(sem, call):
+            if not isinstance(call, cst.Call) or not (_pure_call(sem, call) or _callee_leaves(sem, call, other)):
                 return None
         elif isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and parent.value is other:
             return None

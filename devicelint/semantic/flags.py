@@ -1,8 +1,8 @@
 """GPU flags: `USE_CUDA = True` with `if USE_CUDA: model.cuda()`, or `args.cuda = not
 args.no_cuda and torch.cuda.is_available()` with `if args.cuda: model.cuda()`, an argparse
 on/off switch (`parser.add_argument('-gpu', action='store_true')` with `if args.gpu:
-x = x.cuda()`, or a boolean-typed option: `add_argument('--cuda', default=True,
-type=str2bool)`), or a parameter with a literal default whose function the file never calls, or
+x = x.cuda()`, or `default=True, type=str2bool`), a name bound only to booleans (`TEST_MODE =
+True if opt.test_mode == 'GPU' else False`), or a parameter with a literal default whose function the file never calls, or
 that every call passes `True` (`def score(imgs, cuda=True)` with `if cuda: dtype =
 torch.cuda.FloatTensor`).
 
@@ -179,37 +179,26 @@ def _switch_option(sem, base, dest: str) -> Optional[cst.Call]:
             continue
         if _option_dest(call) == dest:
             found.append(call)
-    if len(found) != 1 or not (_is_switch(found[0]) or _is_boolean_option(sem, found[0])):
+    if len(found) != 1 or not _is_switch(found[0]):
         return None
     return found[0]
 
 
 def _is_switch(call: cst.Call) -> bool:
-    """`parser.add_argument(..., action="store_true")` (or `"store_false"`)."""
+    """`parser.add_argument(..., action="store_true")` (or `"store_false"`), or an option
+    whose default is a literal boolean and whose `type=` is a plain name or absent
+    (`parser.add_argument('--cuda', default=True, type=str2bool)`): the user turns it on or
+    off. Not one with `action=` of another kind, `choices=` or `nargs=`."""
     if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
         return False
-    action = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "action"), None)
-    return isinstance(action, cst.SimpleString) and action.value[1:-1] in ("store_true", "store_false")
-
-
-def _is_boolean_option(sem, call: cst.Call) -> bool:
-    """`parser.add_argument('--cuda', default=True, type=bool)` (or `type=str2bool`, a
-    function of the file that returns a truth value): the option is only ever a boolean,
-    True unless the command line says otherwise, as a `store_false` switch is."""
     keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
-    default, parse = keywords.get("default"), keywords.get("type")
-    if not (isinstance(default, cst.Name) and default.value in ("True", "False")) \
-            or not isinstance(parse, cst.Name) or "action" in keywords or "nargs" in keywords:
-        return False
-    defs = sem.defs(parse)
-    if not defs:
-        return parse.value == "bool"
-    functions = [d.node for d in defs if d.kind == "def"]
-    if len(functions) != 1 or len(defs) != 1:
-        return False
-    flow = sem.flow(functions[0])
-    return bool(flow.returns) and all(
-        r.value is not None and sem.value(r.value).kind is Kind.BOOL for r in flow.returns)
+    action = keywords.get("action")
+    if action is not None:
+        return isinstance(action, cst.SimpleString) and action.value[1:-1] in ("store_true", "store_false")
+    default, kind = keywords.get("default"), keywords.get("type", None)
+    return isinstance(default, cst.Name) and default.value in _LITERALS \
+        and (kind is None or isinstance(kind, cst.Name)) \
+        and not {"choices", "nargs", "const"} & keywords.keys()
 
 
 def _option_dest(call: cst.Call) -> Optional[str]:
@@ -234,9 +223,12 @@ def _option_dest(call: cst.Call) -> Optional[str]:
 def _flag_value(sem, value: Optional[cst.BaseExpression]) -> bool:
     """`True`/`False`, or `a and b and ...` where one operand is True with a GPU
     (`torch.cuda.is_available()`) and none is known False (`not args.no_cuda`); or an
-    argparse on/off switch (`_switch_option`)."""
+    argparse on/off switch (`_switch_option`); or a conditional expression whose two arms
+    are such values (`True if opt.test_mode == 'GPU' else False`: a boolean the user picks)."""
+    if isinstance(value, cst.IfExp):
+        return _flag_value(sem, value.body) and _flag_value(sem, value.orelse)
     if isinstance(value, cst.Call):
-        return _is_switch(value) or _is_boolean_option(sem, value)
+        return _is_switch(value)
     if isinstance(value, cst.Name):
         return value.value in _LITERALS
     if not (isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.And)):

@@ -53,7 +53,8 @@ _TENSOR_TYPE = re.compile(r"^torch\.(cuda\.)?[A-Z][A-Za-z0-9]*[a-z0-9]Tensor$")
 _OTHER_ACCELERATORS = ("mps", "xpu", "hpu", "npu", "xla", "meta", "mtia", "privateuseone")
 _PASS_THROUGH = {"enumerate", "iter", "list", "tuple", "sorted", "reversed", "tqdm", "tqdm.tqdm",
                  "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm", "rich.progress.track",
-                 "tqdm.autonotebook.tqdm", "itertools.islice", "islice", "cycle", "itertools.cycle"}
+                 "tqdm.autonotebook.tqdm", "itertools.islice", "islice", "cycle", "itertools.cycle",
+                 "random.sample", "random.choices"}
 
 
 # torch.Tensor's attributes that are not methods (torch 2.13)
@@ -2227,6 +2228,14 @@ class SemanticModel:
                 return tensor(inner.place, node=node)
             if inner.kind is Kind.UNKNOWN:
                 return UNKNOWN
+        if qual in ("random.sample", "random.choices") and node.args:
+            # A new list of elements of the population (`random.sample(list(test_data), k=9)`:
+            # dataset samples), as `list(population)` is.
+            population = self.value(node.args[0].value)
+            if population.kind is Kind.SEQUENCE:
+                return Value(Kind.SEQUENCE, place=population.place, element=population.element, node=node)
+            return Value(Kind.SEQUENCE, place=Place.CPU if self._host_rows(population) else Place.UNKNOWN,
+                         element=self.iteration_element(node.args[0].value), node=node)
         if qual.startswith("numpy."):
             return Value(Kind.ARRAY, Place.CPU, node=node)
         if qual.startswith("time.") or qual.startswith("math."):

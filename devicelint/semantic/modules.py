@@ -398,18 +398,19 @@ def construction_methods(sem, owner: cst.ClassDef) -> set[str]:
     """The methods of a class that run only while an instance is built: `__init__`, and a
     method whose every use in the class is a call from such a method (`self.backbone =
     self._get_basemodel(name)` in `__init__`). A method used any other way (passed as a
-    hook, called from `forward`, or never used in the class) may run later."""
+    hook, called from `forward`, or never used in the class) may run later, unless it
+    overrides a method that a base class of the file calls on `self` only from its own
+    construction methods (`DDPM.__init__` calling `self.register_schedule(...)`, which
+    `LatentDiffusion` overrides: it runs while a `LatentDiffusion` is built)."""
     def memo():
         methods = {m.name.value: m for m in owner.body.body if isinstance(m, cst.FunctionDef)}
-        uses: dict[str, list[Optional[str]]] = {name: [] for name in methods}
-        for caller, method in methods.items():
-            for node in sem.ctx.descendants(method, cst.Attribute):
-                name = node.attr.value
-                if name in uses and self_class(sem, node.value) is owner:
-                    parent = sem.ctx.parent(node)
-                    called = isinstance(parent, cst.Call) and parent.func is node
-                    uses[name].append(caller if called else None)
-        found = {"__init__"} if "__init__" in methods else set()
+        uses = _self_method_uses(sem, owner, methods)
+        for name in _base_construction_calls(sem, owner):
+            if name in uses:
+                uses[name].append("__init__")  # the base's construction runs it
+        # (`__init__` stands for the construction when the class has none of its own: the
+        # base's runs)
+        found = {"__init__"}
         grew = True
         while grew:
             grew = False
@@ -420,8 +421,46 @@ def construction_methods(sem, owner: cst.ClassDef) -> set[str]:
         return found
     cache = _memo(sem, "construction_methods")
     if id(owner) not in cache:
+        cache[id(owner)] = set()  # a class that is its own base (invalid code): no more
         cache[id(owner)] = memo()
     return cache[id(owner)]
+
+
+def _self_method_uses(sem, owner: cst.ClassDef, methods: dict) -> dict[str, list[Optional[str]]]:
+    """{method name: the method each `self.name` access of the class is in when it is a
+    call, None when it is another use}, for the class's own methods' names."""
+    uses: dict[str, list[Optional[str]]] = {name: [] for name in methods}
+    for caller, method in methods.items():
+        for node in sem.ctx.descendants(method, cst.Attribute):
+            name = node.attr.value
+            if name in uses and self_class(sem, node.value) is owner:
+                parent = sem.ctx.parent(node)
+                called = isinstance(parent, cst.Call) and parent.func is node
+                uses[name].append(caller if called else None)
+    return uses
+
+
+def _base_construction_calls(sem, owner: cst.ClassDef) -> set[str]:
+    """Names of methods that a base class of the file (directly) calls on `self` only from
+    its construction methods, and uses no other way: an override of one in `owner` runs
+    while an instance is built."""
+    found: set[str] = set()
+    classes = sem.module_classes()
+    for base in owner.bases:
+        cls = classes.get(base.value.value) if isinstance(base.value, cst.Name) else None
+        if cls is None or cls is owner:
+            continue
+        building = construction_methods(sem, cls)
+        methods = {m.name.value: m for m in cls.body.body if isinstance(m, cst.FunctionDef)}
+        calls: dict[str, list[Optional[str]]] = {}
+        for caller, method in methods.items():
+            for node in sem.ctx.descendants(method, cst.Attribute):
+                if self_class(sem, node.value) is cls:
+                    parent = sem.ctx.parent(node)
+                    called = isinstance(parent, cst.Call) and parent.func is node
+                    calls.setdefault(node.attr.value, []).append(caller if called else None)
+        found |= {name for name, callers in calls.items() if all(c in building for c in callers)}
+    return found
 
 
 def read_after_construction(sem, owner: cst.ClassDef, attr: str) -> bool:

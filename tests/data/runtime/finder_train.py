@@ -22,6 +22,7 @@ model = nn.Linear(16, 4).to(device)
 head = nn.Linear(4, 2)                          # finds: cpu-origin (never moved)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 losses = []
+history = losses                                # an alias: what it holds is not shown statically
 for step in range(8):
     picks = torch.randperm(64)[:16]
     rows = fetch(table, picks)                  # finds: per-row-call
@@ -31,7 +32,7 @@ for step in range(8):
     loss.backward()
     optimizer.step()
     losses.append(loss.detach())
-    print_every = mean_of(losses)               # finds: sync-call
+    print_every = mean_of(history)              # finds: sync-call
     torch.cuda.empty_cache()                    # finds: empty-cache
     scale = torch.ones(16).to(device, non_blocking=True)  # finds: pageable-nb
     fresh = torch.randn(4, 16).to(device)       # finds: nothing (new data each step)
