@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import libcst as cst
 
-from devicelint import collector, safe_parse
+from devicelint import accepted, collector, safe_parse
 from devicelint.context import FileContext
 from devicelint.diagnostics import SYNTAX_ERROR, UNUSED_SUPPRESSION, diagnostic, python_syntax_error
 from devicelint.document import Document
@@ -102,7 +102,7 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], 
         active = gated(path, source, active)
     if not active:
         # No rule can match: only check that the file parses, with CPython's (faster) parser.
-        errors = [] if gate_read_it else python_syntax_error(path, source)
+        errors = [] if gate_read_it or accepted.holds(source) else python_syntax_error(path, source)
         if errors:
             return FileResult(path, errors)
         # Every suppression naming an enabled rule is unused here (DL901).

@@ -28,7 +28,7 @@ import os
 import re
 from typing import Iterable, Optional
 
-from devicelint import collector
+from devicelint import accepted, collector
 
 # Flags of a call or keyword (bit masks).
 ANY = 1
@@ -772,7 +772,10 @@ def facts_of(path: str, source: str) -> Optional[FileFacts]:
     from devicelint.project_index import parsed_ast  # the index may have read it already
 
     try:
-        tree = parsed_ast(path, source) or ast.parse(source)
+        tree = parsed_ast(path, source)
+        if tree is None:
+            tree = ast.parse(source)
+            accepted.note(source)  # the syntax checks of this text need not parse it again
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     try:

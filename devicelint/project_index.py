@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
+from devicelint import accepted
 from devicelint.datafile import blake2b, sha256
 
 _MAX_DEPTH = 24
@@ -1231,9 +1232,11 @@ def _parse(text: str) -> Optional[ast.Module]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # `"\m"` in a linted file is not ours to report
-            return ast.parse(text)
+            tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
+    accepted.note(text)  # the syntax checks of this text need not parse it again (issue 17)
+    return tree
 
 
 def _module_body(text: str) -> Optional[list]:

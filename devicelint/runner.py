@@ -27,7 +27,7 @@ from devicelint.discovery import ProjectPaths, discover
 from devicelint.diagnostics import (
     SYNTAX_ERROR, UNREADABLE, UNUSED_SUPPRESSION, diagnostic, python_syntax_error, unreadable,
 )
-from devicelint import collector, project_index
+from devicelint import accepted, collector, project_index
 from devicelint.finding import Finding
 from devicelint.rule import rule_catalog, signature
 from devicelint.source import SkippedFile, in_package_directory, read_regular
@@ -112,7 +112,10 @@ def lint_bytes(path: str, display: str, data: bytes, codes: Sequence[str]) -> li
         # suppression) must judge them even when no rule can match.
         if not needs_parse(document.text, tokens, judge_suppressions=UNUSED_SUPPRESSION in codes):
             # No enabled rule can match: the engine (and libcst) is not even imported.
-            return python_syntax_error(display, document.text) if SYNTAX_ERROR in codes else []
+            # (Not parsed again when the project index or a gate has parsed the same text.)
+            if SYNTAX_ERROR not in codes or accepted.holds(document.text):
+                return []
+            return python_syntax_error(display, document.text)
     from devicelint.engine import enabled_entries, lint_document
 
     # Catalogue entries: the engine imports only the rules whose tokens occur in the text.

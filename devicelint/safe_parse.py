@@ -27,7 +27,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devicelint import libcst_core
+from devicelint import accepted, libcst_core
 
 MAX_NESTING = 200  # CPython's tokenizer refuses deeper brackets ("too many nested parentheses")
 LONG_LINE = 4096  # characters; a line this long may hold a long operator chain
@@ -65,8 +65,9 @@ def _risky(source: str) -> bool:
 
 
 def complexity_error(source: str) -> Optional[cst.ParserSyntaxError]:
-    """A syntax error if CPython gives up on `source` for nesting or size; else None."""
-    if not _risky(source):
+    """A syntax error if CPython gives up on `source` for nesting or size; else None (at
+    once for a text CPython's parser has read already in this process: accepted.holds)."""
+    if accepted.holds(source) or not _risky(source):
         return None
     line, column, message = 1, 0, ""
     try:
@@ -82,6 +83,7 @@ def complexity_error(source: str) -> Optional[cst.ParserSyntaxError]:
     except MemoryError:
         message = "too deeply nested (Python's own parser gives up: too complex)"
     else:
+        accepted.note(source)
         return None
     return cst.ParserSyntaxError(message, lines=source.splitlines(True) or [""],
                                  raw_line=line, raw_column=column)

@@ -29,7 +29,7 @@ LAYERS = {
     "source": {
         "devicelint", "devicelint.finding", "devicelint.source", "devicelint.document",
         "devicelint.notebook", "devicelint.suppress", "devicelint.safe_parse",
-        "devicelint.datafile", "devicelint.docs_url", "devicelint.collector", "devicelint.libcst_core",
+        "devicelint.datafile", "devicelint.docs_url", "devicelint.collector", "devicelint.accepted", "devicelint.libcst_core",
     },
     "lint": {
         "devicelint.runtime_spec", "devicelint.tree", "devicelint.names", "devicelint.context",
