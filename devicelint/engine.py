@@ -94,6 +94,17 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], 
         pieces = top_level_pieces(source)
         if pieces is not None and len(pieces) > 1:
             return _lint_in_pieces(path, source, pieces, rules, honour_noqa, disk_path, locate)
+    # The cyclic collector is paused for the whole file, the gate's `ast` walk included
+    # (devicelint/collector.py): re-enabled between the gate and the parse, its first
+    # collection examined the file's whole `ast` tree, alive until the gate returns, only to
+    # find nothing (torchvision 0.24.1, `-j 1`: 66 such collections).
+    with collector.paused():
+        return _gated(path, source, rules, active, honour_noqa, disk_path, parse, starts, locate)
+
+
+def _gated(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], active: list[type[Rule]],
+           honour_noqa: bool, disk_path: Optional[str], parse=None, starts=None,
+           locate: Optional[Locate] = None) -> FileResult:
     # gated() leaves no rule only after `ast` read the file (it keeps every rule of a file
     # `ast` cannot read): then CPython's parser has accepted it already.
     gate_read_it = bool(active)
@@ -109,9 +120,8 @@ def lint_source(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], 
         table = _suppressions(source, honour_noqa)
         return FileResult(path, _unused(path, source, table, rules), table)
     # One module at a time (each piece of a big one on its own, so that memory follows the
-    # piece), with the cyclic collector paused (devicelint/collector.py).
-    with collector.paused():
-        return _lint_module(path, source, rules, active, honour_noqa, disk_path, parse, starts, locate)
+    # piece), with the cyclic collector paused (lint_source).
+    return _lint_module(path, source, rules, active, honour_noqa, disk_path, parse, starts, locate)
 
 
 def _lint_module(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta], active: list[type[Rule]],
