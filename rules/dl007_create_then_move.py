@@ -48,7 +48,8 @@ class CreateThenMove(Rule):
       `torch.stack([torch.zeros(n) for _ in range(k)]).to(dev)`, a shape taken from another
       tensor (`torch.rand(b, 1).expand_as(x).to(dev)`), a CPU legacy type
       (`.type(torch.ByteTensor)`), a legacy constructor a fill overwrites
-      (`torch.LongTensor(b).fill_(0).to(dev)`), a divisor also given to the factory as a size
+      (`torch.LongTensor(b).fill_(0).to(dev)`) or given a `range` (an arange:
+      `torch.LongTensor(range(n)).to(dev)`, no fix), a divisor also given to the factory as a size
       (`torch.arange(0, half) / half`), the parts of an unpacked fill (`yv, xv =
       torch.meshgrid(...)`);
     - moved by `.type(T)` with a CUDA legacy type (`Variable(torch.zeros(n)).type(FloatTensor)`

@@ -1087,7 +1087,8 @@ def _fill_function(sem, node: cst.Call, qual: str, parts, ops, through, depth, a
         # argument must be a number to be a size.
         if not node.args or any(arg.keyword is not None for arg in node.args):
             return False
-        if len(node.args) == 1 and sem.value(node.args[0].value).kind is not Kind.NUMBER:
+        if len(node.args) == 1 and sem.value(node.args[0].value).kind is not Kind.NUMBER \
+                and not _number_range(sem, node.args[0].value):
             return False
         parts.append(node)
         return True
@@ -1108,6 +1109,15 @@ def _fill_function(sem, node: cst.Call, qual: str, parts, ops, through, depth, a
         ops.append(qual)
         return True
     return False
+
+
+def _number_range(sem, node: cst.BaseExpression) -> bool:
+    """`range(...)` (also in `list(...)`): the data is an arange the constructor fills itself
+    (`torch.LongTensor(range(y.size(0)))`), no other data (`range` takes integers only)."""
+    if isinstance(node, cst.Call) and _builtin(sem, node.func, frozenset({"list"})) and len(node.args) == 1:
+        node = node.args[0].value
+    return isinstance(node, cst.Call) and _builtin(sem, node.func, frozenset({"range"})) is not None \
+        and bool(node.args) and all(a.keyword is None and not a.star for a in node.args)
 
 
 def _may_be_data(sem, node: cst.BaseExpression) -> bool:
