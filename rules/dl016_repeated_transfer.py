@@ -26,7 +26,8 @@ class RepeatedTransfer(Rule):
       might, and they are computed by deterministic calls only): `for _ in range(n): w =
       weights.to(device)`, `torch.where(m, torch.tensor(float("-inf")).to(x.device), x)`
       in a decoding loop, `torch.tensor([1000] * n, device=dev)` with `n` a number the loop
-      does not change;
+      does not change (a device bound before the loop stays the same device, whatever calls
+      it is handed to);
     - round trips inside a loop: data copied to the device and straight back in the same
       iteration (`g = t.to(device)` then `g.to("cpu")` / `g.cpu()`; also through
       `.detach()`/`.data`, a batch rebound to its device copy, `target = target.cuda()`, and
@@ -45,11 +46,26 @@ class RepeatedTransfer(Rule):
       argument is data the loop read back (`self.image = out.cpu().numpy()`) or the
       function's own result, read back inside it on the previous call
       (`tokens.append(predict(model, tokens[-1]))`, `predict` returning a sample of
-      `p.cpu()`); reported at the call, naming the copy's line and the read. Not through what
+      `p.cpu()`); reported at the call, naming the copy's line and the read. Also through a
+      function of another local module (through the project index), the copy made in it or
+      in a helper of its file that gives back its argument copied (`str2tensor(char)`
+      calling `cuda_variable(torch.LongTensor(codes))`). Not through what
       a method of an object the file does not show returns (`state, reward, done, _ =
       env.step(action)`: a simulator computes a new observation on the host from the action
       read back; copying it is no round trip), through a helper or inline (`next_obs, *_ =
       envs.step(action.cpu().numpy())` then `torch.Tensor(next_obs).to(device)`);
+    - round trips inside one call of a function that runs again and again (a module's
+      `forward`, an object's `__call__`, or a function called in a loop of the file up to
+      four calls up): data read back from the device in that call (on the device by its
+      value, or computed from what the function copied there; also through a function of
+      the file whose result is such a read) and copied to the device again (`pieces =
+      torch.cat((pieces, out.cpu()))` in a `forward`, then `pieces.cuda()`), reported at
+      the copy; and a call, in a loop, of a function of another local module, or of a module
+      whose class another local module defines (`criterion(scores, targets)` runs its
+      `forward`, and the methods of the file it calls), that reads an argument back to the
+      host and copies what it computes from it to the device (`t = one_hot(y.data.cpu())`
+      then `t.cuda()`), where that argument is on the device here: reported at the call,
+      naming the copy and the read;
     - host data a model keeps unchanged, copied to the device each time it runs: in a
       module's `forward` (or an object's `__call__`), a `.to(x.device)` or
       `torch.tensor(..., device=...)` of `self.table` that only `__init__` binds and no
@@ -62,9 +78,18 @@ class RepeatedTransfer(Rule):
       goes to the device of an argument that is on the device here, or to the accelerator);
       also under an `if` taken whenever there is a GPU and through a local bound once (a
       seq2seq `train()` doing `start = Variable(torch.LongTensor([[SOS_token]]))` then
-      `if USE_CUDA: start = start.cuda()`). Reported at the call, naming the copy's line;
+      `if USE_CUDA: start = start.cuda()`; a local bound to an argument's device, `device =
+      targets.device`, follows that argument); also a call of an object whose class another
+      local module defines (its `__call__`, or a module's `forward`) that runs, in its
+      straight-line body, a method of the object copying the same constants to the device
+      it keeps (`self.build_targets(p, targets)` doing `torch.tensor([[0, 0], [1, 0]],
+      device=self.device)`). Reported at the call, naming the copy's line;
+    - the same constants copied to the device in a function a loader of the file runs once
+      per batch as its `collate_fn=` (or in a function that one calls: `bos =
+      torch.tensor([0], device=device)`): reported at the copy, naming the loader;
     - a function of this file that copies data its callers pass (`th.from_numpy(arr).to(
-      t.device)`, or a window its own helpers build from a size argument), where a caller
+      t.device)`, a window its own helpers build from a size argument, or a tensor parameter
+      copied as it is, `window.to(x.device)`, when the caller's argument is a host tensor), where a caller
       passes the same host data every time (a loop-invariant value, or `self.x` bound in
       `__init__` alone) and runs again and again: in a loop (reported at its call, naming
       the copy's line), or called from a loop of the file or a module's `forward` up to four
@@ -86,7 +111,9 @@ class RepeatedTransfer(Rule):
     read back that the loop did not compute from its own upload and that are not known to be
     on the device, on a read-back of the first batch only (`if not kept: kept.append(y.cpu())`)
     or after the host copy was changed in place (a staging buffer refilled: the device copy
-    is then the only one), and on code that runs only without a GPU (`if not use_cuda:`).
+    is then the only one), on a function's round trip when it runs once, or when the
+    argument it reads back is on the host at the call, on copies of the batch's own data in
+    a `collate_fn`, and on code that runs only without a GPU (`if not use_cuda:`).
 
     ## Why is this bad?
     Each copy pays a fixed cost whatever its size, plus the bytes, and a copy back to the
@@ -155,6 +182,18 @@ class RepeatedTransfer(Rule):
         "`{call}(...)` copies to the device ({copy}) data read back from it at "
         "{line} (`{read}`)"
     )
+    function_trip_message = (
+        "`{call}` copies back to the device data read from it at {line} (`{read}`), "
+        "{again}"
+    )
+    foreign_trip_message = (
+        "`{call}(...)` reads an argument back from the device and copies it there again "
+        "(lines {line} and {copy} of {path})"
+    )
+    collate_message = (
+        "`{call}` copies the same host data to the device in `{function}`, once per batch "
+        "(loader at {line})"
+    )
     per_call_message = (
         "`{call}` copies the same host data to the device on every call of `{function}` "
         "({line})"
@@ -187,6 +226,10 @@ class RepeatedTransfer(Rule):
         if (facts.calls_method(("fill_",), IN_ANY_LOOP | WITH_ARGS)
                 or facts.has_any_loop and facts.calls_method(("new_tensor",), IN_FUNCTION)) and facts.device_placing():
             return True
+        if facts.uploads(IN_FUNCTION) and facts.uses_keyword(("collate_fn",)):
+            return True  # constants copied in a loader's collate_fn (`check_collate_copy`)
+        if facts.has_any_loop and facts.imports_foreign():
+            return True  # a call, in a loop, of another file's function, module or object
         return facts.calls_foreign(_may_upload, IN_ANY_LOOP)
     fixable = True
 
@@ -198,7 +241,7 @@ class RepeatedTransfer(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "cpu"):
             pass
         elif not isinstance(func, (cst.Attribute, cst.Name)) or keyword_arg(node, "device") is None:
-            if not self.check_helper_round_trip(node):
+            if not self.check_helper_round_trip(node) and not self.check_foreign_round_trip(node):
                 self.check_uploading_call(node)
             return  # neither a move nor a factory given a device
         loops = self.ctx.loops(node)
@@ -236,8 +279,11 @@ class RepeatedTransfer(Rule):
         function = sem.function_of(call)
         if function is None:
             return
+        if self.check_function_round_trip(call, function):
+            return
         if function.name.value not in ("forward", "__call__"):
-            self.check_helper_copy(call, function)
+            if not self.check_collate_copy(call, function):
+                self.check_helper_copy(call, function)
             return
         owner = sem.parent(sem.parent(function))
         if not isinstance(owner, cst.ClassDef):
@@ -261,6 +307,84 @@ class RepeatedTransfer(Rule):
         suffix = self.hint_message.format(target=hint) if hint is not None else ""
         self.report(call, self.per_call_message.format(
             call=label, function=function.name.value, line=self._line(function)) + suffix)
+
+    def check_function_round_trip(self, call: cst.Call, function: cst.FunctionDef) -> bool:
+        """A copy to the device, in a function that runs again and again (a module's
+        `forward`, an object's `__call__`, or a function called in a loop of the file, a few
+        calls up: `dataflow.repeats`), of data the same call of the function computed from a
+        read of device data back to the host (`t = one_hot(y.data.cpu())` then
+        `t.cuda()`; `char = torch.cat((char, out.cpu()))` then `char.cuda()`): a round trip
+        on every call. The data read is on the device by its value, or computed from what
+        the function itself copied there; also through a function of the file whose result is
+        such a read. Reported at the copy, naming the read and what runs the function."""
+        sem = self.ctx.semantic
+        upload = self.upload(call)
+        if upload is None or not sem.on_gpu_path(call):
+            return False
+        moved, label, hint = upload
+        if sem.value(moved).place is Place.DEVICE:
+            return False
+        again = dataflow.repeats(sem, function)
+        if again is None:
+            return False
+        read = self._function_read(call, moved, function)
+        if read is None:
+            return False
+        if again is function:
+            where = f"on every call of `{function.name.value}`"
+        elif isinstance(again, cst.FunctionDef):
+            where = f"run by `{again.name.value}` at {self._line(again)}"
+        else:
+            where = f"run by the loop at {self._line(again)}"
+        suffix = self.hint_message.format(target=hint) if hint is not None else ""
+        self.report(call, self.function_trip_message.format(
+            call=label, line=self._line(read), read=self._short(read), again=where) + suffix)
+        return True
+
+    def _function_read(self, call: cst.Call, moved: cst.BaseExpression,
+                       function: cst.FunctionDef) -> Optional[cst.CSTNode]:
+        """A read back of device data, in `function`, that `moved` (copied by `call`) is
+        computed from, else None (see `check_function_round_trip`)."""
+        sem = self.ctx.semantic
+        memo = sem.__dict__.setdefault("_dl016_function_uploads", {})
+        if id(function) not in memo:
+            memo[id(function)] = tuple(
+                node for node in self.ctx.descendants(function, cst.Call, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+                if isinstance(node.func, (cst.Attribute, cst.Name)) and self.upload(node) is not None)
+        uploads = tuple(node for node in memo[id(function)] if node is not call)
+        for node, d in dataflow.data_nodes(sem, moved, function, depth=8, follow=self._not_host_step,
+                                           through_changes=True):
+            if d is not None or not isinstance(node, cst.Call) or node is call:
+                continue
+            operand = self._host_read_operand(node)
+            read = None
+            if operand is not None and self._device_data(operand, uploads, function):
+                read = node
+            elif operand is None and sem.syncs.callee(node) is not None:
+                read = self._returned_read(node)
+            if read is not None and not dataflow.exclusive_arms(sem, call, node, function):
+                return read
+        return None
+
+    def check_collate_copy(self, call: cst.Call, function: cst.FunctionDef) -> bool:
+        """A copy of the same constants to the device (`dataflow.per_call_uploads`: `bos =
+        torch.tensor([0], device=device)` in the function's straight-line body) in a function
+        that a loader of the file runs once per batch as its `collate_fn=` (directly, or
+        through the function given: `dataflow.collate_loader`). Reported at the copy, naming
+        the loader."""
+        sem = self.ctx.semantic
+        if not any(upload.node is call and not upload.follows for upload in dataflow.per_call_uploads(sem, function)):
+            return False
+        loader = dataflow.collate_loader(sem, function)
+        if loader is None or not sem.on_gpu_path(call):
+            return False
+        upload = self.upload(call)
+        label = upload[1] if upload is not None else self._short(call.func)
+        hint = upload[2] if upload is not None else None
+        suffix = self.hint_message.format(target=hint) if hint is not None else ""
+        self.report(call, self.collate_message.format(
+            call=label, function=function.name.value, line=self._line(loader)) + suffix)
+        return True
 
     def check_helper_copy(self, call: cst.Call, function: cst.FunctionDef) -> None:
         """A function's copy of data its callers decide (`th.from_numpy(arr).to(t.device)`),
@@ -296,6 +420,8 @@ class RepeatedTransfer(Rule):
             args = bound.get(name)
             if args is None or len(args) != 1 or not dataflow.constant_at(self.ctx.semantic, args[0], site):
                 return False
+            if name in upload.passed and not self._host_data(self.ctx.semantic.value(args[0])):
+                return False  # copied as it is: the copy is one when the argument is on the host
         for name in upload.follows:
             args = bound.get(name)
             if args is None or len(args) != 1 or self.ctx.semantic.value(args[0]).place is Place.CPU:
@@ -320,6 +446,8 @@ class RepeatedTransfer(Rule):
             uploads = dataflow.per_call_uploads(other, function)
         else:
             foreign = dataflow.foreign_call_uploads(sem, call)
+            if foreign is None:
+                foreign = self._object_call_uploads(call)
             if foreign is None:
                 return
             other, function, uploads = foreign
@@ -351,6 +479,58 @@ class RepeatedTransfer(Rule):
                     call=self._short(call.func), line=self._line(copy.node)))
                 return
 
+    def _object_call_uploads(self, call: cst.Call):
+        """(the other file's model, the method, its uploads) for a call of an object whose class
+        another local module defines (`compute_loss(pred, targets)` with `compute_loss =
+        ComputeLoss(model)`: its `__call__`, or a module's `forward`), where a method of that
+        class the call runs on every call, in its straight-line body (`self.build_targets(p,
+        targets)`), copies the same constants to the device whatever the arguments
+        (`dataflow.per_call_uploads` with no parameter followed). A copy made in `forward` or
+        `__call__` itself is reported at the copy, in its own file (`check_per_call`)."""
+        sem = self.ctx.semantic
+        if sem.project is None or not isinstance(call.func, cst.Name):
+            return None
+        found = sem.syncs.module_forward(call)
+        if found is None:
+            methods = {}
+            for made in sem.syncs._instances(call.func, 0) or ():
+                qual = sem.qualname(made.func)
+                owner = sem._project_class(qual) if qual else None
+                method = owner[0]._method(owner[1], "__call__") if owner is not None else None
+                if method is None:
+                    return None
+                methods[id(method)] = (owner[0], method)
+            if len(methods) != 1:
+                return None
+            found = next(iter(methods.values()))
+        other, function = found
+        if other is sem:
+            return None
+        positional = [*function.params.posonly_params, *function.params.params]
+        if not positional:
+            return None
+        own = positional[0].name.value
+        uploads = []
+        for inner in dataflow._straight_line_calls(other, function):
+            receiver = inner.func.value if isinstance(inner.func, cst.Attribute) else None
+            if not isinstance(receiver, cst.Name) or receiver.value != own \
+                    or not all(d.kind == "param" for d in other.defs(receiver)):
+                continue  # a method of the object itself: `self.build_targets(...)`
+            callee = other.syncs.callee(inner)
+            if callee is None or callee[0] is function or not other.syncs._is_method(callee[0]):
+                continue
+            first = [*callee[0].params.posonly_params, *callee[0].params.params][0].name.value
+            for upload in dataflow.per_call_uploads(other, callee[0]):
+                if upload.follows and upload.follows != {first}:
+                    continue
+                if upload.follows:
+                    # `device=self.device`: the device the object keeps, a device by its value
+                    target = keyword_arg(upload.node, "device") or call_arg(upload.node, 0, "\0")
+                    if other.device_place(target)[0] is not Place.DEVICE or other.value(target).hint:
+                        continue
+                uploads.append(dataflow.CallUpload(upload.node, frozenset()))
+        return (other, function, tuple(uploads)) if uploads else None
+
     def check_helper_round_trip(self, call: cst.Call) -> bool:
         """A call, in a loop, of a function of this file that copies to the device data
         computed from one of its parameters, where the argument is data the loop read back
@@ -363,19 +543,130 @@ class RepeatedTransfer(Rule):
             return False
         sem = self.ctx.semantic
         found = sem.syncs.callee(call)
+        reader, other = self, sem
         if found is None:
-            return False
+            # a top-level function of another local module (`str2tensor(predicted_char)`)
+            foreign = sem.syncs.foreign_function(call) if sem.project is not None else None
+            if foreign is None or foreign[0] is sem:
+                return False
+            other, function = foreign
+            found = function, other.syncs._bind(function, call, False)
+            reader = type(self)(other.ctx)
         function, bound = found
-        for upload, params in self._param_copies(function):
+        for upload, params in reader._param_copies(function):
             for name in sorted(params):
                 for arg in bound.get(name, ()):
+                    if not isinstance(arg, cst.BaseExpression):
+                        continue
                     read = self._read_back_into(call, arg, loops)
                     if read is not None and sem.on_gpu_path(call):
+                        related = []
+                        if other is sem:
+                            copy = self._line(upload)
+                        else:
+                            number, column = other.ctx.position(upload)[:2]
+                            copy = f"line {number} of {other.ctx.path}"
+                            related = [((other.ctx.path, number, column), "the copy to the device")]
                         self.report(call, self.helper_trip_message.format(
-                            call=self._short(call.func), copy=self._line(upload),
-                            line=self._line(read), read=self._short(read)))
+                            call=self._short(call.func), copy=copy,
+                            line=self._line(read), read=self._short(read)), related=related)
                         return True
         return False
+
+    def check_foreign_round_trip(self, call: cst.Call) -> bool:
+        """A call, on every iteration of a loop, of a function of another local module (or
+        of a module whose class another local module defines: `criterion(preds, targets)`
+        runs its `forward`) that reads an argument's data back to the host and copies what
+        it computes from it to the device again (`t = one_hot(y.data.cpu())` then
+        `t.cuda()`: `_param_round_trips`), where that argument is on the device here: a
+        round trip on every iteration. Reported at the call, naming the copy and the read."""
+        loops = self.ctx.loops(call)
+        if not loops or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return False
+        sem = self.ctx.semantic
+        if sem.project is None:
+            return False
+        found = sem.syncs.module_forward(call)
+        bound_self = found is not None
+        if found is None:
+            found = sem.syncs.foreign_function(call)
+        if found is None or found[0] is sem:
+            return False  # the file's own functions: judged at their copy
+        other, function = found
+        loop = loops[0]
+        if isinstance(loop, (cst.For, cst.While)) and sem.loops.facts(loop).runs_once:
+            return False
+        bound = other.syncs._bind(function, call, bound_self)
+        reader = type(self)(other.ctx)
+        for upload, read, params in reader._param_round_trips(function):
+            if not any(self._on_device(arg) for name in sorted(params) for arg in bound.get(name, ())
+                       if isinstance(arg, cst.BaseExpression)):
+                continue
+            if not sem.on_gpu_path(call):
+                return False
+            (copy_line, copy_column), (read_line, read_column) = \
+                other.ctx.position(upload)[:2], other.ctx.position(read)[:2]
+            self.report(call, self.foreign_trip_message.format(
+                call=self._short(call.func), copy=copy_line, line=read_line, path=other.ctx.path),
+                related=[((other.ctx.path, copy_line, copy_column), "the copy to the device"),
+                         ((other.ctx.path, read_line, read_column), "the read back to the host")])
+            return True
+        return False
+
+    def _param_round_trips(self, function: cst.FunctionDef, depth: int = 0) -> list:
+        """(copy, read, parameters) for each copy to the device, in `function` (on the GPU
+        path), of data computed from a read back to the host (`.cpu()`, `.item()`, ...:
+        `_host_read_operand`) of data computed from the parameters: on a device argument,
+        each call makes a round trip. Also through the methods and functions of the file it
+        calls (two calls deep), with their parameters mapped to the arguments it passes."""
+        sem = self.ctx.semantic
+        memo = sem.__dict__.setdefault("_dl016_param_trips", {})
+        if id(function) in memo:
+            return memo[id(function)]
+        memo[id(function)] = []  # a recursion adds nothing
+        positional = [*function.params.posonly_params, *function.params.params]
+        own = positional[0].name.value if positional and sem.syncs._is_method(function) else None
+        nested = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+        found = []
+
+        def params_of(expr) -> set:
+            return {d.name for _, d in dataflow.data_nodes(sem, expr, function, depth=8, through_changes=True)
+                    if d is not None and d.kind == "param" and d.name != own}
+
+        for call in self.ctx.descendants(function, cst.Call, nested):
+            if not isinstance(call.func, (cst.Attribute, cst.Name)):
+                continue
+            upload = self.upload(call)
+            if upload is not None:
+                if not sem.on_gpu_path(call) or sem.value(upload[0]).place is Place.DEVICE:
+                    continue
+                for node, d in dataflow.data_nodes(sem, upload[0], function, depth=8,
+                                                   follow=self._not_host_step, through_changes=True):
+                    if d is not None or not isinstance(node, cst.Call) or node is call:
+                        continue
+                    operand = self._host_read_operand(node)
+                    if operand is None or dataflow.exclusive_arms(sem, call, node, function):
+                        continue
+                    params = params_of(operand)
+                    if params:
+                        found.append((call, node, frozenset(params)))
+                        break
+                continue
+            if depth >= 2:
+                continue
+            callee = sem.syncs.callee(call)
+            if callee is None or callee[0] is function:
+                continue
+            for copy, read, params in self._param_round_trips(callee[0], depth + 1):
+                mapped: set = set()
+                for name in params:
+                    for arg in callee[1].get(name, ()):
+                        if isinstance(arg, cst.BaseExpression):
+                            mapped |= params_of(arg)
+                if mapped:
+                    found.append((copy, read, frozenset(mapped)))
+        memo[id(function)] = found
+        return found
 
     def _param_copies(self, function: cst.FunctionDef) -> list:
         """(copy, parameters its data is computed from) for each `.to(device)`/`.cuda()` of
@@ -387,12 +678,22 @@ class RepeatedTransfer(Rule):
         found = []
         for call in self.ctx.descendants(function, cst.Call, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             func = call.func
-            if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            data = None
+            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+                upload = self.upload(call)
+                if upload is not None and sem.on_gpu_path(call):
+                    data = upload[0]
+            elif isinstance(func, (cst.Name, cst.Attribute)):
+                # a helper of the file that gives back its argument copied to the device
+                # (`cuda_variable(torch.LongTensor(codes))`: `dataflow.returned_move`)
+                helper = sem.syncs.callee(call)
+                moved = dataflow.returned_move(sem, helper[0]) if helper is not None \
+                    and helper[0] is not function else None
+                if moved is not None and len(helper[1].get(moved[0], ())) == 1:
+                    data = helper[1][moved[0]][0]
+            if data is None or not isinstance(data, cst.BaseExpression) or not self._host_data(sem.value(data)):
                 continue
-            upload = self.upload(call)
-            if upload is None or not self._host_data(sem.value(upload[0])) or not sem.on_gpu_path(call):
-                continue
-            params = {d.name for _, d in dataflow.data_nodes(sem, upload[0], function, depth=8, through_changes=True)
+            params = {d.name for _, d in dataflow.data_nodes(sem, data, function, depth=8, through_changes=True)
                       if d is not None and d.kind == "param"}
             if params:
                 found.append((call, params))
@@ -594,6 +895,13 @@ class RepeatedTransfer(Rule):
         tensors live, which does not change from one iteration to the next)."""
         sem = self.ctx.semantic
         if dataflow.invariant(sem, arg, loop):
+            return True
+        if isinstance(arg, cst.Name) and sem.defs(arg) \
+                and not any(d.node is not None and dataflow.within(sem, d.node, loop) for d in sem.defs(arg)) \
+                and sem.value(arg).kind in (Kind.DEVICE, Kind.STRING, Kind.NUMBER, Kind.UNKNOWN) \
+                and sem.device_place(arg)[0] is Place.DEVICE:
+            # a device (a `torch.device`, a string, an index: immutable) bound before the
+            # loop: a call it is handed to cannot change it
             return True
         return isinstance(arg, cst.Attribute) and arg.attr.value in ("device", "dtype") \
             and sem.value(arg.value).kind in (Kind.TENSOR, Kind.UNKNOWN)
@@ -934,8 +1242,10 @@ class RepeatedTransfer(Rule):
 
 def _may_upload(symbol, view) -> bool:
     """A function of another module whose body may copy to the device (the first look
-    `dataflow.foreign_call_uploads` takes; a text it does not look at may)."""
+    `dataflow.foreign_call_uploads` takes; a text it does not look at may), or that may call
+    a function of its module that does (`str2tensor` copying through `cuda_variable`: the
+    module has one)."""
     if symbol.kind != "function":
         return False
     copying = dataflow._copying_functions(view.index, symbol.module)
-    return copying is None or symbol.name in copying
+    return copying is None or bool(copying)

@@ -231,6 +231,9 @@ def test_the_gate_reads_device_strings_as_the_model_does():
               "for x in xs:\n    y = norm(x.cuda())\n"),
     ("DL016", "import torch\ndef mean():\n    return torch.tensor([0.5]).cuda()\n"
               "ys = [x - mean() for x in xs]\n"),
+    # ... constants copied in a loader's collate_fn, no loop in the file
+    ("DL016", "import torch\ndef collate(b):\n    bos = torch.tensor([0], device='cuda')\n"
+              "    return [bos] + b\nloader = torch.utils.data.DataLoader(ds, collate_fn=collate)\n"),
     # DL007: a fill moved by a tensor's device, by `x.dtype` where the file stores a `dtype`
     ("DL007", "import torch\ny = torch.zeros(3).to(x.device)\n"),
     ("DL007", "import torch\nclass A:\n    def __init__(self):\n        self.dtype = 'cuda'\n"
@@ -366,7 +369,7 @@ GATES_DERIVED_FROM = {
     "DL013": "ed7a868d6de0",
     "DL014": "8cd1d637754e",
     "DL015": "2243e9009d60",
-    "DL016": "bb3fba8f58c9",
+    "DL016": "f9f019badee3",
     "DL017": "b464db5f5e26",
     "DL018": "71fbd226feb6",
 }

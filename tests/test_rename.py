@@ -38,6 +38,8 @@ def _key(path: Path) -> str:
 HINT_ONLY: dict[str, str] = {
     "DL002/bad_device_by_name.py": "the device is a parameter named `device` that no call fills",
     "DL015/bad_device_by_name.py": "the device is a parameter named `device` that no call fills",
+    "DL016/bad_device_by_name.py": "the device is an index computed by calls the model does not know, "
+                                   "named `device`",
 }
 # A finding that rests on a name says so in its message (issue 12, point 9).
 NAME_HINT = re.compile(r"\bnam(e|ed)\b", re.IGNORECASE)

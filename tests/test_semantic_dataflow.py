@@ -395,3 +395,42 @@ def test_a_list_grown_from_sampled_rows_and_read_by_a_helper_holds_those_rows():
     assert reads["kept"].element is not None and reads["kept"].element.place is Place.CPU \
         and reads["kept"].element.origin is Origin.ROW
     assert reads["changed"].element is None or reads["changed"].element.place is Place.UNKNOWN
+
+
+def test_collate_loader_and_passed_tensor_parameters():
+    """`collate_loader`: the loader that runs a function once per batch as its `collate_fn=`,
+    directly or through the function given (not a function no loader runs); `param_uploads`
+    of a tensor parameter copied as it is (`window.to(x.device)`) name it in `passed`, and
+    `per_call_uploads` follow a local bound to a parameter's device."""
+    ctx, sem = model_of("""
+    import torch
+    from torch.utils.data import DataLoader
+
+    def collate_batch(batch, device):
+        bos = torch.tensor([0], device=device)
+        return [bos] + batch
+
+    def helper(batch):
+        return torch.tensor([0, 1], device="cuda")
+
+    def make(data, device):
+        def collate_fn(batch):
+            return collate_batch(batch, device)
+        return DataLoader(data, collate_fn=collate_fn)
+
+    def smooth(x, window: torch.Tensor):
+        window = window.to(x.device)
+        return x * window
+
+    def weighted(pred, target):
+        device = target.device
+        return pred * torch.tensor([1.0], device=device)
+    """)
+    functions = sem.functions()
+    loader = dataflow.collate_loader(sem, functions["collate_batch"][0])
+    assert loader is not None and ctx.code(loader).startswith("DataLoader(")
+    assert dataflow.collate_loader(sem, functions["helper"][0]) is None
+    [copy] = dataflow.param_uploads(sem, functions["smooth"][0])
+    assert (copy.data, copy.follows, copy.passed) == ({"window"}, {"x"}, {"window"})
+    [upload] = dataflow.per_call_uploads(sem, functions["weighted"][0])
+    assert upload.follows == {"target"}

@@ -1357,7 +1357,7 @@ def _constant_upload(sem, call: cst.Call, function, params) -> Optional[CallUplo
         target = keyword_arg(call, "device") or call_arg(call, 0, "\0")
         if target is None:
             return None
-        followed = _device_of_param(target, params)
+        followed = _device_of_param(_alias_of(sem, target, function), params)
         if followed is not None:
             follows.add(followed)
         elif sem.device_place(target)[0] is not Place.DEVICE:
@@ -1366,7 +1366,7 @@ def _constant_upload(sem, call: cst.Call, function, params) -> Optional[CallUplo
     else:
         made = data_to_device(sem, call)
         device = keyword_arg(call, "device")
-        followed = _device_of_param(device, params) if device is not None else None
+        followed = _device_of_param(_alias_of(sem, device, function), params) if device is not None else None
         if made is None and followed is None:
             return None
         if made is None and sem.qualname(func) not in sem.api.data_to_device:
@@ -1540,6 +1540,7 @@ class ParamUpload:
     node: cst.Call
     data: frozenset
     follows: frozenset
+    passed: frozenset = frozenset()  # parameters copied as they are, of a place the callers decide
 
 
 def param_uploads(sem, function: cst.FunctionDef) -> tuple[ParamUpload, ...]:
@@ -1572,15 +1573,21 @@ def _param_uploads(sem, function: cst.FunctionDef) -> Iterator[ParamUpload]:
             elif sem.device_place(target)[0] is not Place.DEVICE:
                 continue
         value = sem.value(func.value)
-        if value.place is Place.DEVICE or value.kind not in (Kind.TENSOR, Kind.ARRAY, Kind.SEQUENCE):
+        passed: frozenset = frozenset()
+        if value.kind is Kind.TENSOR and value.place is Place.UNKNOWN and isinstance(func.value, cst.Name) \
+                and sem.defs(func.value) and all(d.kind == "param" for d in sem.defs(func.value)):
+            # a tensor parameter copied as it is (`window.to(x.device)`): on the host or not
+            # as each caller passes it (the caller's argument decides)
+            passed = frozenset((func.value.value,))
+        elif value.place is Place.DEVICE or value.kind not in (Kind.TENSOR, Kind.ARRAY, Kind.SEQUENCE):
             continue
-        if value.kind is Kind.TENSOR and value.place is not Place.CPU:
+        elif value.kind is Kind.TENSOR and value.place is not Place.CPU:
             continue
         if fresh_fill(sem, func.value, depth=0) is not None:
             continue  # a fresh fill: DL007 (create it on the device)
         data = param_data(sem, func.value, function)
         if data:
-            yield ParamUpload(call, data, frozenset(follows))
+            yield ParamUpload(call, data, frozenset(follows), passed)
 
 
 _NOT_STRAIGHT_LINE = frozenset((cst.Lambda, cst.IfExp, cst.BooleanOperation) + COMPREHENSIONS)
@@ -1666,6 +1673,30 @@ def _repeats(sem, function: cst.FunctionDef, depth: int) -> Optional[cst.CSTNode
         caller = sem.function_of(call)
         if caller is not None and caller is not function:
             found = repeats(sem, caller, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def collate_loader(sem, function: cst.FunctionDef, depth: int = 2) -> Optional[cst.Call]:
+    """The loader construction of the file (`DataLoader(..., collate_fn=f)`, the API table's
+    loaders) that runs `function` once per batch: it takes `function` as its `collate_fn=`
+    (by a name bound to that function alone), or a function that calls it does (`depth`
+    calls up: `collate_fn(batch)` returning `collate_batch(batch, ..., device)`); else None."""
+    if "collate_fn" not in sem.ctx.source:
+        return None
+    for call in sem.calls_by_name().get("DataLoader", ()):
+        if not sem.api.is_loader(sem.qualname(call.func) or ""):
+            continue
+        given = keyword_arg(call, "collate_fn")
+        if isinstance(given, cst.Name) and sem.resolve_function(given) is function:
+            return call
+    if depth <= 0:
+        return None
+    for site, _bound in call_sites(sem, function):
+        caller = sem.function_of(site)
+        if caller is not None and caller is not function and not sem.ctx.loops(site):
+            found = collate_loader(sem, caller, depth - 1)
             if found is not None:
                 return found
     return None
