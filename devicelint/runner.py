@@ -280,7 +280,7 @@ def lint_paths(
             findings.append(problem)
             continue
         readable.append((candidate, data))
-    index = _project_index(settings, readable, cache)
+    index = _project_index(settings, readable, cache, named=paths)
     holds: dict[int, bool] = {}  # whether each dependency row of the cache holds, this run
     served: dict[str, list] = {}  # relative path -> the stored rows served for it
     packages: dict[str, bool] = {}  # directory -> whether it holds an __init__.py
@@ -391,7 +391,7 @@ def _in_package(path: str, known: dict[str, bool]) -> bool:
 
 
 def _project_index(settings: Settings, readable: list,
-                   cache: Optional[Cache] = None) -> Optional["project_index.ProjectIndex"]:
+                   cache: Optional[Cache] = None, named: Sequence[str] = ()) -> Optional["project_index.ProjectIndex"]:
     """The index of the files of this run and the local modules they import (issue 13):
     what one file may learn from another. Nothing is parsed here: a module's facts are read
     when first asked (devicelint.project_index); a module whose facts the cache holds (same
@@ -400,11 +400,14 @@ def _project_index(settings: Settings, readable: list,
         return None
     files = [(c.path, c.relative or c.display, data) for c, data in readable]
     # Local modules are read only under the project root, or, for files linted outside it
-    # (a --config elsewhere), under the directory that holds them all.
+    # (a --config elsewhere), under the directory that holds the paths the user named (`.`
+    # of a repository whose code all lies in `pkg/` still resolves `from pkg.utils import`)
+    # and the files linted.
     root = project_root = os.path.realpath(str(settings.root))
     places = [os.path.dirname(os.path.realpath(c.path)) for c, _data in readable]
     if not all(p == root or p.startswith(root + os.sep) for p in places):
-        root = os.path.commonpath(places)
+        given = [os.path.realpath(p) for p in named if os.path.isdir(p)]
+        root = os.path.commonpath(places + given)
     from devicelint.gate import reads_with_ast
 
     with collector.paused():  # `ast` trees hold no cycles: freed as each file is read

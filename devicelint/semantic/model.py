@@ -87,7 +87,7 @@ def _device_data(value: Value) -> bool:
     them, or a tuple one part of which is one (its other parts keep what is known of them)."""
     if value.kind in (Kind.SEQUENCE, Kind.MAPPING):
         element = value.element
-        if element is None and value.items:
+        if value.items and (element is None or element.kind is Kind.UNKNOWN):
             return any(_device_data(v) for v in value.items)  # a tuple: one part is enough
         return element is not None and element.kind is Kind.TENSOR and _device_data(element)
     return value.kind is Kind.TENSOR and value.place is Place.DEVICE
