@@ -322,8 +322,8 @@ class RepeatedTransfer(Rule):
         if upload is None or not sem.on_gpu_path(call):
             return False
         moved, label, hint = upload
-        if sem.value(moved).place is Place.DEVICE:
-            return False
+        if not self._host_data(sem.value(moved)):
+            return False  # (a device tensor indexed by a mask read back is no copy of it)
         again = dataflow.repeats(sem, function)
         if again is None:
             return False
@@ -361,7 +361,7 @@ class RepeatedTransfer(Rule):
             if operand is not None and self._device_data(operand, uploads, function):
                 read = node
             elif operand is None and sem.syncs.callee(node) is not None:
-                read = self._returned_read(node)
+                read = self._returned_read(node, whole=True)
             if read is not None and not dataflow.exclusive_arms(sem, call, node, function):
                 return read
         return None
@@ -733,7 +733,7 @@ class RepeatedTransfer(Rule):
         round trip (and the file cannot say it could stay on the device)."""
         return d.kind not in ("for", "comp") and not hoststep.host_step_result(self.ctx.semantic, d)
 
-    def _returned_read(self, call: cst.Call) -> Optional[cst.CSTNode]:
+    def _returned_read(self, call: cst.Call, whole: bool = False) -> Optional[cst.CSTNode]:
         """A read back of device data inside the function `call` runs that its return value
         is computed from (`p.cpu()` behind `return sample(p)`), else None."""
         sem = self.ctx.semantic
@@ -745,6 +745,8 @@ class RepeatedTransfer(Rule):
         for ret in self.ctx.descendants(function, cst.Return, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             if ret.value is None:
                 continue
+            if whole and isinstance(ret.value, (cst.Tuple, cst.List, cst.Dict)):
+                return None  # which part the caller copies is not followed
             for node, d in dataflow.data_nodes(sem, ret.value, function, depth=8):
                 if d is not None or not isinstance(node, cst.Call):
                     continue

@@ -369,7 +369,7 @@ GATES_DERIVED_FROM = {
     "DL013": "ed7a868d6de0",
     "DL014": "8cd1d637754e",
     "DL015": "2243e9009d60",
-    "DL016": "f9f019badee3",
+    "DL016": "03bc1f08137f",
     "DL017": "b464db5f5e26",
     "DL018": "71fbd226feb6",
 }
