@@ -281,6 +281,8 @@ def lint_paths(
             continue
         readable.append((candidate, data))
     index = _project_index(settings, readable, cache, named=paths)
+    if index is not None:
+        index.freeze_models = True  # kept until the run ends (ProjectIndex.model_of)
     holds: dict[int, bool] = {}  # whether each dependency row of the cache holds, this run
     served: dict[str, list] = {}  # relative path -> the stored rows served for it
     packages: dict[str, bool] = {}  # directory -> whether it holds an __init__.py
@@ -399,12 +401,13 @@ def _project_index(settings: Settings, readable: list,
     if not project_index.ENABLED or not readable:
         return None
     files = [(c.path, c.relative or c.display, data) for c, data in readable]
+    reals = project_index.real_paths(c.path for c, _data in readable)
     # Local modules are read only under the project root, or, for files linted outside it
     # (a --config elsewhere), under the directory that holds the paths the user named (`.`
     # of a repository whose code all lies in `pkg/` still resolves `from pkg.utils import`)
     # and the files linted.
     root = project_root = os.path.realpath(str(settings.root))
-    places = [os.path.dirname(os.path.realpath(c.path)) for c, _data in readable]
+    places = [os.path.dirname(real) for real in reals]
     if not all(p == root or p.startswith(root + os.sep) for p in places):
         given = [os.path.realpath(p) for p in named if os.path.isdir(p)]
         root = os.path.commonpath(places + given)
@@ -413,7 +416,7 @@ def _project_index(settings: Settings, readable: list,
     with collector.paused():  # `ast` trees hold no cycles: freed as each file is read
         return project_index.ProjectIndex.build(root, files, cache.known_facts() if cache else None,
                                                 recording=cache is not None, shown_from=project_root,
-                                                gate_reads=reads_with_ast)
+                                                gate_reads=reads_with_ast, reals=reals)
 
 
 def _still_valid(index, cache: Cache, used: list[int], holds: dict[int, bool]) -> bool:

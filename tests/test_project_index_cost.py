@@ -145,3 +145,72 @@ def test_move_words_match_every_spelling_of_a_copy_call() -> None:
         assert _MOVE_WORDS.search(text), text
     for text in ['x.tolist()', 'x.to_device("cuda")', 'torch.cuda.is_available()', 'f = x.to', 'x.cudax()']:
         assert not _MOVE_WORDS.search(text), text
+
+
+def test_real_paths_are_os_realpath(tmp_path, monkeypatch) -> None:
+    # Resolved once per directory: through a linked directory, a linked file, `..`, a
+    # relative path and a file that does not exist, the same as os.path.realpath.
+    import os
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "a.py").write_text("")
+    (tmp_path / "other").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "linked")
+    os.symlink(tmp_path / "real" / "a.py", tmp_path / "other" / "b.py")
+    monkeypatch.chdir(tmp_path / "other")
+    paths = [str(tmp_path / "linked" / "a.py"), str(tmp_path / "other" / "b.py"), "b.py",
+             str(tmp_path / "linked" / ".." / "other" / "b.py"), "../linked/a.py", str(tmp_path / "gone.py")]
+    assert project_index.real_paths(paths) == [os.path.realpath(p) for p in paths]
+    assert project_index.real_paths(paths)[:2] == [str((tmp_path / "real" / "a.py").resolve())] * 2
+
+
+HELPERS = "import torch\n\n\ndef first(x):\n    return x.cpu()\n\n\ndef second(y):\n    return y.float()\n"
+
+
+def test_a_worker_given_shared_facts_parses_one_function_not_the_module(tmp_path, monkeypatch) -> None:
+    # Two workers of one run (two indexes sharing one directory): the one that parses
+    # `helpers.py` shares the spans of its functions with its facts; the other takes both
+    # and parses only the function asked about (it parsed the whole module again before).
+    path = tmp_path / "helpers.py"
+    path.write_text(HELPERS)
+    files = [(str(path), "helpers.py", HELPERS.encode())]
+    parser = project_index.ProjectIndex.build(str(tmp_path), files, recording=False)
+    parser.share_facts()
+    try:
+        other = project_index.ProjectIndex.build(str(tmp_path), files, recording=False)
+        other._shared = parser._shared
+        assert parser.ready(parser.by_key["helpers.py"])
+        assert parser.parses == 1
+        module = other.by_key["helpers.py"]
+        assert other.ready(module) and other.parses == 0  # the facts: shared
+        parsed: list[int] = []
+        real_parse = project_index._parse
+        monkeypatch.setattr(project_index, "_parse", lambda text: parsed.append(len(text)) or real_parse(text))
+        statement = other.function_def(module, "second")
+        assert statement is not None and statement.name == "second"
+        assert parsed == [len("def second(y):\n    return y.float()\n")]
+        assert other.view("helpers.py").raw_calls("first") == {"x.cpu"}
+    finally:
+        parser.stop_sharing()
+
+
+def test_a_lint_run_freezes_the_models_it_builds_for_other_files(tmp_path, monkeypatch) -> None:
+    # Kept until the run ends: out of the cyclic collector's reach once built.
+    import gc
+
+    _project(tmp_path)
+    frozen: list[int] = []
+    original = project_index.ProjectIndex.model_of
+
+    def model_of(self, module, context_type):
+        found = original(self, module, context_type)
+        frozen.append(gc.get_freeze_count())
+        return found
+
+    monkeypatch.setattr(project_index.ProjectIndex, "model_of", model_of)
+    before = gc.get_freeze_count()
+    try:
+        lint_paths([str(tmp_path)], Overrides(select=["DL008"]), use_cache=False, jobs=1)
+        assert frozen and frozen[0] > before
+    finally:
+        gc.unfreeze()
