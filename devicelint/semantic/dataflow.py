@@ -1374,7 +1374,9 @@ def _constant_upload(sem, call: cst.Call, function, params) -> Optional[CallUplo
         data = made.data if made is not None else call_arg(call, 0, "data")
         if followed is not None:
             follows.add(followed)
-    if data is None or not _constant_host_data(sem, data, function):
+    if data is None or type(data) in (cst.List, cst.Tuple) and not data.elements:
+        return None  # (an empty literal, `torch.tensor([], device=d)`: no data is copied)
+    if not _constant_host_data(sem, data, function):
         return None
     return CallUpload(call, frozenset(follows))
 
