@@ -391,23 +391,28 @@ class CreateThenMove(Rule):
 
     def _rebinds_attribute(self, move: cst.Call, read: cst.Attribute) -> bool:
         """`self.x = <chain>.cuda()`, or `self.x, self.y = self.x.cuda(), self.y.cuda()`."""
-        parent = self.ctx.parent(move)
+        targets, written = self._bound_to(move)
+        return written == 1 and len(targets) == 1 and isinstance(targets[0], cst.Attribute) \
+            and isinstance(targets[0].value, cst.Name) and targets[0].value.value == read.value.value \
+            and targets[0].attr.value == read.attr.value
 
-        def same(target) -> bool:
-            return isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                and target.value.value == read.value.value and target.attr.value == read.attr.value
-
+    def _bound_to(self, value: cst.BaseExpression) -> tuple[list, int]:
+        """What the statement `value` stands in binds it to: the targets of `t = value`, or
+        the elements at its position of `a, b = value, other` (tuple targets of the same
+        length), and how many targets the assignment writes (`a = b = value`: 2)."""
+        parent = self.ctx.parent(value)
         if isinstance(parent, cst.Element):
             display = self.ctx.parent(parent)
             assign = self.ctx.parent(display)
             if not (isinstance(display, cst.Tuple) and isinstance(assign, cst.Assign) and assign.value is display):
-                return False
+                return [], 0
             index = next(i for i, e in enumerate(display.elements) if e is parent)
-            return len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Tuple) \
-                and len(assign.targets[0].target.elements) == len(display.elements) \
-                and same(assign.targets[0].target.elements[index].value)
-        return isinstance(parent, cst.Assign) and parent.value is move and len(parent.targets) == 1 \
-            and same(parent.targets[0].target)
+            return [t.target.elements[index].value for t in assign.targets
+                    if isinstance(t.target, cst.Tuple) and len(t.target.elements) == len(display.elements)], \
+                len(assign.targets)
+        if isinstance(parent, cst.Assign) and parent.value is value:
+            return [t.target for t in parent.targets], len(parent.targets)
+        return [], 0
 
     def _written_by_python_loop(self, use: cst.Name, d) -> bool:
         """`mask[i, j] = 1` in a Python loop the binding is outside of: the fill is written
@@ -430,17 +435,7 @@ class CreateThenMove(Rule):
             if spec is None or spec.result != "same":
                 break
             move, parent = wrapper, self.ctx.parent(wrapper)
-        if isinstance(parent, cst.Element):
-            display = self.ctx.parent(parent)
-            assign = self.ctx.parent(display)
-            if not (isinstance(display, cst.Tuple) and isinstance(assign, cst.Assign) and assign.value is display):
-                return False
-            index = next(i for i, e in enumerate(display.elements) if e is parent)
-            return any(isinstance(t.target, cst.Tuple) and len(t.target.elements) == len(display.elements)
-                       and isinstance(t.target.elements[index].value, cst.Name)
-                       and t.target.elements[index].value.value == name for t in assign.targets)
-        return isinstance(parent, cst.Assign) and parent.value is move and any(
-            isinstance(t.target, cst.Name) and t.target.value == name for t in parent.targets)
+        return any(isinstance(t, cst.Name) and t.value == name for t in self._bound_to(move)[0])
 
     # -- the fix -------------------------------------------------------------------------
     def _fix(self, node: cst.Call, fill: dataflow.Fill):
