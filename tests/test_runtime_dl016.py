@@ -13,6 +13,7 @@ def test_repeated_transfers_on_the_simulated_device():
     results, child = run_probe("probe_repeated.py", {
         "same": "DL016", "rebuilt": "DL016", "back": "DL016", "fresh": "DL016",
         "read": "DL004", "reupload": "DL016", "once": "DL016",
+        "empty": "DL016", "emptyback": "DL016",
     }, "sim")
     assert child.result and child.result["device"] == "sim", child.stderr_tail
     same = results["same"]
@@ -25,6 +26,9 @@ def test_repeated_transfers_on_the_simulated_device():
     assert results["reupload"]["status"] == "confirmed"
     assert "read device data back" in results["reupload"]["summary"]
     assert results["once"]["status"] == "refuted"
+    # an empty tensor made on, or moved off, the device copies no byte: no repeated transfer
+    assert results["empty"]["status"] == "refuted", results["empty"]
+    assert results["emptyback"]["status"] == "refuted", results["emptyback"]
 
 
 @pytest.mark.slow

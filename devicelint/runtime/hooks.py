@@ -159,7 +159,11 @@ def install_moves(tracker) -> None:
                     rec.moves.noop += 1
                 return out
             src, dst = tracker.device_of(self), tracker.device_of(out)
-            if src != dst:
+            if src != dst and out.numel() == 0:
+                # an empty tensor changes device without a byte copied or a stream waited on
+                for rec in recs:
+                    rec.moves.noop += 1
+            elif src != dst:
                 pinned = src == "cpu" and self.is_pinned()
                 non_blocking = bool(kwargs.get("non_blocking")) or any(
                     a is True for a in args if isinstance(a, bool))
@@ -185,7 +189,7 @@ def install_moves(tracker) -> None:
         # `.type(...)` / `.type_as(t)` change the device when the target type (or t) lives
         # elsewhere: the same copy `.to` makes, which a `.to(device)` after it then skips.
         src, dst = tracker.device_of(self), tracker.device_of(out)
-        if src == dst:
+        if src == dst or out.numel() == 0:
             return
         pinned = src == "cpu" and self.is_pinned()
         for rec in tracker.touch(sites):
@@ -259,7 +263,8 @@ def install_factories(tracker) -> None:
             if isinstance(data, torch.Tensor) and tracker.is_cuda(data):
                 return original(*args, **kwargs)
             out, seconds = timed_call(tracker, original, *args, **kwargs)
-            if tracker.is_cuda(out):
+            # (an empty literal, `torch.tensor([], device=d)`, allocates nothing and copies nothing)
+            if tracker.is_cuda(out) and out.numel():
                 dst, nbytes, key = tracker.device_of(out), _nbytes(out), _source_key(data)
                 for rec in tracker.touch(sites):
                     rec.moves.count += 1

@@ -12,4 +12,6 @@ for step in range(5):
     token = int((on_device[step] * 0).sum()) + step  # probe: read
     tokens.append(token)
     again = torch.tensor(tokens[-1:]).to(device) * step  # probe: reupload
+    nothing = torch.tensor([], device=device)  # probe: empty
+    none_back = on_device[:0].cpu()  # probe: emptyback
 once = table.to(device)  # probe: once
