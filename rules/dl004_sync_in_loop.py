@@ -44,14 +44,16 @@ class SyncInLoop(Rule):
     a tensor (`if t > 0:`, `while loss > eps:`, `assert t`, a comprehension's `if w != end`,
     once per element), writing `t` into a CPU tensor (`attentions[i] = t`), indexing a
     Python list or NumPy array with `t` (`counts[label] += 1` with `label = y[i]`: `__index__`
-    reads it), `.type(torch.FloatTensor)` (a CPU tensor type: a copy to the host), and
+    reads it), `.type(torch.FloatTensor)` (a CPU tensor type: a copy to the host),
+    `torch.equal(a, b)`/`torch.allclose(a, b)`/`a.allclose(b)` (a Python bool of the data), and
     `torch.cuda.synchronize()`,
     where `t` is a value the code shows lives on the device (moved there, created there,
     computed from device values, or the output of a module that is on the device). What a
     call into code the file does not show returns for device tensors (a model passed in as
     a parameter, a loss from another module: `loss = criterion(model(x.to(device)), y)`, a
     function of another package or local module: `acc1, acc5 = accuracy(out, y, topk=(1, 5))`,
-    unless that local module shows it returns a host value) is taken to be on the device too, as is what a function of the file returns when what it computes is (`loss, n = train_batch(...)`: the returned loss, not the size; an element of a list it fills with device tensors: `prec1 = accuracy(out, y)[0]`), and so is a field of a module's output (`out.logits`) and
+    unless that local module shows it returns a host value, or a host value at the
+    part of a tuple it returns that the code unpacks) is taken to be on the device too, as is what a function of the file returns when what it computes is (`loss, n = train_batch(...)`: the returned loss, not the size; an element of a list it fills with device tensors: `prec1 = accuracy(out, y)[0]`) or what a method of an object made from a class of another local module returns where that file shows device tensors (`text, lengths = converter.encode(labels)` with `encode` ending in `.to(device)`; every class the object may be made from must say so), and so is a field of a module's output (`out.logits`) and
     the output of a module that holds no tensor (`nn.MSELoss()`) given device tensors, what a
     `functools.partial` of such code returns when it binds device tensors, a dict
     comprehension over device values (`{k: v.detach() for k, v in losses.items()}`), and a
@@ -103,7 +105,9 @@ class SyncInLoop(Rule):
     reported at the call in the step loop, naming the helper's line, when the argument it
     reads is on the device; so is a call of a module whose class the code shows (here or in
     another local module: `decoder(imgs, caps, lengths)` whose `forward` does
-    `lengths.tolist()`), of a method of the class an enclosing `if isinstance(obj, Cls):`
+    `lengths.tolist()`; what the module's own submodules compute lives where the module
+    is: `assert torch.equal(out[-1], h[0])` of `out, h = self.rnn(x)` in a model on the device
+    waits whatever the call passes; a submodule's setting, `self.rnn.bidirectional`, is no data), of a method of the class an enclosing `if isinstance(obj, Cls):`
     names, and of a method of an object made from a class of another local module
     (`logger = utils.MetricLogger()` with `import util.misc as utils`, whose `update(**kwargs)`
     does `.item()` on each tensor it is given).
@@ -369,6 +373,11 @@ class SyncInLoop(Rule):
                 # A function of the file: what its returns compute (`return loss.sum(), acc`
                 # with `loss = criterion(net(x), y)` and `x` moved to the device).
                 return self._returned_evidence(own[0], (), depth + 1)
+            shown = self._foreign_method_returns(node, ())
+            if shown is not None:
+                # `converter.encode(labels)` of an object of another local module's class,
+                # whose method returns device tensors there.
+                return shown
             func = node.func
             bound = self._partial(func)
             if bound is not None:
@@ -445,6 +454,20 @@ class SyncInLoop(Rule):
                 own = self.ctx.semantic.syncs.callee(d.value)
                 if own is not None:   # `loss, acc = train_batch(...)`: the returned part
                     return self._returned_evidence(own[0], d.path, depth)
+                shown = self._foreign_method_returns(d.value, d.path)
+                if shown is not None:
+                    return shown
+                part = self._foreign_part(d.value, d.path)
+                if part is not None:
+                    # `inter, union = intersect_and_union(out, y)` of another local module:
+                    # the part that file returns (a tuple's part on the host: silent).
+                    if part.kind not in (Kind.TENSOR, Kind.UNKNOWN) or part.place is Place.CPU:
+                        return None
+                    for arg in d.value.args:
+                        found = self._evidence(arg.value, depth + 1)
+                        if found is not None:
+                            return Evidence(found.hint, True)
+                    return None
             owner = self._model_method(d.value)
             if owner is not None:
                 return self._method_evidence(d, owner, depth)
@@ -472,6 +495,47 @@ class SyncInLoop(Rule):
                     if found is not None:
                         return found
         return None
+
+    def _foreign_method_returns(self, call: cst.Call, path: tuple) -> Optional[Evidence]:
+        """`text, length = converter.encode(labels)`, with `converter` an object of a class
+        of another local module (one class per binding: `syncs.foreign_methods`): evidence
+        when the method of every such class returns a device tensor (at `path` of a
+        returned tuple: `return batch.to(device), lengths.to(device)`), as that file
+        shows it; else None."""
+        sem = self.ctx.semantic
+        methods = sem.syncs.foreign_methods(call)
+        if not methods:
+            return None
+        hints = []
+        for other, method in methods:
+            value = other.returned_value(method)
+            for index in path:
+                items = value.items if value.kind is Kind.SEQUENCE else None
+                if not items or not isinstance(index, int) or not 0 <= index < len(items):
+                    return None
+                value = items[index]
+            if value.kind is not Kind.TENSOR or value.place is not Place.DEVICE:
+                return None
+            hints.append(value.hint)
+        return Evidence(any(hints), True)
+
+    def _foreign_part(self, call: cst.Call, path: tuple) -> Optional[Value]:
+        """The part at `path` of the fixed tuple that a top-level function of another local
+        module returns (`return area_inter, area_union, area_target`), as that file's model
+        shows it; None when `call` runs no such function or what it returns is no fixed
+        tuple of that length."""
+        sem = self.ctx.semantic
+        if len(path) != 1 or sem.value(call).kind is not Kind.UNKNOWN:
+            return None
+        foreign = sem.syncs.foreign_function(call)
+        if foreign is None:
+            return None
+        other, function = foreign
+        returned = other.summary(function).returns
+        items = returned.items if returned.kind is Kind.SEQUENCE else None
+        if not items or not 0 <= path[0] < len(items):
+            return None
+        return items[path[0]]
 
     def _module_evidence(self, node: cst.BaseExpression) -> Optional[Evidence]:
         """The module `node` holds is on the device with a GPU: its bindings that run then

@@ -17,7 +17,8 @@ torch_api.toml: `.item()`, `.tolist()`, `.numpy()`, `.cpu()`), `.to("cpu")` with
 value of `t` (`if t > 0:`, `while t:`, `x if t else y`, `assert t`, a comprehension's
 `if t != end`, once per element), writing `t` into a CPU tensor (`host[i] = t`), a
 constructor that builds a tensor from a list holding `t` (`torch.LongTensor([[t]])`,
-`torch.tensor([t, 1.0])`: `[lists]` in torch_api.toml), and the
+`torch.tensor([t, 1.0])`: `[lists]` in torch_api.toml), a PyTorch function that answers with
+a host bool of the data (`torch.equal(a, b)`: `syncs` with a bool result), and the
 whole-device waits
 (`torch.cuda.synchronize()`).
 """
@@ -102,6 +103,12 @@ class SyncModel:
                 # of each tensor given (`[conversions]` in the table).
                 return [HostRead(node, f"`{converting}(tensor)`", a.value)
                         for a in node.args if a.keyword is None and not a.star]
+            answered = self._host_answer(func)
+            if answered is not None:
+                # `torch.equal(a, b)`, `torch.allclose(a, b)`: a Python bool of the tensors'
+                # data, one wait per call (the tensors share a device, or the call raises).
+                given = [a.value for a in node.args if a.keyword is None and not a.star]
+                return [HostRead(node, f"`{answered}()`", given[0])] if given else []
             if isinstance(func, cst.Attribute):
                 method = func.attr.value
                 receiver = func.value
@@ -198,6 +205,18 @@ class SyncModel:
             if qual is not None and qual in self.api.converting_functions:
                 return dotted_name(func) or qual
         return None
+
+    def _host_answer(self, func: cst.BaseExpression) -> Optional[str]:
+        """The name of a PyTorch function that answers with a host value computed from the
+        tensors it is given (`torch.equal`: `syncs` with a `bool`/`number` result in the
+        table), as the file calls it; None for any other callee."""
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return None
+        qual = self.model.qualname(func)
+        spec = self.api.function(qual) if qual is not None else None
+        if spec is None or not spec.syncs or spec.result not in ("bool", "number"):
+            return None
+        return dotted_name(func) or qual
 
     def _mapping_keys(self, node: cst.BaseExpression) -> bool:
         """`d.keys()`, or a mapping itself: what is iterated (and compared by `sorted`) are
@@ -832,9 +851,22 @@ class SyncModel:
         if isinstance(node, _NESTED):
             return set()
         out = set()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and isinstance(node.func.value, cst.Name) and self._is_self(node.func.value, function) \
+                and self._submodule(node.func):
+            # `self.rnn(x)`, with `self.rnn` built as a module: a submodule moves with the
+            # object, so what it computes lives where the object is (its attributes, such as
+            # `self.rnn.bidirectional`, are settings, not data).
+            out.add(node.func.value.value)
         for child in model.children(node):
             out |= self.param_deps(child, function)
         return out
+
+    def _submodule(self, node: cst.Attribute) -> bool:
+        """`self.rnn`: every binding of the attribute the class shows makes a module
+        (`self.rnn = nn.RNN(...)`), not by its name."""
+        value = self.model.value(node)
+        return value.kind is Kind.MODULE and not value.hint
 
     def inside_deps(self, node: cst.CSTNode, function: cst.FunctionDef) -> frozenset:
         """The parameters of `function` whose contents flow into `node` from inside (see
