@@ -9,7 +9,7 @@ from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow, hoststep
 from devicelint.semantic.modules import holds_state
-from devicelint.semantic.syncs import COMPARING
+from devicelint.semantic.syncs import COMPARING, STRING_ONLY as _STRING_ONLY
 from devicelint.semantic.values import Value, join_all
 from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Watch
 
@@ -17,13 +17,6 @@ _PASS_THROUGH = ("enumerate", "tqdm", "trange", "iter", "zip")
 # How far evidence follows bindings and operands (a beam search goes ~10 deep: scores ->
 # top_k_words -> next_word_inds -> an element of it).
 _MAX_DEPTH = 24
-# Methods of `str` that torch.Tensor, NumPy arrays, lists, tuples and dicts lack: a value the
-# code calls one of them on is a string, not a tensor (`pred.find('[s]')`, `gt.lower()`).
-_STRING_ONLY = frozenset((
-    "find", "rfind", "lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith",
-    "encode", "isdigit", "isalpha", "isalnum", "isspace", "splitlines", "capitalize", "casefold",
-    "swapcase", "title", "zfill", "ljust", "rjust", "center", "rsplit", "removeprefix",
-    "removesuffix"))
 
 
 @dataclass(frozen=True)
@@ -43,7 +36,9 @@ class SyncInLoop(Rule):
     a truth value), the truth value of
     a tensor (`if t > 0:`, `while loss > eps:`, `assert t`, a comprehension's `if w != end`,
     once per element), writing `t` into a CPU tensor (`attentions[i] = t`), indexing a
-    Python list or NumPy array with `t` (`counts[label] += 1` with `label = y[i]`: `__index__`
+    Python list or NumPy array with `t` (`counts[label] += 1` with `label = y[i]`; also an object
+    whose element the code uses as text, which no tensor gives: `word = vocab.itos[t]` then
+    `"<" in word`, `"".join(itos[i] for i in ids)`: `__index__`
     reads it), `.type(torch.FloatTensor)` (a CPU tensor type: a copy to the host),
     `torch.equal(a, b)`/`torch.allclose(a, b)`/`a.allclose(b)` (a Python bool of the data), and
     `torch.cuda.synchronize()`,

@@ -244,6 +244,9 @@ def test_the_gate_reads_device_strings_as_the_model_does():
     ("DL004", "import torch\nfor x in loader:\n    model(x)\n    torch.accelerator.synchronize()\n"),
     # a comparison that answers with a host bool (`torch.equal`), of data the file moves
     ("DL004", "import torch\nfor x in loader:\n    y = model(x.cuda())\n    assert torch.equal(y, y)\n"),
+    # device ids looked up in a Python vocabulary whose elements the code joins as text
+    ("DL004", "import torch\ndef text(ids, itos):\n    return ''.join(itos[i] for i in ids)\n"
+              "for x in loader:\n    print(text(model(x.cuda()).argmax(-1), itos))\n"),
     # submodules appended to a plain list, used in forward
     ("DL002", "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
               "        self.blocks = []\n        self.blocks.append(nn.Linear(2, 2))\n"
@@ -359,7 +362,7 @@ GATES_DERIVED_FROM = {
     "DL001": "e935b0d43d0d",
     "DL002": "e2e3bb8ef619",
     "DL003": "59f18a83dfe0",
-    "DL004": "cb62c85e1c3a",
+    "DL004": "4a56dc780c17",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
     "DL007": "65123b043bbd",

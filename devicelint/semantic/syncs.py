@@ -35,6 +35,13 @@ from devicelint.semantic.modules import WRAPPERS, registered_state
 from devicelint.semantic.values import Kind, Place
 
 COMPARING = ("max", "min", "sorted")   # builtins that compare what they are given
+# Methods of `str` that torch.Tensor, NumPy arrays, lists, tuples and dicts lack: a value the
+# code calls one of them on is a string, not a tensor (`pred.find('[s]')`, `gt.lower()`).
+STRING_ONLY = frozenset((
+    "find", "rfind", "lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith",
+    "encode", "isdigit", "isalpha", "isalnum", "isspace", "splitlines", "capitalize", "casefold",
+    "swapcase", "title", "zfill", "ljust", "rjust", "center", "rsplit", "removeprefix",
+    "removesuffix"))
 # A tensor's attributes the host knows without waiting for the GPU (PyTorch's API; not
 # `.device`: a tensor made with `device=x.device` lives where `x` does).
 METADATA = frozenset(("shape", "dtype", "ndim", "layout", "is_cuda", "is_cpu", "is_xpu",
@@ -157,16 +164,53 @@ class SyncModel:
         if isinstance(node, cst.Subscript):
             # `counts[label]` with `counts` a Python list or a NumPy array and `label` a
             # tensor: the index goes through `__index__`, which reads the tensor on the host.
-            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
-                    and model.value(node.value).kind in (Kind.SEQUENCE, Kind.ARRAY):
+            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+                held = model.value(node.value).kind
                 index = node.slice[0].slice.value
-                if model.value(index).kind in (Kind.TENSOR, Kind.UNKNOWN):
+                if model.value(index).kind in (Kind.TENSOR, Kind.UNKNOWN) and (
+                        held in (Kind.SEQUENCE, Kind.ARRAY) or (held is Kind.UNKNOWN and self.gives_text(node))):
                     return [HostRead(node, "indexing a Python list or NumPy array with a tensor", index)]
             return []
         if isinstance(node, cst.CompIf):
             # `[i for i, w in enumerate(words) if w != end]`: one truth value per element.
             return [HostRead(o, "a comprehension's `if` on a tensor's value", o) for o in operands(node.test)]
         return []
+
+    def gives_text(self, node: cst.Subscript) -> bool:
+        """What `node` gives is a Python `str`, as the code uses it: an element of a
+        comprehension that `"sep".join(...)` joins (`" ".join(itos[i] for i in ids)`), or the
+        value of `word = vocab.itos[i]` where `word` is then tested with `"<" in word` or
+        given a method only strings have (`word.lower()`). A tensor gives a tensor when
+        indexed (and raises on both uses), so the indexed object is a Python container:
+        its index goes through `__index__`, not what it is called."""
+        model = self.model
+        parent = model.parent(node)
+        if isinstance(parent, (cst.ListComp, cst.GeneratorExp)) and parent.elt is node:
+            arg = model.parent(parent)
+            call = model.parent(arg) if isinstance(arg, cst.Arg) else None
+            return isinstance(call, cst.Call) and _joins_text(call)
+        if not (isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1
+                and isinstance(parent.targets[0].target, cst.Name)):
+            return False
+        target = parent.targets[0].target
+        function = model.function_of(node)
+        if function is None:
+            return False
+        for name in model.ctx.descendants(function.body, cst.Name, _NESTED):
+            if name.value != target.value or name is target \
+                    or not any(d.value is node and d.kind == "assign" for d in model.defs(name)):
+                continue
+            user = model.parent(name)
+            if isinstance(user, cst.Attribute) and user.value is name and user.attr.value in STRING_ONLY \
+                    and isinstance(model.parent(user), cst.Call) and model.parent(user).func is user:
+                return True
+            if isinstance(user, cst.ComparisonTarget) and user.comparator is name \
+                    and isinstance(user.operator, (cst.In, cst.NotIn)):
+                comparison = model.parent(user)
+                if isinstance(comparison, cst.Comparison) and len(comparison.comparisons) == 1 \
+                        and isinstance(comparison.left, (cst.SimpleString, cst.ConcatenatedString)):
+                    return True
+        return False
 
     def _percent_format(self, node: cst.BinaryOperation) -> list[HostRead]:
         """`"%11.4g" % t`, `fmt % (epoch, *losses)`: printf-style formatting of a string
@@ -943,6 +987,13 @@ class SyncModel:
             return False
         params = [*function.params.posonly_params, *function.params.params]
         return bool(params) and params[0].name.value == name.value
+
+
+def _joins_text(call: cst.Call) -> bool:
+    """`"sep".join(...)`: str.join, whose elements must be strings."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value == "join" \
+        and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)) and len(call.args) == 1
 
 
 def operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
