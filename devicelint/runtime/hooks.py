@@ -309,6 +309,11 @@ def install_syncs(tracker) -> None:
     ):
         if hasattr(torch.Tensor, name):
             _wrap(torch.Tensor, name, lambda original, k=kind: make(original, k))
+    # `torch.equal(a, b)`, `a.allclose(b)`: a Python bool of the tensors' data, one wait per
+    # call (the static pass's `[answers]` group of semantic/torch_api.toml).
+    for owner, name in ((torch, "equal"), (torch, "allclose"),
+                        (torch.Tensor, "equal"), (torch.Tensor, "allclose")):
+        _wrap(owner, name, lambda original, k=name: make(original, k))
 
     def make_sync(original):
         def wrapper(*args, **kwargs):
