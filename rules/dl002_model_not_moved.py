@@ -96,6 +96,10 @@ class ModelNotMoved(Rule):
         if not node.args:
             return  # nothing to be on the device
         sem = self.ctx.semantic
+        if all(sem.never_holds_tensor(arg.value) for arg in node.args):
+            # Only numbers, strings, flags (`x.view(-1)`, `nn.Dropout(0.1)`): no argument
+            # can be device data (`_on_device`), so the callee's value is not needed.
+            return
         func = node.func
         module = sem.value(func)
         if module.kind is not Kind.MODULE and isinstance(func, cst.Attribute) \

@@ -153,7 +153,10 @@ class UnregisteredTensorAttribute(Rule):
             # `__init__`, or an override the base's `__init__` calls), of a name `__init__`
             # does not store itself.
             building = modules.construction_methods(self.ctx.semantic, node) & methods.keys() | building
-            for name in sorted(building - {"__init__"}, key=lambda n: self._line(methods[n])):
+            # In source order: the order of the class body's statements (not their lines:
+            # a position would make the whole class's positioned code, for every class).
+            order = {id(statement): index for index, statement in enumerate(node.body.body)}
+            for name in sorted(building - {"__init__"}, key=lambda n: order[id(methods[n])]):
                 me = _self_name(methods[name])
                 for attr, assigns in _attribute_stores(self.ctx, methods[name], me).items():
                     if attr not in stores:

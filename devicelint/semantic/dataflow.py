@@ -439,6 +439,34 @@ def _callee_leaves(sem, call: cst.Call, arg: cst.BaseExpression) -> bool:
 
 
 def _names_in(sem, region: cst.CSTNode, text: str) -> list[cst.Name]:
+    """The Names reading or binding `text` in `region` (itself included), in the order of a
+    walk that takes a node's last child first: for Names, which hold no nodes, the reverse
+    of source order. From the file's index where it holds `region` (one table of each
+    name's nodes by order, cut by bisection), else by that walk."""
+    if type(region) is cst.Name:
+        return [region] if region.value == text else []
+    ctx = sem.ctx
+    span = ctx.span(region)
+    if span is not None:
+        table = sem.__dict__.get("_names_by_text")
+        if table is None:
+            table = {}
+            order = ctx.order
+            for name in ctx.iter_nodes(cst.Name):  # in source order: orders ascending
+                entry = table.get(name.value)
+                if entry is None:
+                    entry = table[name.value] = ([], [])
+                entry[0].append(order(name))
+                entry[1].append(name)
+            sem.__dict__["_names_by_text"] = table
+        entry = table.get(text)
+        if entry is None:
+            return []
+        orders, named = entry
+        first, stop = span
+        found = named[bisect.bisect_left(orders, first):bisect.bisect_left(orders, stop)]
+        found.reverse()
+        return found
     found = []
     stack = [region]
     while stack:

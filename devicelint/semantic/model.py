@@ -158,6 +158,21 @@ def never_tensor(node: cst.CSTNode) -> bool:
     return False
 
 
+# never_tensor's node types whose value may still hold a tensor (a list of tensors).
+_DISPLAY_TYPES = frozenset((
+    cst.Tuple, cst.List, cst.Set, cst.Dict, cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp,
+))
+
+
+def never_holds_tensor(node: cst.CSTNode) -> bool:
+    """Whether `node`'s value is neither a tensor nor a container that may hold one (a
+    tuple, list, set or dict display or comprehension), from its syntax alone: a number,
+    a string, `True`/`False`/`None`, `not x`, `-1`, `in`/`is` tests, a lambda, `...`.
+    `SemanticModel.value` gives such a node a kind other than TENSOR, SEQUENCE and
+    MAPPING (never_tensor, less the displays)."""
+    return type(node) not in _DISPLAY_TYPES and never_tensor(node)
+
+
 def string_value(node: cst.CSTNode) -> Optional[str]:
     if isinstance(node, cst.SimpleString):
         try:
@@ -522,6 +537,10 @@ class SemanticModel:
     @staticmethod
     def never_tensor(node: cst.CSTNode) -> bool:
         return never_tensor(node)
+
+    @staticmethod
+    def never_holds_tensor(node: cst.CSTNode) -> bool:
+        return never_holds_tensor(node)
 
     def resolved_qualname(self, node: cst.CSTNode, depth: int = 0) -> Optional[str]:
         """The qualified name an expression stands for, through imports (as `qualname`) and
