@@ -373,6 +373,8 @@ class RepeatedTransfer(Rule):
         through the function given: `dataflow.collate_loader`). Reported at the copy, naming
         the loader."""
         sem = self.ctx.semantic
+        if not dataflow.may_name_collate_fn(sem):
+            return False  # no loader of the file takes a collate_fn=: collate_loader is None
         if not any(upload.node is call and not upload.follows for upload in dataflow.per_call_uploads(sem, function)):
             return False
         loader = dataflow.collate_loader(sem, function)
@@ -541,6 +543,8 @@ class RepeatedTransfer(Rule):
         loops = self.ctx.loops(call)
         if not loops or not isinstance(call.func, (cst.Name, cst.Attribute)):
             return False
+        if all(arg.star for arg in call.args):
+            return False  # no argument the callee's parameters bind (SyncModel._bind): none to follow
         sem = self.ctx.semantic
         found = sem.syncs.callee(call)
         reader, other = self, sem
@@ -583,6 +587,8 @@ class RepeatedTransfer(Rule):
         loops = self.ctx.loops(call)
         if not loops or not isinstance(call.func, (cst.Name, cst.Attribute)):
             return False
+        if all(arg.star for arg in call.args):
+            return False  # no argument the callee's parameters bind (SyncModel._bind): none to follow
         sem = self.ctx.semantic
         if sem.project is None:
             return False

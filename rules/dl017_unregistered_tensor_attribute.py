@@ -181,8 +181,8 @@ class UnregisteredTensorAttribute(Rule):
 
     # -- facts ---------------------------------------------------------------------------
     def _cpu_tensor(self, value: Optional[cst.BaseExpression]) -> bool:
-        if value is None:
-            return False
+        if value is None or self.ctx.semantic.never_tensor(value):
+            return False  # `self.eps = 1e-6`, `self.flags = [...]`: no tensor (SemanticModel.never_tensor)
         if not _plain_value(self, value):
             return False  # a Parameter (or nn.Buffer) registers itself on assignment
         found = self.ctx.semantic.value(value)

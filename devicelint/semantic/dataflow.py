@@ -1708,12 +1708,19 @@ def _repeats(sem, function: cst.FunctionDef, depth: int) -> Optional[cst.CSTNode
     return None
 
 
+def may_name_collate_fn(sem) -> bool:
+    """A loader of the file may take a `collate_fn=` (its text says so): else
+    `collate_loader` is None for every function, and what it would be asked after
+    need not be worked out."""
+    return "collate_fn" in sem.ctx.source
+
+
 def collate_loader(sem, function: cst.FunctionDef, depth: int = 2) -> Optional[cst.Call]:
     """The loader construction of the file (`DataLoader(..., collate_fn=f)`, the API table's
     loaders) that runs `function` once per batch: it takes `function` as its `collate_fn=`
     (by a name bound to that function alone), or a function that calls it does (`depth`
     calls up: `collate_fn(batch)` returning `collate_batch(batch, ..., device)`); else None."""
-    if "collate_fn" not in sem.ctx.source:
+    if not may_name_collate_fn(sem):
         return None
     for call in sem.calls_by_name().get("DataLoader", ()):
         if not sem.api.is_loader(sem.qualname(call.func) or ""):

@@ -1698,13 +1698,6 @@ class SemanticModel:
                 return read.with_(place=Place.UNKNOWN, hint=False)
         return read
 
-    def _within(self, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
-        while node is not None:
-            if node is outer:
-                return True
-            node = self.parent(node)
-        return False
-
     @staticmethod
     def _literal_key(node: cst.CSTNode):
         text = string_value(node)
