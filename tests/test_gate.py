@@ -360,7 +360,7 @@ def _detection_digest(code: str) -> str:
 # The rules' detection code when their gates were last derived from it (devicelint/gate.py).
 GATES_DERIVED_FROM = {
     "DL001": "e935b0d43d0d",
-    "DL002": "e2e3bb8ef619",
+    "DL002": "2f00010a1db5",
     "DL003": "59f18a83dfe0",
     "DL004": "4a56dc780c17",
     "DL005": "0ffa8fd01782",
@@ -374,8 +374,8 @@ GATES_DERIVED_FROM = {
     "DL013": "ed7a868d6de0",
     "DL014": "8cd1d637754e",
     "DL015": "2243e9009d60",
-    "DL016": "03bc1f08137f",
-    "DL017": "b464db5f5e26",
+    "DL016": "4ea60b596167",
+    "DL017": "d02850f25635",
     "DL018": "71fbd226feb6",
 }
 
