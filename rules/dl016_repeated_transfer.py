@@ -62,7 +62,9 @@ class RepeatedTransfer(Rule):
       torch.cat((pieces, out.cpu()))` in a `forward`, then `pieces.cuda()`), reported at
       the copy; and a call, in a loop, of a function of another local module, or of a module
       whose class another local module defines (`criterion(scores, targets)` runs its
-      `forward`, and the methods of the file it calls), that reads an argument back to the
+      `forward`, and the methods of the file it calls), or of a method of an object of such
+      a class (`ada_augment.tune(real_pred)` doing `torch.tensor((torch.sign(pred).sum()
+      .item(), n), device=pred.device)`), that reads an argument back to the
       host and copies what it computes from it to the device (`t = one_hot(y.data.cpu())`
       then `t.cuda()`), where that argument is on the device here: reported at the call,
       naming the copy and the read;
@@ -83,17 +85,39 @@ class RepeatedTransfer(Rule):
       local module defines (its `__call__`, or a module's `forward`) that runs, in its
       straight-line body, a method of the object copying the same constants to the device
       it keeps (`self.build_targets(p, targets)` doing `torch.tensor([[0, 0], [1, 0]],
-      device=self.device)`). Reported at the call, naming the copy's line;
+      device=self.device)`); also a function of this file that, once on each of its calls
+      (in its straight-line body, or on the first pass of a loop over `range(...)`: `token =
+      target_var[c - 1] if c else str2tensor(SOS_token)` in a seq2seq `train()`), calls a
+      helper of this file or of another local module that copies to the accelerator data
+      computed from its parameters, given the same constants (`str2tensor` copying through
+      its `cuda_variable`), unless a throttle (`if i % 100 == 0:`) runs the call; the helper's
+      call on that first pass is not taken for a copy on every iteration of its own loop.
+      Reported at the call, naming the copy's line;
     - the same constants copied to the device in a function a loader of the file runs once
       per batch as its `collate_fn=` (or in a function that one calls: `bos =
       torch.tensor([0], device=device)`): reported at the copy, naming the loader;
-    - a function of this file that copies data its callers pass (`th.from_numpy(arr).to(
-      t.device)`, a window its own helpers build from a size argument, or a tensor parameter
-      copied as it is, `window.to(x.device)`, when the caller's argument is a host tensor), where a caller
-      passes the same host data every time (a loop-invariant value, or `self.x` bound in
-      `__init__` alone) and runs again and again: in a loop (reported at its call, naming
-      the copy's line), or called from a loop of the file or a module's `forward` up to four
-      calls up (reported at the copy, naming the caller's line and the loop).
+    - a function of this file (or, called in a loop, of another local module) that copies
+      data its callers pass (`th.from_numpy(arr).to(t.device)`, a window its own helpers
+      build from a size argument, or a tensor parameter copied as it is, `window.to(x.device)`,
+      when the caller's argument is a host tensor), where a caller passes the same host data
+      every time (a loop-invariant value, `self.x` bound in `__init__` alone, or nothing for
+      a parameter with a default) and runs again and again: in a loop (reported at its call,
+      naming the copy's line), or called from a loop of the file or a module's `forward` up
+      to four calls up (reported at the copy, naming the caller's line and the loop). Sizes
+      are not data: a window built from an argument's channel count (`(_, channel, _, _) =
+      img1.size()`, `create_window(window_size, channel)`) is taken for the same window on
+      every call, as a loop's batches keep their shape. The copy may also sit under `if
+      img1.is_cuda:` and go to `img1.get_device()`: it is made when the argument is on the
+      device (`pytorch_ssim.ssim(sr, hr)` in a validation loop).
+
+    A copy is also a call of a wrapper the file defines that gives back its first argument
+    copied to the device: a function (`def to_gpu(t): return t.cuda()` when there is a GPU, the
+    argument read nowhere else) or a lambda bound once (`Variable = lambda *args, **kwargs:
+    autograd.Variable(*args, **kwargs).cuda() if USE_CUDA else autograd.Variable(*args,
+    **kwargs)`, the RL notebooks' idiom): `Variable(proj_dist)` copies `proj_dist` as
+    `proj_dist.cuda()` would (no fix is offered for it). Data computed on the host counts
+    what the code writes into it in place, also through a view (`proj.view(-1).index_add_(0,
+    idx, next_dist)` with `next_dist = target_model(s).data.cpu()`).
 
     It decides from values (where each value lives, where each binding is made), never from
     what variables are called; a device argument the code does not define (a parameter
@@ -206,6 +230,10 @@ class RepeatedTransfer(Rule):
         "`{call}` copies the same host data to the device on every call of `{function}` "
         "({site} passes it, {again})"
     )
+    inner_message = (
+        "`{call}(...)` copies the same host data to the device on every call (`{inner}(...)` at "
+        "{site}, its copy at {line})"
+    )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", "device=", ".cpu(", ".fill_(")
 
@@ -218,7 +246,16 @@ class RepeatedTransfer(Rule):
         one called in a loop: the file has a loop); or a `.fill_(v)` in a loop and
         `p.new_tensor(...)` in a function called in a loop, each into a tensor on the
         device (`device_placing`); or a call in a loop of another local module's function
-        that may copy (`dataflow.foreign_call_uploads`'s first look)."""
+        that may copy (`dataflow.foreign_call_uploads`'s first look). A call of a wrapper
+        that gives back its argument moved (`dataflow.wrapper_move`) has its `.cuda()` /
+        `.to(device)` in the wrapper's body, a function or lambda (IN_FUNCTION), and is
+        reported only in a loop or in a function that runs again and again. Another local
+        module's function copying what its caller passes, and a method of another module's
+        object making a round trip, are reported only at a call in a loop of a file that
+        imports a local module (has_any_loop and imports_foreign). A function of the file
+        whose call, once per call, runs a helper copying the same data (`inner_copies`) is
+        reported at a call in a loop: the helper's copy is in a function of this file
+        (IN_FUNCTION, with a loop) or of an imported local module (imports_foreign)."""
         if facts.uploads(IN_ANY_LOOP):
             return True
         if facts.uploads(IN_FUNCTION) and (facts.has_any_loop or facts.function_names & {"forward", "__call__"}):
@@ -240,6 +277,8 @@ class RepeatedTransfer(Rule):
             return
         if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "cpu"):
             pass
+        elif isinstance(func, cst.Name) and dataflow.wrapper_move(self.ctx.semantic, node) is not None:
+            pass  # `Variable(x)` with `Variable` a lambda (or function) giving back `x.cuda()`
         elif not isinstance(func, (cst.Attribute, cst.Name)) or keyword_arg(node, "device") is None:
             if not self.check_helper_round_trip(node) and not self.check_foreign_round_trip(node):
                 self.check_uploading_call(node)
@@ -401,7 +440,7 @@ class RepeatedTransfer(Rule):
         for site, bound in dataflow.call_sites(sem, function):
             caller = sem.function_of(site)
             if caller is None or caller is function or caller.name.value == "__init__" \
-                    or self.ctx.loops(site) or not self._passes_same_data(site, bound, upload):
+                    or self.ctx.loops(site) or not self._passes_same_data(site, bound, upload, function):
                 continue
             again = dataflow.repeats(sem, caller)
             if again is None:
@@ -415,11 +454,19 @@ class RepeatedTransfer(Rule):
                 call=label, function=function.name.value, site=self._line(site), again=where))
             return
 
-    def _passes_same_data(self, site: cst.Call, bound: dict, upload) -> bool:
+    def _passes_same_data(self, site: cst.Call, bound: dict, upload,
+                          function: Optional[cst.FunctionDef] = None) -> bool:
         """`site` passes, for the parameters the copy's data comes from, the same data each
-        time it runs, and for those whose device it follows, data not on the CPU."""
+        time it runs (or passes none, for a parameter of `function` with a default: made once,
+        when the function is defined), and for those whose device it follows, data not on
+        the CPU."""
+        defaults = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                           *function.params.kwonly_params)
+                    if p.default is not None} if function is not None else set()
         for name in upload.data:
             args = bound.get(name)
+            if args is None and name in defaults:
+                continue
             if args is None or len(args) != 1 or not dataflow.constant_at(self.ctx.semantic, args[0], site):
                 return False
             if name in upload.passed and not self._host_data(self.ctx.semantic.value(args[0])):
@@ -441,22 +488,31 @@ class RepeatedTransfer(Rule):
             return
         loop = loops[0]
         sem = self.ctx.semantic
+        if dataflow.first_pass_only(sem, call, loop):
+            return  # once per run of the loop (`prev if c else start()`): see `inner_copies`
         found = sem.syncs.callee(call)
+        copies: tuple = ()
         if found is not None:
             other, function = sem, found[0]
             bound = {name: args[0] for name, args in found[1].items() if len(args) == 1}
             uploads = dataflow.per_call_uploads(other, function)
+            copies, passed = dataflow.param_uploads(sem, function), found[1]
         else:
             foreign = dataflow.foreign_call_uploads(sem, call)
+            objects = foreign is None
             if foreign is None:
                 foreign = self._object_call_uploads(call)
             if foreign is None:
                 return
             other, function, uploads = foreign
             bound = dataflow.bind_arguments(function, call)
-        copies = dataflow.param_uploads(sem, function) if other is sem else ()
+            if not objects:
+                # another module's function copying data its callers pass (`ssim(sr, hr)`
+                # building its window from a size argument's default)
+                copies, passed = dataflow.param_uploads(other, function), other.syncs._bind(function, call, False)
+        inner = dataflow.inner_copies(sem, function) if other is sem else ()
         # (most callees copy nothing: the loop's facts are asked only when one does)
-        if not uploads and not copies \
+        if not uploads and not copies and not inner \
                 or isinstance(loop, (cst.For, cst.While)) and sem.loops.facts(loop).runs_once:
             return
         for upload in uploads:
@@ -476,10 +532,28 @@ class RepeatedTransfer(Rule):
                         related=related)
             return
         for copy in copies:
-            if self._passes_same_data(call, found[1], copy) and sem.on_gpu_path(call):
-                self.report(call, self.call_message.format(
-                    call=self._short(call.func), line=self._line(copy.node)))
+            if self._passes_same_data(call, passed, copy, function) and sem.on_gpu_path(call):
+                if other is sem:
+                    line, related = self._line(copy.node), []
+                else:
+                    number, column = other.ctx.position(copy.node)[:2]
+                    line = f"line {number} of {other.ctx.path}"
+                    related = [((other.ctx.path, number, column), "the copy made on every call")]
+                self.report(call, self.call_message.format(call=self._short(call.func), line=line),
+                            related=related)
                 return
+        for copy in inner:
+            # a call the function makes once per call, of a function copying the same data
+            # (`str2tensor(SOS_token)` in a seq2seq `train()`); not when a throttle runs it
+            if sem.loops.throttled(call, loop) or not sem.on_gpu_path(call):
+                return
+            number, column = copy.other.ctx.position(copy.upload.node)[:2]
+            where = f"line {number}" if copy.other is sem else f"line {number} of {copy.other.ctx.path}"
+            related = [((copy.other.ctx.path, number, column), "the copy made on every call")]
+            self.report(call, self.inner_message.format(
+                call=self._short(call.func), site=self._line(copy.site), inner=self._short(copy.site.func),
+                line=where), related=related)
+            return
 
     def _object_call_uploads(self, call: cst.Call):
         """(the other file's model, the method, its uploads) for a call of an object whose class
@@ -580,7 +654,7 @@ class RepeatedTransfer(Rule):
     def check_foreign_round_trip(self, call: cst.Call) -> bool:
         """A call, on every iteration of a loop, of a function of another local module (or
         of a module whose class another local module defines: `criterion(preds, targets)`
-        runs its `forward`) that reads an argument's data back to the host and copies what
+        runs its `forward`; or a method of an object of such a class: `ada.tune(pred)`) that reads an argument's data back to the host and copies what
         it computes from it to the device again (`t = one_hot(y.data.cpu())` then
         `t.cuda()`: `_param_round_trips`), where that argument is on the device here: a
         round trip on every iteration. Reported at the call, naming the copy and the read."""
@@ -596,6 +670,12 @@ class RepeatedTransfer(Rule):
         bound_self = found is not None
         if found is None:
             found = sem.syncs.foreign_function(call)
+        if found is None and isinstance(call.func, cst.Attribute):
+            # `ada_augment.tune(real_pred)`: a method of an object whose class another local
+            # module defines (one class)
+            methods = sem.syncs.foreign_methods(call)
+            if len(methods) == 1:
+                found, bound_self = methods[0], True
         if found is None or found[0] is sem:
             return False  # the file's own functions: judged at their copy
         other, function = found
@@ -753,7 +833,7 @@ class RepeatedTransfer(Rule):
                 continue
             if whole and isinstance(ret.value, (cst.Tuple, cst.List, cst.Dict)):
                 return None  # which part the caller copies is not followed
-            for node, d in dataflow.data_nodes(sem, ret.value, function, depth=8):
+            for node, d in dataflow.data_nodes(sem, ret.value, function, depth=8, through_changes=whole):
                 if d is not None or not isinstance(node, cst.Call):
                     continue
                 operand = self._host_read_operand(node)
@@ -810,6 +890,9 @@ class RepeatedTransfer(Rule):
             if receiver.kind is Kind.MODULE or receiver.place is Place.DEVICE:
                 return None
             return func.value, ".to()", self.ctx.code(target).strip() if named else None
+        wrapped = dataflow.wrapper_move(sem, call) if isinstance(func, cst.Name) else None
+        if wrapped is not None:
+            return wrapped[0], f"{func.value}()", None  # type: ignore[union-attr]
         made = dataflow.data_to_device(sem, call)
         if made is None:
             return None
@@ -936,6 +1019,8 @@ class RepeatedTransfer(Rule):
         sem = ctx.semantic
         if not isinstance(loop, (cst.For, cst.While)) or not hoistable_args(call, set()):
             return None
+        if isinstance(call.func, cst.Name) and dataflow.wrapper_move(sem, call) is not None:
+            return None  # a call of a wrapper (`to_gpu(w)`): what else it does is not weighed
         assign = ctx.parent(call)
         if not isinstance(assign, cst.Assign) or assign.value is not call or len(assign.targets) != 1:
             return None

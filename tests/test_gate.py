@@ -231,6 +231,10 @@ def test_the_gate_reads_device_strings_as_the_model_does():
               "for x in xs:\n    y = norm(x.cuda())\n"),
     ("DL016", "import torch\ndef mean():\n    return torch.tensor([0.5]).cuda()\n"
               "ys = [x - mean() for x in xs]\n"),
+    # ... through a wrapper that gives back its argument moved (a lambda: its `.cuda()` is
+    # in a function), in a loop
+    ("DL016", "import torch\nV = lambda *a: torch.autograd.Variable(*a).cuda()\n"
+              "for x in xs:\n    y = V(w)\n"),
     # ... constants copied in a loader's collate_fn, no loop in the file
     ("DL016", "import torch\ndef collate(b):\n    bos = torch.tensor([0], device='cuda')\n"
               "    return [bos] + b\nloader = torch.utils.data.DataLoader(ds, collate_fn=collate)\n"),
@@ -374,7 +378,7 @@ GATES_DERIVED_FROM = {
     "DL013": "ed7a868d6de0",
     "DL014": "8cd1d637754e",
     "DL015": "2243e9009d60",
-    "DL016": "4ea60b596167",
+    "DL016": "73f48cafd259",
     "DL017": "d02850f25635",
     "DL018": "71fbd226feb6",
 }

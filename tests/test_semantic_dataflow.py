@@ -434,3 +434,101 @@ def test_collate_loader_and_passed_tensor_parameters():
     assert (copy.data, copy.follows, copy.passed) == ({"window"}, {"x"}, {"window"})
     [upload] = dataflow.per_call_uploads(sem, functions["weighted"][0])
     assert upload.follows == {"target"}
+
+
+def test_wrapper_move_is_a_lambda_or_function_giving_back_its_argument_moved():
+    source = """
+    import torch
+    import torch.autograd as autograd
+    USE_CUDA = torch.cuda.is_available()
+    Variable = lambda *args, **kwargs: autograd.Variable(*args, **kwargs).cuda() if USE_CUDA else autograd.Variable(*args, **kwargs)
+    Plain = lambda *args, **kwargs: autograd.Variable(*args, **kwargs)
+    Backwards = lambda *args: autograd.Variable(*args).cuda() if not USE_CUDA else autograd.Variable(*args)
+    Second = lambda x, y: y.cuda() if USE_CUDA else y
+    First = lambda x: x.to("cuda")
+    def to_gpu(t):
+        if USE_CUDA:
+            return t.cuda()
+        return t
+    x = torch.ones(3)
+    a = Variable(x)  # here
+    b = Plain(x)  # here
+    c = Backwards(x)  # here
+    d = Second(x, x)  # here
+    e = First(x)  # here
+    f = to_gpu(x)  # here
+    """
+    ctx, sem = model_of(source)
+    found = [dataflow.wrapper_move(sem, call) for call in calls_on_marked_lines(ctx)]
+    assert [ctx.code(f[1]) if f else None for f in found] == [
+        "autograd.Variable(*args, **kwargs).cuda()", None, None, None, 'x.to("cuda")', "t.cuda()"]
+    assert ctx.code(found[0][0]) == "x"
+
+
+def test_an_in_place_change_of_a_view_changes_the_tensor():
+    source = """
+    import torch
+    def f(v):
+        proj = torch.zeros(4, 6)
+        proj.view(-1).index_add_(0, torch.arange(24), v)
+        view = proj.t().contiguous()
+        return proj
+    """
+    ctx, sem = model_of(source)
+    ret = next(iter(ctx.iter_nodes(cst.Return)))
+    function = next(iter(ctx.iter_nodes(cst.FunctionDef)))
+    kinds = [(kind, ctx.code(node)) for kind, node in dataflow.changes(sem, ret.value, function)]
+    assert kinds == [("method", "proj.view(-1).index_add_(0, torch.arange(24), v)")]
+
+
+def test_a_zipped_loop_target_comes_from_its_own_iterable():
+    source = """
+    import torch
+    def f(hosts, devices):
+        for host, dev in zip(hosts, devices):
+            x = host * 2
+    """
+    ctx, sem = model_of(source)
+    loop = next(iter(ctx.iter_nodes(cst.For)))
+    function = next(iter(ctx.iter_nodes(cst.FunctionDef)))
+    assign = next(iter(ctx.iter_nodes(cst.Assign)))
+    names = {ctx.code(node) for node, d in dataflow.data_nodes(sem, assign.value, function) if d is None}
+    assert "hosts" in names and "devices" not in names
+    assert loop is not None
+
+
+def test_param_data_leaves_out_sizes():
+    source = """
+    import torch
+    def f(img, size=11):
+        (_, channel, _, _) = img.size()
+        n = img.size(0)
+        return torch.ones(size).expand(n, channel, size)
+    """
+    ctx, sem = model_of(source)
+    function = next(iter(ctx.iter_nodes(cst.FunctionDef)))
+    ret = next(iter(ctx.iter_nodes(cst.Return)))
+    assert dataflow.param_data(sem, ret.value, function) == frozenset({"size"})
+
+
+def test_first_pass_only_is_the_arm_a_range_loop_takes_for_its_first_counter():
+    source = """
+    import torch
+    def f(target, n):
+        for c in range(len(target)):
+            a = target[c - 1] if c else torch.ones(1)  # here
+            b = torch.zeros(1) if c == 0 else target[c]  # here
+            d = target[c] if c > 0 else torch.ones(2)  # here
+        for c in range(1, n):
+            e = target[c] if c != 1 else torch.ones(3)  # here
+            g = target[c] if c else torch.ones(4)  # here
+    """
+    ctx, sem = model_of(source)
+    loops = list(ctx.iter_nodes(cst.For))
+    found = []
+    for call in ctx.iter_nodes(cst.Call):
+        if ctx.code(call.func) in ("torch.ones", "torch.zeros"):
+            loop = next(lp for lp in loops if dataflow.within(sem, call, lp))
+            found.append((ctx.code(call), dataflow.first_pass_only(sem, call, loop)))
+    assert found == [("torch.ones(1)", True), ("torch.zeros(1)", True), ("torch.ones(2)", False),
+                     ("torch.ones(3)", True), ("torch.ones(4)", False)]

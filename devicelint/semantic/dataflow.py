@@ -56,7 +56,7 @@ _MOVES = frozenset({"to", "cuda", "cpu", "type", "type_as"})
 # Builtins that build a value from their arguments without changing them.
 _PURE_BUILTINS = frozenset({"float", "int", "bool", "complex", "str", "list", "tuple", "dict",
                             "set", "frozenset", "len", "range", "abs", "min", "max", "sum",
-                            "round", "sorted", "reversed", "enumerate", "zip", "isinstance"})
+                            "round", "sorted", "reversed", "enumerate", "zip", "isinstance", "ord"})
 
 Follow = Callable[[cst.Name, Def], bool]
 
@@ -222,7 +222,7 @@ def data_nodes(sem, expr: cst.CSTNode, region: cst.CSTNode, depth: int = 4,
                     continue
                 if follow is not None and not follow(node, d):
                     continue
-                stack.append((d.value, level + 1))
+                stack.append((_zipped_part(sem, d), level + 1))
             if through_changes and level < depth and _fillable(sem, node, region):
                 for kind, change in changes(sem, node, region):
                     if kind == "method" and isinstance(change, cst.Call):
@@ -260,6 +260,17 @@ def data_nodes(sem, expr: cst.CSTNode, region: cst.CSTNode, depth: int = 4,
             continue
         for child in reversed(sem.children(node)):
             stack.append((child, level))
+
+
+def _zipped_part(sem, d: Def) -> cst.BaseExpression:
+    """What a loop target's part is computed from: for `for a, b in zip(xs, ys)` the `a`
+    of it comes from `xs` alone (the argument at its position); else the binding's value."""
+    value = d.value
+    if d.kind in ("for", "comp") and d.path and isinstance(value, cst.Call) \
+            and _builtin(sem, value.func, frozenset({"zip"})) and 0 <= d.path[0] < len(value.args) \
+            and not any(arg.star or arg.keyword is not None for arg in value.args):
+        return value.args[d.path[0]].value
+    return value  # type: ignore[return-value]
 
 
 # List methods that add their arguments to the list (`xs.append(v)`).
@@ -395,6 +406,13 @@ def changes(sem, name: cst.Name, region: cst.CSTNode) -> list[tuple[str, cst.CST
             owner = sem.parent(parent)
             if isinstance(owner, cst.Call) and owner.func is parent:
                 method = parent.attr.value
+                if method in _VIEWS and sem.value(other).kind is Kind.TENSOR:
+                    # `x.view(-1).index_add_(0, i, v)`: an in-place change of a view of `x`
+                    # changes `x` (the view shares its storage)
+                    method, owner = _through_views(sem, owner)
+                    if method.endswith("_") and not method.startswith("_"):
+                        found.append(("method", owner))
+                    continue
                 in_place = method.endswith("_") and not method.startswith("_")
                 if in_place or (method in _MUTATING_METHODS
                                 and sem.value(other).kind not in (Kind.TENSOR, Kind.MODULE)):
@@ -416,6 +434,27 @@ def changes(sem, name: cst.Name, region: cst.CSTNode) -> list[tuple[str, cst.CST
             elif not _pure_call(sem, call) and not _callee_leaves(sem, call, other):
                 found.append(("escape", call))
     return found
+
+
+# Tensor methods whose result is a view of their receiver (shares its storage).
+_VIEWS = frozenset({"view", "view_as", "t", "transpose", "permute", "narrow", "select",
+                    "unsqueeze", "squeeze", "expand", "expand_as", "unfold", "diagonal",
+                    "as_strided", "detach", "unflatten"})
+
+
+def _through_views(sem, call: cst.Call) -> tuple[str, cst.Call]:
+    """(the method, the call) of the first call in the chain `x.view(-1).t().add_(v)` (from
+    the view `call` outwards) that is not itself a view method: `add_` and its call."""
+    while True:
+        up = sem.parent(call)
+        if not isinstance(up, cst.Attribute) or up.value is not call:
+            return "", call
+        outer = sem.parent(up)
+        if not isinstance(outer, cst.Call) or outer.func is not up:
+            return "", call
+        call = outer
+        if up.attr.value not in _VIEWS:
+            return up.attr.value, call
 
 
 def _callee_leaves(sem, call: cst.Call, arg: cst.BaseExpression) -> bool:
@@ -1218,6 +1257,88 @@ def returned_move(sem, function: cst.FunctionDef) -> Optional[tuple[str, cst.Cal
     return param.value, move
 
 
+def wrapper_move(sem, call: cst.Call) -> Optional[tuple[cst.BaseExpression, cst.Call]]:
+    """(the data copied, the copy) for a call of a function of the file that gives back its
+    first argument copied to the device (`returned_move`: `cuda_variable(t)`), or of a
+    lambda bound once that does (`Variable = lambda *args, **kwargs:
+    autograd.Variable(*args, **kwargs).cuda() if USE_CUDA else autograd.Variable(*args,
+    **kwargs)`, the RL notebooks' idiom): `Variable(proj_dist)` copies `proj_dist` to the
+    device as `proj_dist.cuda()` would. None otherwise, and when the call passes its data by
+    `*`/keyword."""
+    if not isinstance(call.func, cst.Name) or not call.args \
+            or call.args[0].star or call.args[0].keyword is not None:
+        return None
+    defs = sem.defs(call.func)
+    if len(defs) != 1:
+        return None
+    d = defs[0]
+    if d.kind == "def" and isinstance(d.node, cst.FunctionDef):
+        positional = [*d.node.params.posonly_params, *d.node.params.params]
+        if not positional:
+            return None
+        moved = returned_move(sem, d.node)
+        if moved is None or moved[0] != positional[0].name.value:
+            return None
+        return call.args[0].value, moved[1]
+    if d.kind == "assign" and isinstance(d.value, cst.Lambda):
+        move = _lambda_move(sem, d.value)
+        return (call.args[0].value, move) if move is not None else None
+    return None
+
+
+def _lambda_move(sem, function: cst.Lambda) -> Optional[cst.Call]:
+    """The copy when the lambda's body is its first argument (its first parameter, or all of
+    `*args` handed on to an identity wrapper: `autograd.Variable(*args, **kwargs)`), copied
+    with `.cuda()` / `.to(<device>)` in the arm a GPU run takes (`... .cuda() if USE_CUDA
+    else ...`, `sem.gpu_truth`), and given back as it is in the other arm."""
+    params = function.params
+    first = params.params[0].name.value if params.params else None
+    star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
+    if first is None and star is None or first is not None and params.posonly_params:
+        return None
+
+    def handed_on(node: cst.BaseExpression) -> bool:
+        node = _unwrapped(sem, node)
+        if isinstance(node, cst.Name):
+            return first is not None and node.value == first
+        if first is None and isinstance(node, cst.Call) and node.args and node.args[0].star == "*" \
+                and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == star \
+                and all(arg.star == "**" for arg in node.args[1:]):
+            qual = sem.qualname(node.func)
+            spec = sem.api.function(qual) if qual is not None else None
+            return spec is not None and spec.result == "same"   # `autograd.Variable(*args, **kwargs)`
+        return False
+
+    def moved(node: cst.BaseExpression) -> Optional[cst.Call]:
+        node = _unwrapped(sem, node)
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute) \
+                or any(arg.star for arg in node.args):
+            return None
+        if node.func.attr.value == "cuda":
+            if any(arg.keyword is None and int_value(arg.value) is None
+                   or arg.keyword is not None and arg.keyword.value not in ("device", "non_blocking")
+                   for arg in node.args):
+                return None
+        elif node.func.attr.value == "to":
+            target = keyword_arg(node, "device") or call_arg(node, 0, "\0")
+            if target is None or sem.value(target).kind is Kind.TENSOR \
+                    or sem.device_place(target)[0] is not Place.DEVICE:
+                return None
+        else:
+            return None
+        return node if handed_on(node.func.value) else None
+
+    body = function.body
+    if isinstance(body, cst.IfExp):
+        truth = sem.gpu_truth(body.test)
+        if truth is None:
+            return None
+        taken, other = (body.body, body.orelse) if truth else (body.orelse, body.body)
+        move = moved(taken)
+        return move if move is not None and (handed_on(other) or moved(other) is not None) else None
+    return moved(body)
+
+
 # -- what one call of a function copies to the device ----------------------------------------
 @dataclass(frozen=True)
 class CallUpload:
@@ -1410,8 +1531,11 @@ def _constant_upload(sem, call: cst.Call, function, params) -> Optional[CallUplo
 
 
 def _device_of_param(node: cst.BaseExpression, params) -> Optional[str]:
-    """`p` for `p.device`, a parameter's device."""
-    if isinstance(node, cst.Attribute) and node.attr.value == "device" \
+    """`p` for `p.device` (or `p.get_device()`), a parameter's device."""
+    if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
+            and node.func.attr.value == "get_device":
+        node = node.func
+    if isinstance(node, cst.Attribute) and node.attr.value in ("device", "get_device") \
             and isinstance(node.value, cst.Name) and node.value.value in params:
         return node.value.value
     return None
@@ -1470,6 +1594,8 @@ def param_data(sem, expr: cst.BaseExpression, function: cst.FunctionDef,
         seen.add(id(node))
         if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await)):
             return None
+        if is_metadata_read(sem, node):
+            continue  # `x.size(1)`, `x.shape`: sizes, the same while the batches keep their shape
         if isinstance(node, cst.CompFor):
             stack.append(node.iter)  # its target is the comprehension's own variable
             stack.extend(test.test for test in node.ifs)
@@ -1495,6 +1621,8 @@ def param_data(sem, expr: cst.BaseExpression, function: cst.FunctionDef,
                 found.add(node.value)
             elif d.kind in ("assign", "annassign") and d.value is not None and not d.path:
                 stack.append(d.value)
+            elif d.kind == "assign" and d.path and d.value is not None and is_metadata_read(sem, d.value):
+                continue  # `(_, channel, _, _) = img1.size()`: a size
             elif d.kind != "comp":
                 return None
             continue
@@ -1587,12 +1715,33 @@ def param_uploads(sem, function: cst.FunctionDef) -> tuple[ParamUpload, ...]:
 def _param_uploads(sem, function: cst.FunctionDef) -> Iterator[ParamUpload]:
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params)}
-    for call in _straight_line_calls(sem, function):
+    for call, guard in _guarded_calls(sem, function, params):
         func = call.func
+        wrapped = wrapper_move(sem, call) if type(func) is cst.Name else None
+        if wrapped is not None:
+            # `cuda_variable(torch.LongTensor(codes))`: a wrapper of the file that gives back
+            # its argument copied to the device (`wrapper_move`)
+            moved = wrapped[0]
+            value = sem.value(moved)
+            if value.kind is not Kind.TENSOR or value.place is not Place.CPU \
+                    or fresh_fill(sem, moved, depth=0) is not None:
+                continue
+            data = param_data(sem, moved, function)
+            if data:
+                yield ParamUpload(call, data, frozenset({guard} if guard is not None else ()))
+            continue
         if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")) \
                 or any(arg.star for arg in call.args):
             continue
-        follows: set[str] = set()
+        follows: set[str] = {guard} if guard is not None else set()
+        if func.attr.value == "cuda" and call.args:
+            # `.cuda(p.get_device())`, `.cuda(p.device)`: to the device of the parameter `p`
+            target = keyword_arg(call, "device") or call_arg(call, 0, "\0")
+            followed = _device_of_param(_alias_of(sem, target, function), params) if target is not None else None
+            if followed is not None:
+                follows.add(followed)
+            elif target is None or int_value(target) is None:
+                continue
         if func.attr.value == "to":
             target = keyword_arg(call, "device") or call_arg(call, 0, "\0")
             if target is None:
@@ -1640,6 +1789,188 @@ def _straight_line_calls(sem, function: cst.FunctionDef) -> Iterator[cst.Call]:
             if type(node) is cst.Call:
                 yield node
             stack.extend(sem.children(node))
+
+
+@dataclass(frozen=True)
+class InnerCopy:
+    """A call `function` makes once on every call of its own (`site`), of a function of the
+    file or of another local module (`function` in the model `other`) that copies to the
+    device data computed from its parameters (`upload`), given the same data every time."""
+
+    site: cst.Call
+    other: object
+    function: cst.FunctionDef
+    upload: ParamUpload
+
+
+def inner_copies(sem, function: cst.FunctionDef) -> tuple[InnerCopy, ...]:
+    """The calls `function` makes once per call of its own (its straight-line body, an `if`
+    taken whenever there is a GPU, and the first pass of a top-level `for c in range(n)`:
+    `token = prev if c else str2tensor(SOS_token)`) of functions (this file's or another local
+    module's, `param_uploads`) that copy to the accelerator data computed from their
+    parameters, each given the same data on every call of `function` (constants, names
+    bound outside it that it does not change, or nothing for a parameter with a default):
+    a seq2seq `train()` copying its start token through `str2tensor(SOS_token)`."""
+    memo = sem.__dict__.setdefault("_inner_copies", {})
+    key = id(function)
+    if key not in memo:
+        memo[key] = tuple(_inner_copies(sem, function))
+    return memo[key]
+
+
+def _inner_copies(sem, function: cst.FunctionDef) -> Iterator[InnerCopy]:
+    for call in _once_per_call_calls(sem, function):
+        if not isinstance(call.func, (cst.Name, cst.Attribute)):
+            continue
+        found = sem.syncs.callee(call)
+        if found is not None:
+            other, callee = sem, found[0]
+            bound = found[1]
+        else:
+            if not sem.syncs.runs_foreign_function(call):
+                continue
+            foreign = sem.syncs.foreign_function(call)
+            if foreign is None:
+                continue
+            other, callee = foreign
+            bound = other.syncs._bind(callee, call, False)
+        if callee is function:
+            continue
+        defaults = {p.name.value for p in (*callee.params.posonly_params, *callee.params.params,
+                                           *callee.params.kwonly_params) if p.default is not None}
+        for upload in param_uploads(other, callee):
+            if upload.follows or upload.passed:
+                continue
+            if all(name in defaults if name not in bound else
+                   len(bound[name]) == 1 and isinstance(bound[name][0], cst.BaseExpression)
+                   and _constant_argument(sem, bound[name][0], function)
+                   for name in upload.data):
+                yield InnerCopy(call, other, callee, upload)
+                break
+
+
+def _constant_argument(sem, arg: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+    """`arg` is the same on every call of `function`: it reads no name bound in it (nor a
+    parameter), changes nothing, calls only deterministic functions."""
+    return invariant(sem, arg, function) and not any(
+        d.kind == "param" for name in reads(sem, arg) for d in sem.defs(name))
+
+
+def _once_per_call_calls(sem, function: cst.FunctionDef) -> Iterator[cst.Call]:
+    """Calls that run once on every call of `function` with a GPU: in `_every_call_lines`,
+    and in the arm of an `if`/`a if c else b` in a top-level `for c in range(...)` taken on
+    its first pass only (`_first_pass_arms`)."""
+    lines = list(_every_call_lines(sem, function))
+    body = function.body
+    first_pass: list[cst.CSTNode] = []
+    if isinstance(body, cst.IndentedBlock):
+        for statement in body.body:
+            if isinstance(statement, cst.For):
+                first_pass.extend(_first_pass_arms(sem, statement))
+    for root in [*lines, *first_pass]:
+        stack: list[cst.CSTNode] = [root] if not isinstance(root, cst.SimpleStatementLine) else list(root.body)
+        while stack:
+            node = stack.pop()
+            if type(node) in _NOT_STRAIGHT_LINE:
+                continue
+            if type(node) is cst.Call:
+                yield node
+            stack.extend(sem.children(node))
+
+
+def first_pass_only(sem, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+    """`node` runs on the first pass of `loop` only (`_first_pass_arms`)."""
+    return isinstance(loop, cst.For) and any(within(sem, node, arm) for arm in _first_pass_arms(sem, loop))
+
+
+def _range_start(sem, iterable: cst.BaseExpression) -> Optional[int]:
+    """The counter's value on the first pass of a loop over `range(n)` (0) or `range(k, n)`
+    (`k` a literal integer); None for anything else."""
+    if not isinstance(iterable, cst.Call) or not _builtin(sem, iterable.func, frozenset({"range"})):
+        return None
+    args = iterable.args
+    if any(arg.star or arg.keyword is not None for arg in args):
+        return None
+    if len(args) == 1:
+        return 0
+    return int_value(args[0].value) if len(args) == 2 else None
+
+
+def _first_pass_arms(sem, loop: cst.For) -> Iterator[cst.CSTNode]:
+    """The expressions and statements of the body of `loop` (`for c in range(...)`, outside
+    nested loops and functions) that run on its first pass only: the arm of a test on the
+    counter that holds just for its first value (`prev if c else start` over `range(n)`,
+    `if c == 1:` over `range(1, n)`)."""
+    start = _range_start(sem, loop.iter)
+    if start is None or not isinstance(loop.target, cst.Name):
+        return
+    counter = loop.target.value
+    stack: list[cst.CSTNode] = [loop.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, (cst.IfExp, cst.If)):
+            first = _first_value_test(node.test, counter, start)
+            if first is not None:
+                if isinstance(node, cst.IfExp):
+                    yield node.body if first else node.orelse
+                elif first:
+                    yield node.body
+                elif isinstance(node.orelse, cst.Else):
+                    yield node.orelse.body
+                continue
+        stack.extend(sem.children(node))
+
+
+def _first_value_test(test: cst.BaseExpression, counter: str, start: int) -> Optional[bool]:
+    """True when `test` holds exactly when the counter has its first value `start` (`c ==
+    start`; `not c` for 0), False when it holds exactly when it has another (`c != start`;
+    `c` for 0), else None."""
+    if isinstance(test, cst.Name) and test.value == counter and start == 0:
+        return False
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _first_value_test(test.expression, counter, start)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.left, cst.Name) and test.left.value == counter \
+            and int_value(test.comparisons[0].comparator) == start:
+        operator = test.comparisons[0].operator
+        if isinstance(operator, cst.Equal):
+            return True
+        if isinstance(operator, cst.NotEqual):
+            return False
+    return None
+
+
+def _guarded_calls(sem, function: cst.FunctionDef, params) -> Iterator[tuple[cst.Call, Optional[str]]]:
+    """(call, None) for `_straight_line_calls`, and (call, `p`) for the calls in the
+    straight-line statements of an `if p.is_cuda:` of the body (`p` a parameter): they run on
+    every call that passes `p` on the device."""
+    for call in _straight_line_calls(sem, function):
+        yield call, None
+    body = function.body
+    if not isinstance(body, cst.IndentedBlock):
+        return
+    for line in body.body:
+        if not isinstance(line, cst.If) or not isinstance(line.body, cst.IndentedBlock):
+            continue
+        test = line.test
+        if not (isinstance(test, cst.Attribute) and test.attr.value == "is_cuda"
+                and isinstance(test.value, cst.Name) and test.value.value in params
+                and sem.defs(test.value) and all(d.kind == "param" for d in sem.defs(test.value))):
+            continue
+        for inner in line.body.body:
+            if not isinstance(inner, cst.SimpleStatementLine):
+                continue
+            stack: list[cst.CSTNode] = list(inner.body)
+            while stack:
+                node = stack.pop()
+                if type(node) in _NOT_STRAIGHT_LINE:
+                    continue
+                if type(node) is cst.Call:
+                    yield node, test.value.value
+                stack.extend(sem.children(node))
 
 
 def _alias_of(sem, node: cst.BaseExpression, function: cst.FunctionDef) -> cst.BaseExpression:
