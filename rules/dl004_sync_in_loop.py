@@ -49,7 +49,12 @@ class SyncInLoop(Rule):
     function of another package or local module: `acc1, acc5 = accuracy(out, y, topk=(1, 5))`,
     unless that local module shows it returns a host value, or a host value at the
     part of a tuple it returns that the code unpacks) is taken to be on the device too, as is what a function of the file returns when what it computes is (`loss, n = train_batch(...)`: the returned loss, not the size; an element of a list it fills with device tensors: `prec1 = accuracy(out, y)[0]`) or what a method of an object made from a class of another local module returns where that file shows device tensors (`text, lengths = converter.encode(labels)` with `encode` ending in `.to(device)`; every class the object may be made from must say so), and so is a field of a module's output (`out.logits`) and
-    the output of a module that holds no tensor (`nn.MSELoss()`) given device tensors, what a
+    the output of a module that holds no tensor (`nn.MSELoss()`) given device tensors, the
+    builtin `sum()` of such values (`loss = sum(criterion(feats_s, feats_t))`), what joins
+    or is given a list display holding one (`torch.cat([candidate, token], dim=1)`), a part
+    of an element of a list whose elements the code builds as tuples of device tensors
+    (`candidates = [(start, 0.0)]`, `new.append((torch.cat(...), score))`, `candidates =
+    sorted(new, ...)[:k]`, then `candidates[0][0]` or `for cand, score in candidates`), what a
     `functools.partial` of such code returns when it binds device tensors, a dict
     comprehension over device values (`{k: v.detach() for k, v in losses.items()}`), and a
     dict bound empty that the function fills with device values (`logs = {}` then
@@ -72,17 +77,31 @@ class SyncInLoop(Rule):
     A loop runs once per step when its body trains (`.backward()`, `.step()` on an
     optimizer or GradScaler), calls a module (or code the file does not show, such as a model
     loaded with `torch.load`, on device tensors the loop carries: greedy decoding), or walks a
-    DataLoader (once per batch, even with a decoding loop inside); any other loop whose every
+    DataLoader (once per batch, even with a decoding loop inside); this iteration's data is
+    also what the loop changes in place from a value it carries (`z.data = z1 * alpha + z2 *
+    (1 - alpha)` with `alpha += alpha`: a latent walk). Any other loop whose every
     iteration runs such a loop is an epoch loop, and what it runs outside the inner loop runs
     once per epoch (silent). A read under a throttle (`if step % log_every == 0:`,
     `if verbose:`, `if i in np.linspace(0, n, 10, dtype=int):`, the loop counter in a
     collection the loop does not build) whose body does not train is silent, and so is one
-    under a budget of reports (`if shown < 5: shown += 1; print(...)`: at most five times); a GPU flag
+    under a budget of reports (`if shown < 5: shown += 1; print(...)`: at most five times),
+    but not an `if` (with no `else:`) that is the whole body of a loop that is a step loop
+    only because it calls a module (`for i in bar: if success: out = model(frame.cuda()) ...`:
+    the iterations it skips do nothing, every step runs inside it); a GPU flag
     (`if use_cuda:`, bound to `torch.cuda.is_available()` or passed so by every call of the
     function, or bound to a literal and guarding a move to the device: `USE_CUDA = True`
     with `if USE_CUDA: model.cuda()`, or an attribute of the instance stored once, in
     `__init__`, from what the constructor is given and guarding such a move with no `else:`
-    that moves too: `self.gpu_mode = args.gpu_mode` with `if self.gpu_mode: x_ = x_.cuda()`) is no throttle: with a GPU it holds on every step, and what the `else:` arm
+    that moves too: `self.gpu_mode = args.gpu_mode` with `if self.gpu_mode: x_ = x_.cuda()`, or
+    an attribute of the instance the class binds only to literal booleans, one of them True,
+    no other class of the file storing that name: `self.cuda = False` in `__init__`, `self.cuda
+    = True` in the `check_cuda` that moves the networks; or an attribute of an object a
+    function is passed, stored once in the straight-line body of the function that makes and
+    passes it, as a user's switch ANDed with a GPU test guarding a move: `args.cuda = not
+    args.no_cuda and torch.cuda.is_available()` in `main()`, then `train(args, ...)`; not
+    `args.cuda = False`; an attribute stored once under `if __name__ == "__main__":` counts
+    as one stored at the top level: `params.cuda = torch.cuda.is_available()`, then `model =
+    Net().cuda() if params.cuda else Net()`) is no throttle: with a GPU it holds on every step, and what the `else:` arm
     binds does not run. Under a condition whose body also
     trains (`if i % n_critic == 0:` around a generator update), or under a flag whose two arms
     each run the model on this step's data (`if is_transformer: ... else: ...`), it runs per
@@ -330,6 +349,18 @@ class SyncInLoop(Rule):
         value = sem.value(node)
         if value.place is Place.DEVICE and value.kind in (Kind.TENSOR, Kind.UNKNOWN):
             return Evidence(value.hint)
+        if value.place is Place.UNKNOWN and depth <= _MAX_DEPTH and _builtin_sum(sem, node):
+            # `loss = sum(loss_group)` of the losses a criterion the file does not show
+            # returns: the sum of device tensors is a device tensor.
+            return self._evidence(node.args[0].value, depth + 1)
+        if isinstance(node, (cst.List, cst.Tuple)) and value.place is Place.UNKNOWN and depth <= _MAX_DEPTH:
+            # `torch.cat([candidate, token], dim=1)`: a display that holds a device tensor
+            # (what joins them, or code given them, computes on the device).
+            for element in node.elements:
+                found = self._evidence(element.value, depth + 1)
+                if found is not None:
+                    return found
+            return None
         if value.place is not Place.UNKNOWN or value.kind not in (Kind.TENSOR, Kind.UNKNOWN) \
                 or depth > _MAX_DEPTH:
             return None
@@ -424,7 +455,7 @@ class SyncInLoop(Rule):
                         return Evidence(found.hint, found.opaque or not follows)
             return None
         if isinstance(node, cst.Subscript):
-            return self._evidence(node.value, depth + 1)
+            return self._evidence(node.value, depth + 1) or self._indexed_element(node, depth + 1)
         if isinstance(node, cst.Attribute) and node.attr.value in ("data", "values", "indices", "grad", "T"):
             return self._evidence(node.value, depth + 1)
         if isinstance(node, cst.BinaryOperation):
@@ -478,6 +509,9 @@ class SyncInLoop(Rule):
             source = _walked(d.value, d.path)
             if source is None:
                 owner = _parameters_of(d.value, d.path)
+                if owner is None and d.path:
+                    # `for cand, score in candidates`: a part of each tuple the list holds.
+                    return self._list_elements(d.value, d.path, depth + 1)
                 return self._module_evidence(owner) if owner is not None else None
             return self._evidence(source, depth + 1)
         if d.kind == "augassign":
@@ -531,6 +565,112 @@ class SyncInLoop(Rule):
         if not items or not 0 <= path[0] < len(items):
             return None
         return items[path[0]]
+
+    def _indexed_element(self, node: cst.Subscript, depth: int) -> Optional[Evidence]:
+        """`candidates[0][0]`: a part (at literal indices) of an element of a list whose
+        elements the code builds as tuples of device tensors (`candidates = [(start, 1)]`,
+        then `new.append((torch.cat([cand, token], 1), score))`, `candidates =
+        sorted(new, ...)[:k]`)."""
+        indices = []
+        current: cst.BaseExpression = node
+        while isinstance(current, cst.Subscript):
+            index = _literal_index(current)
+            if index is None:
+                return None
+            indices.insert(0, index)
+            current = current.value
+        if not isinstance(current, cst.Name) or not indices:
+            return None
+        return self._list_elements(current, tuple(indices[1:]), depth)
+
+    def _list_elements(self, expr: cst.BaseExpression, path: tuple, depth: int) -> Optional[Evidence]:
+        """Every element of the list `expr` (its part at `path` of a tuple element) is on the
+        device: a list display's elements, what the code adds to a list bound empty
+        (`append`, `insert`, `extend` only), through `sorted()`/`list()`/`reversed()`, slices
+        and the bindings of a name (loop-carried ones as `_evidence` takes them)."""
+        sem = self.ctx.semantic
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Name):
+            found = []
+            for d in sem.gpu_path_defs(sem.defs(expr)):
+                if id(d) in self._judging:
+                    self._cycles += 1
+                    continue
+                if d.kind != "assign" or d.path or d.value is None:
+                    return None
+                self._judging.add(id(d))
+                try:
+                    if _empty_list(d.value):
+                        inner = self._added_elements(expr, d, path, depth + 1)
+                    else:
+                        inner = self._list_elements(d.value, path, depth + 1)
+                finally:
+                    self._judging.discard(id(d))
+                if inner is None:
+                    return None
+                found.append(inner)
+            if not found:
+                return None
+            return Evidence(any(e.hint for e in found), any(e.opaque for e in found))
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            found = []
+            for element in expr.elements:
+                if not isinstance(element, cst.Element):
+                    return None
+                inner = self._tuple_part(element.value, path, depth + 1)
+                if inner is None:
+                    return None
+                found.append(inner)
+            if not found:
+                return None
+            return Evidence(any(e.hint for e in found), any(e.opaque for e in found))
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) \
+                and expr.func.value in ("sorted", "list", "reversed") and not sem.defs(expr.func) \
+                and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
+            return self._list_elements(expr.args[0].value, path, depth + 1)
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 \
+                and isinstance(expr.slice[0].slice, cst.Slice):
+            return self._list_elements(expr.value, path, depth + 1)
+        return None
+
+    def _added_elements(self, name: cst.Name, d, path: tuple, depth: int) -> Optional[Evidence]:
+        """What the code adds to the list `d` binds empty (`xs = []`), each at `path`."""
+        sem = self.ctx.semantic
+        found = []
+        for kind, change in dataflow.changes(sem, name, sem.scope_of(name)):
+            if kind != "method" or not isinstance(change.func, cst.Attribute):
+                return None
+            receiver = change.func.value
+            if not isinstance(receiver, cst.Name) or not any(x is d for x in sem.defs(receiver)):
+                continue   # another binding of the name (a list made on another pass)
+            method = change.func.attr.value
+            given = [a.value for a in change.args if a.keyword is None and not a.star]
+            if method in ("append", "insert") and given:
+                inner = self._tuple_part(given[-1], path, depth + 1)
+            elif method == "extend" and len(given) == 1:
+                inner = self._list_elements(given[0], path, depth + 1)
+            else:
+                return None
+            if inner is None:
+                return None
+            found.append(inner)
+        if not found:
+            return None
+        return Evidence(any(e.hint for e in found), any(e.opaque for e in found))
+
+    def _tuple_part(self, expr: cst.BaseExpression, path: tuple, depth: int) -> Optional[Evidence]:
+        """The part of the tuple display `expr` at `path` is on the device (`expr` itself with
+        no path)."""
+        for index in path:
+            if not isinstance(expr, (cst.Tuple, cst.List)) or not -len(expr.elements) <= index < len(expr.elements):
+                return None
+            element = expr.elements[index]
+            if not isinstance(element, cst.Element) or any(
+                    not isinstance(e, cst.Element) for e in expr.elements):
+                return None
+            expr = element.value
+        return self._evidence(expr, depth)
 
     def _module_evidence(self, node: cst.BaseExpression) -> Optional[Evidence]:
         """The module `node` holds is on the device with a GPU: its bindings that run then
@@ -810,6 +950,27 @@ def _parameters_of(iterable: cst.BaseExpression, path: tuple) -> Optional[cst.Ba
             or (method in ("named_parameters", "named_buffers") and path == (1,)):
         return iterable.func.value
     return None
+
+
+def _literal_index(node: cst.Subscript) -> Optional[int]:
+    """`x[2]` / `x[-1]`: the literal integer index, else None."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    negative = False
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        negative, value = True, value.expression
+    if not isinstance(value, cst.Integer):
+        return None
+    number = int(value.value, 0)
+    return -number if negative else number
+
+
+def _builtin_sum(sem, node: cst.CSTNode) -> bool:
+    """`sum(xs)` or `sum(xs, start)` of Python's builtin (no binding of `sum` in the file)."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "sum" \
+        and not sem.defs(node.func) and bool(node.args) and node.args[0].keyword is None \
+        and not node.args[0].star
 
 
 def _compares_elements(read) -> bool:

@@ -24,7 +24,17 @@ nothing else in the file stores under that attribute's name: bound to a flag's v
 or to what the constructor is given (`self.gpu_mode = args.gpu_mode`, `self.use_cuda =
 use_cuda`), which the file does not show. Such a value is a GPU flag only when no `else` of a
 test on it also moves to the device (`if self.distributed: ...cuda() else: ...cuda()` says
-which way to the device, not whether).
+which way to the device, not whether). An instance attribute the class stores several times
+is a flag when every store binds a literal boolean, one of them `True`, and no other store of
+that name is in the file (`self.cuda = False` in `__init__`, `self.cuda = True` in the method
+that moves the networks).
+
+An attribute of an object a function is passed (`train(args, ...)` reading `args.cuda`) takes
+the one store of the object every call passes, made at the module's top level or in the
+straight-line body of the function that binds the object (`main()` doing `args =
+parser.parse_args()`, `args.cuda = not args.no_cuda and torch.cuda.is_available()`): a GPU
+flag when that value is one (as above, not a bare `False`) and a test of it moves to the
+device (`passed_switch_moves`).
 """
 
 from __future__ import annotations
@@ -92,6 +102,14 @@ def _instance_flag(sem, flag: cst.BaseExpression) -> Optional[tuple[tuple, bool]
         return None
     attr = flag.attr.value
     entries = modules.attribute_assignments(sem, owner).get(attr, ())
+    if len(entries) > 1 and _attribute_name_stores(sem).get(attr, 0) == len(entries) \
+            and all(d.kind == "assign" and not d.path and isinstance(d.value, cst.Name)
+                    and d.value.value in _LITERALS for _target, d in entries) \
+            and any(d.value.value == "True" for _target, d in entries):
+        # `self.cuda = False` in `__init__`, `self.cuda = True` where a method moves the
+        # modules: bound only to literal booleans, like `USE_CUDA = True` (whichever store
+        # ran last, the flag is a boolean the guarded moves decide the meaning of).
+        return tuple(d.value for _target, d in entries), False
     if len(entries) != 1 or _attribute_name_stores(sem).get(attr, 0) != 1:
         return None
     target, d = entries[0]
@@ -275,10 +293,22 @@ def _bindings(sem, flag: cst.BaseExpression) -> Optional[tuple]:
             or sem.defs(store.targets[0].target.value) != base_defs:
         return None
     line = sem.parent(store)
-    if not isinstance(line, cst.SimpleStatementLine) or sem.parent(line) is not sem.ctx.module \
+    if not isinstance(line, cst.SimpleStatementLine) or not _runs_as_script(sem, store) \
             or sem.ctx.order(store) > sem.ctx.order(flag):
         return None
     return (store.value,)
+
+
+def module_attribute_value(sem, flag: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """What `obj.attr` read at the module's level holds: the one store of it, made before the
+    read at the top level or under `if __name__ == "__main__":` (`params.cuda =
+    torch.cuda.is_available()`, then `model = Net().cuda() if params.cuda else Net()`)."""
+    if not isinstance(flag, cst.Attribute) or sem.scope_of(flag) is not sem.ctx.module:
+        return None
+    if not _attribute_stores(sem).get(_spelling(flag) or "", ()):
+        return None
+    bound = _bindings(sem, flag)
+    return bound[0] if bound is not None and len(bound) == 1 else None
 
 
 def _param_values(sem, param: cst.Param) -> Optional[tuple]:
@@ -320,11 +350,57 @@ def passed_attribute_value(sem, flag: cst.BaseExpression) -> Optional[cst.BaseEx
     if len(stores) != 1:
         return None
     store = stores[0]
+    runs = _runs_as_script(sem, store) if binding.scope is sem.ctx.module \
+        else _runs_with_body(sem, store, binding.scope)
     if not isinstance(store, cst.Assign) or len(store.targets) != 1 \
-            or sem.defs(store.targets[0].target.value) != [binding] or not _runs_as_script(sem, store) \
+            or sem.defs(store.targets[0].target.value) != [binding] or not runs \
             or any(sem.ctx.order(store) > sem.ctx.order(arg) for arg in handed):
         return None
     return store.value
+
+
+def passed_switch_moves(sem, flag: cst.BaseExpression) -> bool:
+    """`flag` is `obj.attr` of an object passed in (`passed_attribute_value`) whose one
+    store binds a flag's value (`args.cuda = not args.no_cuda and torch.cuda.is_available()`
+    in `main()`, which then calls `train(args, ...)`), and a test of that same store, in the
+    function that makes it or one it is passed to, moves to the device in its taken arm
+    (`if args.cuda: net = net.cuda()`) with no other arm that moves too: on the
+    configuration with a GPU it holds, as a flag bound in the function itself does."""
+    stored = passed_attribute_value(sem, flag)
+    if stored is None or not _flag_value(sem, stored) or not isinstance(flag, cst.Attribute) \
+            or (isinstance(stored, cst.Name) and stored.value == "False"):
+        return False   # `args.cuda = False`: the configuration the code names runs on the CPU
+    memo = sem.__dict__.setdefault("_dl_passed_switch", {})
+    if id(stored) in memo:
+        return memo[id(stored)]
+    memo[id(stored)] = False   # a cycle (a `.to(device)` whose device reads the flag) says nothing
+    memo[id(stored)] = found = _passed_switch_moves(sem, flag, stored)
+    return found
+
+
+def _passed_switch_moves(sem, flag: cst.Attribute, stored: cst.BaseExpression) -> bool:
+    store = sem.parent(stored)
+    found = False
+    for spelling, arms in _guarded_arms(sem).items():
+        if not spelling.endswith("." + flag.attr.value):
+            continue
+        for test, arm, orelse in arms:
+            if not isinstance(test, cst.Attribute) or not isinstance(test.value, cst.Name):
+                continue
+            same = passed_attribute_value(sem, test) is stored
+            if not same and isinstance(store, cst.Assign):
+                target = store.targets[0].target
+                same = isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                    and sem.scope_of(test) is sem.scope_of(store) \
+                    and sem.defs(test.value) == sem.defs(target.value) \
+                    and sem.ctx.order(test) > sem.ctx.order(store)
+            if not same:
+                continue
+            if orelse is not None and _moves_to_device(sem, orelse):
+                return False
+            if _moves_to_device(sem, arm):
+                found = True
+    return found
 
 
 def _module_object(sem, name: cst.Name, handed: list, depth: int):
@@ -346,15 +422,29 @@ def _module_object(sem, name: cst.Name, handed: list, depth: int):
                 if inner is None or (found is not None and inner is not found):
                     return None
                 found = inner
-                if sem.scope_of(arg) is sem.ctx.module:
+                if any(b is inner for b in sem.defs(arg)):
                     handed.append(arg)
-        elif d.kind == "assign" and d.scope is sem.ctx.module and depth > 0:
+        elif d.kind == "assign" and depth > 0 and not d.path and (
+                d.scope is sem.ctx.module or isinstance(d.scope, cst.FunctionDef)):
+            # A module-level binding, or one in the function that calls (`main()` doing
+            # `args = parser.parse_args()`, `args.cuda = ...`, then `train(args, ...)`).
             if found is not None and d is not found:
                 return None
             found = d
         else:
             return None
     return found
+
+
+def _runs_with_body(sem, statement: cst.CSTNode, function: cst.CSTNode) -> bool:
+    """`statement` is in `function`'s own straight-line body (no branch, loop, `try`,
+    `with` or nested function between): it runs on every call of the function."""
+    current = sem.parent(statement)
+    while current is not None and current is not function:
+        if not isinstance(current, (cst.SimpleStatementLine, cst.IndentedBlock)):
+            return False
+        current = sem.parent(current)
+    return current is function
 
 
 def _runs_as_script(sem, statement: cst.CSTNode) -> bool:
@@ -428,11 +518,8 @@ def _moves_to_device(sem, arm: cst.CSTNode) -> bool:
     """`arm` moves data or a module to the device (`.cuda()`, `.to(<device>)`), or names a
     CUDA tensor type, which only a move uses (`dtype = torch.cuda.FloatTensor` for
     `x.type(dtype)`)."""
-    for node in [arm, *sem.ctx.descendants(arm, cst.Attribute, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]:
-        if isinstance(node, cst.Attribute):
-            value = sem.value(node)
-            if value.kind is Kind.TENSOR_TYPE and value.place is Place.DEVICE:
-                return True
+    # The calls first: `.cuda()` decides without asking the model for any value (a value
+    # asked here may read this very flag, whose answer is not known yet).
     calls = [arm] if isinstance(arm, cst.Call) else []
     calls += sem.ctx.descendants(arm, cst.Call, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
     for call in calls:
@@ -445,5 +532,10 @@ def _moves_to_device(sem, arm: cst.CSTNode) -> bool:
             target = next((a.value for a in call.args if a.keyword is None
                            or a.keyword.value == "device"), None)
             if target is not None and sem.device_place(target)[0] is Place.DEVICE:
+                return True
+    for node in [arm, *sem.ctx.descendants(arm, cst.Attribute, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]:
+        if isinstance(node, cst.Attribute):
+            value = sem.value(node)
+            if value.kind is Kind.TENSOR_TYPE and value.place is Place.DEVICE:
                 return True
     return False

@@ -300,19 +300,44 @@ class LoopModel:
         loop) runs no step."""
         return any(self._on_iteration_data_expr(a.value, loop) for a in call.args)
 
-    def _on_iteration_data_expr(self, expr: cst.CSTNode, loop) -> bool:
+    def _on_iteration_data_expr(self, expr: cst.CSTNode, loop, _seen: Optional[set] = None) -> bool:
+        """`expr` reads a name the loop binds, or one whose value the loop changes in place
+        from such data (`z.data = z1 * alpha + z2 * (1 - alpha)` with `alpha` carried by the
+        loop, `x[:] = ...`, `x.copy_(y)`: the same object, new data on every iteration)."""
         stack: list = [expr]
+        seen = _seen if _seen is not None else set()
         while stack:
             node = stack.pop()
             kind = type(node)
             if kind is cst.Name:
-                for d in self.model.defs(node):
+                defs = self.model.defs(node)
+                for d in defs:
                     if d.node is loop or self._inside(d.node, loop):
                         return True
+                if defs and node.value not in seen and self._changed_from_iteration_data(node, loop, seen):
+                    return True
                 continue
             if kind in _NESTED_TYPES:
                 continue
             stack.extend(self.model.children(node))
+        return False
+
+    def _changed_from_iteration_data(self, name: cst.Name, loop, seen: set) -> bool:
+        """The loop's body changes the value `name` holds in place (a store into it: `x.data
+        = ...`, `x[i] = ...`; an in-place method or `out=`) with what reads this iteration's
+        data."""
+        seen.add(name.value)
+        model = self.model
+        for kind, node in dataflow.changes(model, name, loop.body):
+            if kind == "store":
+                statement = model.parent(node)
+                while statement is not None and not isinstance(statement, (cst.Assign, cst.AugAssign)):
+                    statement = model.parent(statement)
+                if statement is not None and self._on_iteration_data_expr(statement.value, loop, seen):
+                    return True
+            elif kind in ("method", "out") and any(
+                    self._on_iteration_data_expr(a.value, loop, seen) for a in node.args):
+                return True
         return False
 
     def _inside(self, node: cst.CSTNode, loop) -> bool:
@@ -402,7 +427,8 @@ class LoopModel:
                 return True
             if isinstance(parent, cst.If) and child is not parent.test:
                 if self._gates(parent, loop) and not (
-                        child is parent.orelse and self._first_pass_only(parent, loop)):
+                        child is parent.orelse and self._first_pass_only(parent, loop)) \
+                        and not self._holds_every_step(parent, loop):
                     return True
             elif isinstance(parent, cst.Else):
                 owner = self.model.parent(parent)
@@ -412,6 +438,19 @@ class LoopModel:
             child = parent
             parent = self.model.parent(parent)
         return False
+
+    def _holds_every_step(self, branch: cst.If, loop: cst.CSTNode) -> bool:
+        """`branch` (no `else`) is the whole body of `loop`, a loop that is a step loop only
+        because it calls a module on its iteration's data (`for i in bar: if success: out =
+        model(frame.cuda()); ...; success, frame = cap.read()`): the iterations it skips do
+        nothing, so each step runs inside it and what it guards runs on every step."""
+        body = loop.body
+        if branch.orelse is not None or not isinstance(body, cst.IndentedBlock) \
+                or len(body.body) != 1 or body.body[0] is not branch:
+            return False
+        facts = self.facts(loop)
+        return facts.calls_module and not facts.trains and not facts.walks_loader \
+            and not facts.step_calls
 
     def _first_pass_only(self, branch: cst.If, loop: cst.CSTNode) -> bool:
         """`branch` tests that a collection from before the loop is still empty (`len(xs) ==

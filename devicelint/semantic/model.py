@@ -28,7 +28,8 @@ from devicelint.names import call_arg, dotted_name, int_value, keyword_arg, posi
 from devicelint.semantic import dataflow, shapes
 from devicelint.semantic.api import OpSpec, torch_api
 from devicelint.tree import children
-from devicelint.semantic.flags import guards_device_move, passed_attribute_value
+from devicelint.semantic.flags import (
+    guards_device_move, module_attribute_value, passed_attribute_value, passed_switch_moves)
 from devicelint.semantic.modules import attribute_moves, holds_state
 from devicelint.semantic.flow import COMPREHENSIONS, FUNCTIONS, IN_PLACE_MODULE_METHODS, Def, ScopeFlow, target_parts
 from devicelint.semantic.values import (
@@ -2580,7 +2581,14 @@ class SemanticModel:
             if guards_device_move(self, node):
                 return True  # `args.cuda = not args.no_cuda and ...` with `if args.cuda: model.cuda()`
             stored = passed_attribute_value(self, node)   # `params.cuda` of a `params` passed in
-            return self._gpu_truth(stored, depth + 1) if stored is not None else None
+            if stored is None:
+                # `params.cuda = torch.cuda.is_available()` read at the module's level.
+                stored = module_attribute_value(self, node)
+                return self._gpu_truth(stored, depth + 1) if stored is not None else None
+            truth = self._gpu_truth(stored, depth + 1)
+            if truth is None and passed_switch_moves(self, node):
+                return True   # `args.cuda = not args.no_cuda and ...` in `main()`, guarding a move
+            return truth
         return None
 
     def _param_gpu_truth(self, param: cst.Param, depth: int) -> Optional[bool]:
