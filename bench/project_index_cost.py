@@ -5,7 +5,7 @@ with the index and without it (`project_index.ENABLED = False`), alternating, RO
 prints the median CPU seconds (user + system of the lint and its worker processes) and wall
 seconds of each, and their ratio. The issue's bound: at most 1.15.
 
-    .venv/bin/python bench/project_index_cost.py [--rounds 5] [--baseline TREE] [--cache] [DIR ...]
+    .venv/bin/python bench/project_index_cost.py [--rounds 5] [--baseline TREE] [--cache] [--jobs N] [DIR ...]
 
 `--baseline TREE`: also measure the devicelint of another checkout (e.g. a `git worktree`
 of an earlier commit, put first on PYTHONPATH), in the same rounds, alternating with this
@@ -63,8 +63,9 @@ SNIPPET = RULES_OF_TREE + (
     "import devicelint.project_index as index\n"
     "index.ENABLED = sys.argv[1] == 'on'\n"
     "from devicelint.cli import main\n"
-    "cache = ['--cache-dir', sys.argv[4]] if len(sys.argv) > 4 else ['--no-cache']\n"
-    "sys.argv = ['devicelint', 'check', *cache, '--exit-zero', '-q', '--select', 'ALL', sys.argv[2]]\n"
+    "cache = ['--cache-dir', sys.argv[4]] if len(sys.argv) > 4 and sys.argv[4] else ['--no-cache']\n"
+    "jobs = ['-j', sys.argv[5]] if len(sys.argv) > 5 else []\n"
+    "sys.argv = ['devicelint', 'check', *cache, *jobs, '--exit-zero', '-q', '--select', 'ALL', sys.argv[2]]\n"
     "main()\n"
 )
 
@@ -100,7 +101,8 @@ def imported_from(tree: Optional[Path]) -> set[Path]:
     return {Path(line).resolve().parent.parent for line in found.stdout.split()}
 
 
-def one(mode: str, corpus: Path, tree: Optional[Path] = None, cache: bool = False) -> tuple[float, float]:
+def one(mode: str, corpus: Path, tree: Optional[Path] = None, cache: bool = False,
+        jobs: Optional[int] = None) -> tuple[float, float]:
     # A baseline tree without rules/ of its own gets "" for them (no rebinding).
     rules = _rules(tree) or [""]
     # The cache directory must lie inside the project root (the tree measured).
@@ -110,7 +112,8 @@ def one(mode: str, corpus: Path, tree: Optional[Path] = None, cache: bool = Fals
     pin = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
     try:
         subprocess.run([*pin, sys.executable, "-c", SNIPPET, mode, str(corpus.resolve()), *rules,
-                        *([scratch] if scratch else [])], check=True, stdout=subprocess.DEVNULL, **_launch(tree))
+                        *([scratch or ""] if scratch or jobs else []), *([str(jobs)] if jobs else [])],
+                       check=True, stdout=subprocess.DEVNULL, **_launch(tree))
     finally:
         wall = time.perf_counter() - started
         if scratch:
@@ -128,6 +131,8 @@ def main() -> None:
                         help="another checkout to measure side by side (its index on and off); repeatable")
     parser.add_argument("--cache", action="store_true",
                         help="with the result cache on and empty (a first run by default), not --no-cache")
+    parser.add_argument("--jobs", "-j", type=int, default=None,
+                        help="worker processes of each lint (default: the program's, one per CPU it may run on: 2 under taskset -c 0,1)")
     args = parser.parse_args()
     trees: dict[str, Optional[Path]] = {"this": None}
     for number, tree in enumerate(args.baseline, 1):
@@ -135,7 +140,7 @@ def main() -> None:
     for name, tree in trees.items():
         if imported_from(tree) != {tree or ROOT}:
             sys.exit(f"{name}: the run imports devicelint from {imported_from(tree)}, not {tree or ROOT}")
-    print(f"# {'cache on, empty' if args.cache else '--no-cache'}; {args.rounds} rounds; CPU = user + system of "
+    print(f"# {'cache on, empty' if args.cache else '--no-cache'}; -j {args.jobs or 'default'}; {args.rounds} rounds; CPU = user + system of "
           "the lint and its workers, median (min ratio: of the fastest off and on runs)", flush=True)
     print("tree\tcorpus\tfiles\tcpu off\tcpu on\tcpu ratio\tmin ratio\twall off\twall on\twall ratio")
     for corpus in args.corpora:
@@ -145,14 +150,14 @@ def main() -> None:
         runs = {(t, m): [] for t in trees for m in ("off", "on")}
         for name, tree in trees.items():  # warm the file system cache and the compiled modules
             for mode in ("off", "on"):
-                one(mode, corpus, tree, args.cache)
+                one(mode, corpus, tree, args.cache, args.jobs)
         for round_number in range(args.rounds):
             # Each mode goes first in every other round: a drift of the machine's speed
             # during a round (another process starting) then falls on both alike.
             modes = ("off", "on") if round_number % 2 == 0 else ("on", "off")
             for name, tree in trees.items():
                 for mode in modes:
-                    runs[name, mode].append(one(mode, corpus, tree, args.cache))
+                    runs[name, mode].append(one(mode, corpus, tree, args.cache, args.jobs))
         files = sum(1 for _ in corpus.rglob("*.py"))
         for name in trees:
             cpu = {m: statistics.median(c for c, _w in runs[name, m]) for m in ("off", "on")}

@@ -532,6 +532,12 @@ class ProjectIndex:
         self._ast_chars -= len(found[0])
         return found[1] if found[0] == text else None
 
+    def kept_ast(self, key: str, text: str) -> Optional[ast.Module]:
+        """The kept `ast` of the run's file `key` if it was read from `text`, left for its
+        gate (a look at it only: the tree must not be changed)."""
+        found = self._asts.get(key)
+        return found[1] if found is not None and found[0] == text else None
+
     def defs_of(self, module: ModuleInfo) -> dict:
         """The `ast` statement of each top-level function of `module` (the last one of each
         name), kept for the few modules read last."""

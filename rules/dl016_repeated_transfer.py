@@ -16,6 +16,15 @@ from devicelint.runtime_spec import Find, LineRecord, ProbeRun, RuntimeSpec, Wat
 _HOST_READ_METHODS = ("item", "tolist", "cpu", "numpy")
 
 
+def _may_upload_in(index, module, _name: str) -> bool:
+    """Whether some function of another local module makes a call `upload` may accept (a
+    `.to(...)` / `.cuda(...)`, or a factory given `device=`): `_param_round_trips` of one of
+    its functions follows the calls it makes into the module's other functions. True when
+    the text is not looked at."""
+    copying = dataflow._copying_functions(index, module)
+    return copying is None or bool(copying)
+
+
 class RepeatedTransfer(Rule):
     """## What it does
     Flags host↔device copies that a loop repeats for nothing:
@@ -623,8 +632,10 @@ class RepeatedTransfer(Rule):
         found = sem.syncs.callee(call)
         reader, other = self, sem
         if found is None:
-            # a top-level function of another local module (`str2tensor(predicted_char)`)
-            foreign = sem.syncs.foreign_function(call) if sem.project is not None else None
+            # a top-level function of another local module (`str2tensor(predicted_char)`),
+            # whose model is built only when its text may copy what it is handed
+            foreign = sem.syncs.foreign_function(call) if sem.project is not None \
+                and self._foreign_may_copy(call, dataflow.may_move_to_device) else None
             if foreign is None or foreign[0] is sem:
                 return False
             other, function = foreign
@@ -668,7 +679,10 @@ class RepeatedTransfer(Rule):
             return False
         found = sem.syncs.module_forward(call)
         bound_self = found is not None
-        if found is None:
+        if found is None and self._foreign_may_copy(call, _may_upload_in) \
+                and any(self._on_device(arg.value) for arg in call.args if not arg.star):
+            # (only the call's own unstarred arguments are bound to the function's
+            # parameters: without one on the device, no round trip is reported)
             found = sem.syncs.foreign_function(call)
         if found is None and isinstance(call.func, cst.Attribute):
             # `ada_augment.tune(real_pred)`: a method of an object whose class another local
@@ -698,6 +712,16 @@ class RepeatedTransfer(Rule):
                          ((other.ctx.path, read_line, read_column), "the read back to the host")])
             return True
         return False
+
+    def _foreign_may_copy(self, call: cst.Call, look) -> bool:
+        """Whether `call` runs a top-level function of another local module (the one
+        `sem.syncs.foreign_function` finds) whose module's text `look(index, module, name)`
+        says may copy to the device: when not, that module's model is not built for the
+        question (issue 13: the index's cost)."""
+        sem = self.ctx.semantic
+        dotted = sem.syncs._foreign_dotted(call)
+        found = sem.project.function_module(dotted) if dotted is not None else None
+        return found is not None and look(sem.project.index, found[0], found[1])
 
     def _param_round_trips(self, function: cst.FunctionDef, depth: int = 0) -> list:
         """(copy, read, parameters) for each copy to the device, in `function` (on the GPU

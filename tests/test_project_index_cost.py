@@ -103,8 +103,8 @@ def test_copying_functions_walks_only_the_lines_that_may_copy(monkeypatch) -> No
     asked: list = []
     original = dataflow._may_copy
     monkeypatch.setattr(dataflow, "_may_copy", lambda node: asked.append(node) or original(node))
-    index = SimpleNamespace(derived={}, identity=lambda module: "")
-    found = dataflow._copying_functions(index, SimpleNamespace(path="m.py", text=COPYING))
+    index = SimpleNamespace(derived={}, identity=lambda module: "", kept_ast=lambda key, text: None)
+    found = dataflow._copying_functions(index, SimpleNamespace(path="m.py", key="m.py", text=COPYING))
     # A decorator's call names its function, a call split over lines names every function
     # around it, a method is named by its own name.
     assert found == {"decorated", "outer", "inner", "forward"}
@@ -214,3 +214,77 @@ def test_a_lint_run_freezes_the_models_it_builds_for_other_files(tmp_path, monke
         assert frozen and frozen[0] > before
     finally:
         gc.unfreeze()
+
+
+LOOPED = """import torch
+from util import scale
+
+
+def run(model, loader):
+    for x in loader:
+        x = x.to("cuda")
+        y = scale(x)
+        model(y)
+"""
+
+
+def test_a_looped_call_of_a_function_whose_module_copies_nothing_builds_no_model(tmp_path, monkeypatch) -> None:
+    # DL016's round trips through another file's function (check_helper_round_trip,
+    # check_foreign_round_trip) need a `.to(...)`/`.cuda(...)` (or `device=`) there: a
+    # module without one is not built for them.
+    (tmp_path / "train.py").write_text(LOOPED)
+    (tmp_path / "util.py").write_text("def scale(t):\n    return t * 2\n")
+    built: list[str] = []
+    original = project_index.ProjectIndex.model_of
+
+    def model_of(self, module, context_type):
+        if module.path not in self._models:
+            built.append(module.path.rsplit("/", 1)[-1])
+        return original(self, module, context_type)
+
+    monkeypatch.setattr(project_index.ProjectIndex, "model_of", model_of)
+    found = lint_paths([str(tmp_path)], Overrides(select=["DL016"]), use_cache=False, jobs=1).findings
+    assert not found and built == []
+    # The same call where `scale` reads its argument back and copies it again: built, reported.
+    (tmp_path / "util.py").write_text("def scale(t):\n    return t.cpu().cuda() * 2\n")
+    found = lint_paths([str(tmp_path)], Overrides(select=["DL016"]), use_cache=False, jobs=1).findings
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found] == [("train.py", 8, "DL016")]
+    assert built == ["util.py"]
+
+
+LOOK = '''import torch
+
+
+def moves(x):
+    y = helper(x) + x.cuda()
+    return y
+
+
+def plain(x):
+    return x * 2
+
+
+def helper(x):
+    y = x.to("cuda")
+    return y
+'''
+
+
+def test_may_move_to_device_names_functions_that_copy_and_modules_that_give_back_a_copy() -> None:
+    from types import SimpleNamespace
+
+    from devicelint.semantic import dataflow
+
+    def look(text: str, name: str) -> bool:
+        index = SimpleNamespace(derived={}, identity=lambda module: "", kept_ast=lambda key, text: None)
+        return dataflow.may_move_to_device(index, SimpleNamespace(path="m.py", key="m.py", text=text), name)
+
+    assert look(LOOK, "moves") and look(LOOK, "helper")
+    # `plain` copies nothing, and no function gives back a copy's result (`helper` returns a
+    # name): no call of it can copy what it is handed.
+    assert not look(LOOK, "plain")
+    # With a function that gives back `x.to("cuda")` (`returned_move` may accept it, under
+    # whatever name `plain` calls it): it may.
+    assert look(LOOK.replace("    y = x.to(\"cuda\")\n    return y", "    return x.to(\"cuda\")"), "plain")
+    # Not looked at (does not parse): it may.
+    assert look("def plain(x:\n", "plain")

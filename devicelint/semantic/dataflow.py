@@ -1393,32 +1393,66 @@ def _copying_functions(index, module) -> Optional[frozenset]:
     """The names of the functions (at any depth) of another module's text whose bodies make
     a call `_constant_upload` could accept (its cases each need `.new_tensor`, `.to`,
     `.cuda` or a `device=` keyword); None when the text is not looked at. Kept by the index."""
+    look = _module_look(index, module)
+    return look.copying if look is not None else None
+
+
+def may_move_to_device(index, module, name: str) -> bool:
+    """Whether a function `name` of another local module may copy, with `.to(...)` or
+    `.cuda(...)`, data it is handed (DL016's `_param_copies` of it): a function of that name
+    (at any depth) makes such a call itself, or some function of the module gives back such
+    a call's result (a helper `dataflow.returned_move` could accept, called under any name:
+    through an alias or a parameter the file binds to it). True when the text is not looked
+    at. Read with `ast` (one look per module and process, shared with
+    `_copying_functions`): when False, that module's model need not be built to know."""
+    look = _module_look(index, module)
+    return look is None or name in look.moving or look.returns_moved
+
+
+@dataclass(frozen=True)
+class _Look:
+    copying: frozenset      # functions making a call `_may_copy` accepts
+    moving: frozenset       # functions making a `.to(...)` / `.cuda(...)` call
+    returns_moved: bool     # some `return` gives back a `.to(...)` / `.cuda(...)` call's result
+
+
+def _module_look(index, module) -> Optional[_Look]:
     key = ("copying functions", module.path, index.identity(module))
     if key in index.derived:
         return index.derived[key]  # type: ignore[return-value]
     text = module.text or ""
-    found: Optional[frozenset] = None
+    found: Optional[_Look] = None
     if len(text) <= _COPYING_LOOK_MAX_CHARS:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = None
+        key = getattr(module, "key", None)  # a file of the run: its gate's `ast` may be kept
+        tree = index.kept_ast(key, text) if key else None
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
         if tree is not None:
             # One pass, each node with the functions around it (a walk per function would
             # walk nested ones again): a call that may copy names all of them. Only into
             # the nodes whose lines hold one of the words such a call is written with.
             lines = _word_lines(text)
             names: set[str] = set()
-            stack: list[tuple[ast.AST, tuple[str, ...]]] = [(tree, ())]
+            moving: set[str] = set()
+            returns_moved = False
+            stack: list[tuple[ast.AST, tuple[str, ...], bool]] = [(tree, (), False)]
             while stack:
-                node, owners = stack.pop()
+                node, owners, returned = stack.pop()
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     owners = owners + (node.name,)
+                elif isinstance(node, ast.Return):
+                    returned = True
                 elif owners and _may_copy(node):
                     names.update(owners)
-                stack.extend((child, owners) for child in ast.iter_child_nodes(node)
+                    if isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
+                        moving.update(owners)
+                        returns_moved = returns_moved or returned
+                stack.extend((child, owners, returned) for child in ast.iter_child_nodes(node)
                              if _on_lines(child, lines))
-            found = frozenset(names)
+            found = _Look(frozenset(names), frozenset(moving), returns_moved)
     index.derived[key] = found
     return found
 
