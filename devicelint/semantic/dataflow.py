@@ -1913,8 +1913,28 @@ def _once_per_call_calls(sem, function: cst.FunctionDef) -> Iterator[cst.Call]:
 
 
 def first_pass_only(sem, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
-    """`node` runs on the first pass of `loop` only (`_first_pass_arms`)."""
-    return isinstance(loop, cst.For) and any(within(sem, node, arm) for arm in _first_pass_arms(sem, loop))
+    """`node` runs on the first pass of `loop` only: an `if`/`a if t else b` between them,
+    outside nested loops and functions, whose arm holding `node` is taken just for the
+    counter's first value (as `_first_pass_arms` lists them; walked up from `node`)."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
+        return False
+    start = _range_start(sem, loop.iter)
+    if start is None:
+        return False
+    counter = loop.target.value
+    child, parent = node, sem.parent(node)
+    while parent is not None and parent is not loop:
+        if type(parent) in _FIRST_PASS_STOPS:
+            return False
+        if type(parent) in (cst.IfExp, cst.If) and child is not parent.test:
+            first = _first_value_test(parent.test, counter, start)
+            if first is not None and (child is parent.body) == first:
+                return True
+        child, parent = parent, sem.parent(parent)
+    return False
+
+
+_FIRST_PASS_STOPS = frozenset((cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda))
 
 
 def _range_start(sem, iterable: cst.BaseExpression) -> Optional[int]:
