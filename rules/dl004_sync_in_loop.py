@@ -40,7 +40,9 @@ class SyncInLoop(Rule):
     whose element the code uses as text, which no tensor gives: `word = vocab.itos[t]` then
     `"<" in word`, `"".join(itos[i] for i in ids)`: `__index__`
     reads it), `.type(torch.FloatTensor)` (a CPU tensor type: a copy to the host),
-    `torch.equal(a, b)`/`torch.allclose(a, b)`/`a.allclose(b)` (a Python bool of the data), and
+    `torch.equal(a, b)`/`torch.allclose(a, b)`/`a.allclose(b)` (a Python bool of the data),
+    TensorBoard's `writer.add_scalar(tag, t, step)` (also `add_histogram`, `add_image(s)`:
+    `SummaryWriter` copies `t` to the host with make_np), and
     `torch.cuda.synchronize()`,
     where `t` is a value the code shows lives on the device (moved there, created there,
     computed from device values, or the output of a module that is on the device). What a
@@ -68,7 +70,9 @@ class SyncInLoop(Rule):
     then `torch.max(prob, dim=1)`, which raises on an array) and the model is on the device
     (or is given device tensors): greedy decoding through `model.decode`/`model.project`.
     The parameters of a model on the device (`for name, p in model.named_parameters():`,
-    `p.grad`) live there; with a GPU, `if use_gpu: model = model.cuda()` decides where the
+    `p.grad`) live there, as do those of its children (`list(net.children())[-1]`) and of a
+    model the function calls on device tensors (`outputs = net(images)`, `net` made by code
+    the file does not show); with a GPU, `if use_gpu: model = model.cuda()` decides where the
     model is. A parameter of a function nothing in the file calls has its default's
     place (`device="cuda"` is the GPU, `device="cpu"` the host). Where the only sign of the
     device is a parameter's name (`device` without a default, in a function nothing in the
@@ -672,7 +676,7 @@ class SyncInLoop(Rule):
             expr = element.value
         return self._evidence(expr, depth)
 
-    def _module_evidence(self, node: cst.BaseExpression) -> Optional[Evidence]:
+    def _module_evidence(self, node: cst.BaseExpression, depth: int = 0) -> Optional[Evidence]:
         """The module `node` holds is on the device with a GPU: its bindings that run then
         (`model = Net()` replaced by `model = model.cuda()` under `if use_gpu:`) all put it
         there, so its parameters and their gradients live there."""
@@ -682,6 +686,29 @@ class SyncInLoop(Rule):
             value = self._gpu_path_value(sem.defs(node), 0)
         if value.place is Place.DEVICE and (value.kind is Kind.MODULE or sem.moved_callable(value)):
             return Evidence(value.hint)
+        if isinstance(node, cst.Name) and value.place is Place.UNKNOWN and depth < 4:
+            # `last_layer = list(net.children())[-1]`: a submodule of a module on the device.
+            defs = sem.gpu_path_defs(sem.defs(node))
+            owners = [_submodule_owner(d.value) if d.kind == "assign" and not d.path else None
+                      for d in defs]
+            if owners and all(o is not None for o in owners):
+                found = [self._module_evidence(o, depth + 1) for o in owners]
+                if all(e is not None for e in found):
+                    return Evidence(any(e.hint for e in found))
+        if isinstance(node, cst.Name) and value.kind in (Kind.MODULE, Kind.UNKNOWN) and value.place is Place.UNKNOWN:
+            # `outputs = net(images)` with `images` on the device, in this function (asked of
+            # what the code walks the parameters or children of): a module
+            # whose call succeeds on device tensors holds its parameters there (one that holds
+            # none has no parameters to walk).
+            scope = sem.scope_of(node)
+            for call in self.candidates:
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) \
+                        and call.func.value == node.value and sem.scope_of(call) is scope \
+                        and sem.defs(call.func) == sem.defs(node) and sem.on_gpu_path(call):
+                    for arg in call.args:
+                        found = self._evidence(arg.value, 0)
+                        if found is not None and not found.hint:
+                            return Evidence(False, found.opaque)
         return None
 
     def _gpu_path_value(self, defs, depth: int) -> Value:
@@ -949,6 +976,23 @@ def _parameters_of(iterable: cst.BaseExpression, path: tuple) -> Optional[cst.Ba
     if (method in ("parameters", "buffers") and not path) \
             or (method in ("named_parameters", "named_buffers") and path == (1,)):
         return iterable.func.value
+    return None
+
+
+def _submodule_owner(expr) -> Optional[cst.BaseExpression]:
+    """`net` for `list(net.children())[-1]`, `net.children()`, `list(net.modules())[i]`: the
+    module whose submodules `expr` gives (they are moved with it), else None."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) \
+                and expr.func.value in ("list", "tuple") and len(expr.args) == 1:
+            expr = expr.args[0].value
+        else:
+            break
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args \
+            and expr.func.attr.value in ("children", "modules"):
+        return expr.func.value
     return None
 
 

@@ -126,6 +126,14 @@ class SyncModel:
                 if method == "type" and node.args and self._type_to_host(node):
                     # `equals.type(torch.FloatTensor)`: a CPU tensor type, a copy to the host.
                     return [HostRead(node, "`.type()` to a CPU tensor type", receiver)]
+                written = self.api.writer_reads.get(method)
+                if written is not None and self._summary_writer(receiver):
+                    # `writer.add_scalar(tag, loss, step)`: TensorBoard copies the tensor to
+                    # the host (make_np) before it writes it (`[writers]` in the table).
+                    value = call_arg(node, written[0], written[1])
+                    if value is None:
+                        return []
+                    return [HostRead(node, f"`SummaryWriter.{method}()` copying a tensor to the host", value)]
                 spec = self.api.method(method)
                 if spec is not None and spec.syncs and spec.place == "cpu" \
                         and model.value(receiver).kind is not Kind.MODULE:
@@ -211,6 +219,17 @@ class SyncModel:
                         and isinstance(comparison.left, (cst.SimpleString, cst.ConcatenatedString)):
                     return True
         return False
+
+    def _summary_writer(self, receiver: cst.BaseExpression) -> bool:
+        """`receiver` is a name every binding of which makes a TensorBoard `SummaryWriter`
+        (`writer = SummaryWriter(log_dir=...)`, at the module's level or in the function)."""
+        model = self.model
+        if not isinstance(receiver, cst.Name):
+            return False
+        defs = model.defs(receiver)
+        return bool(defs) and all(
+            d.kind == "assign" and not d.path and isinstance(d.value, cst.Call)
+            and model.qualname(d.value.func) in self.api.writer_classes for d in defs)
 
     def _percent_format(self, node: cst.BinaryOperation) -> list[HostRead]:
         """`"%11.4g" % t`, `fmt % (epoch, *losses)`: printf-style formatting of a string
