@@ -107,7 +107,10 @@ class SyncInLoop(Rule):
     as one stored at the top level: `params.cuda = torch.cuda.is_available()`, then `model =
     Net().cuda() if params.cuda else Net()`) is no throttle: with a GPU it holds on every step, and what the `else:` arm
     binds does not run. Under a condition whose body also
-    trains (`if i % n_critic == 0:` around a generator update), or under a flag whose two arms
+    trains (`if i % n_critic == 0:` around a generator update; or a call that changes the
+    gradients the optimizer step uses in place: `if args.clip_grad: utils.clip_gradients(model, c)`
+    whose helper, in this file or another local module, scales each `p.grad` with an in-place
+    method), or under a flag whose two arms
     each run the model on this step's data (`if is_transformer: ... else: ...`), it runs per
     step and is reported. A read in a block that always ends by leaving the loop (its last
     statement a `break` of this loop, a `return`, a `raise` or `sys.exit(...)`, with no `try`

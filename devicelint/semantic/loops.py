@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -65,6 +66,7 @@ class LoopModel:
         self._facts: dict[int, LoopFacts] = {}
         self._roles: dict[int, str] = {}
         self._helpers: dict[int, Optional[HelperFacts]] = {}
+        self._grad_writers: dict = {}   # function (id, or (path, name) in another module) -> bool
 
     # -- facts -------------------------------------------------------------------------
     def facts(self, loop: cst.CSTNode) -> LoopFacts:
@@ -610,10 +612,41 @@ class LoopModel:
             current = stack.pop()
             if type(current) in _NESTED_TYPES:
                 continue
-            if type(current) is cst.Call and self.is_training_call(current):
+            if type(current) is cst.Call and (self.is_training_call(current) or self.changes_gradients(current)):
                 return True
             stack.extend(self.model.children(current))
         return False
+
+    def changes_gradients(self, call: cst.Call) -> bool:
+        """`call` changes in place the gradients the optimizer step uses, so a body that runs
+        it trains (a gradient clip: `utils.clip_gradients(model, c)` whose loop over the
+        parameters does `p.grad.data.mul_(clip_coef)`): an in-place tensor method (its name
+        ends in `_`, PyTorch's convention) on a parameter's `.grad`, in the call itself or in
+        the body of the function it runs (of this file, or of another local module, read
+        with `ast` there: that module's model is not built)."""
+        if _on_grad_in_place(call.func):
+            return True
+        memo = self._grad_writers
+        model = self.model
+        found = model.syncs.callee(call)
+        if found is not None:
+            function = found[0]
+            key = id(function)
+            if key not in memo:
+                memo[key] = any(_on_grad_in_place(node.func)
+                                for node in model.ctx.descendants(function.body, cst.Call))
+            return memo[key]
+        dotted = model.syncs._foreign_dotted(call)
+        view = model.project
+        where = view.function_module(dotted) if dotted is not None else None
+        if where is None:
+            return False
+        key = (where[0].path, where[1])
+        if key not in memo:
+            statement = view.index.function_def(*where)
+            memo[key] = statement is not None and any(
+                isinstance(node, ast.Call) and _on_grad_in_place_ast(node.func) for node in ast.walk(statement))
+        return memo[key]
 
     def is_throttle(self, test: cst.BaseExpression) -> bool:
         """`step % N == 0`, `i == last`, `if verbose:`, `args.log and ...`: a schedule or a
@@ -669,6 +702,36 @@ class LoopModel:
                 return False
             stack.extend(model.children(current))
         return True
+
+
+def _in_place(attr: str) -> bool:
+    return attr.endswith("_") and not attr.startswith("_")
+
+
+def _on_grad_in_place(func: cst.BaseExpression) -> bool:
+    """`func` is an in-place tensor method of a `.grad` (`p.grad.data.mul_`, `p.grad.mul_`,
+    `p.grad[mask].zero_`): through attributes and subscripts, not through a call (what
+    `p.grad.clone()` returns is a copy)."""
+    if not isinstance(func, cst.Attribute) or not _in_place(func.attr.value):
+        return False
+    node = func.value
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        if isinstance(node, cst.Attribute) and node.attr.value == "grad":
+            return True
+        node = node.value
+    return False
+
+
+def _on_grad_in_place_ast(func: ast.expr) -> bool:
+    """_on_grad_in_place for another module's `ast`."""
+    if not isinstance(func, ast.Attribute) or not _in_place(func.attr):
+        return False
+    node = func.value
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute) and node.attr == "grad":
+            return True
+        node = node.value
+    return False
 
 
 def _unwrapped(node: cst.BaseExpression, model) -> cst.BaseExpression:
