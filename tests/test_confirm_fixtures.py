@@ -133,6 +133,14 @@ GPU_VERDICTS = ROOT / "tests" / "data" / "gpu-verdicts.json"  # bench/gpu_verdic
 # finding of a rule whose RuntimeSpec.sim_cannot_judge says why (DL005: needs 2 GPUs; DL012:
 # the simulated device runs synchronously) is the GPU's alone.
 GPU_ONLY = {  # (file, code, the line's text): why
+    ("fixtures/DL004/bad_tensorboard_writer.py", "DL004",
+     'writer.add_scalar("grad/" + name, para.grad.norm(), step)  # expect: DL004  # runtime-gap: '
+     'DL004 tensorboard is not installed here'):
+        "tensorboard is installed on the GPU machine, not where CI runs the simulated device",
+    ("fixtures/DL004/bad_tensorboard_writer.py", "DL004",
+     'writer.add_scalar("train/loss", loss, step)  # expect: DL004  # runtime-gap: DL004 '
+     'tensorboard is not installed here'):
+        "tensorboard is installed on the GPU machine, not where CI runs the simulated device",
     ("fixtures/DL001/bad_dataset_samples.py", "DL001",
      "lengths.append(torch.tensor(ids, dtype=torch.long, device=device))  # expect: DL001"):
         "3 copies of 24 B: a batched copy measured 1.9x faster on the H100 (4 runs in "
