@@ -496,11 +496,7 @@ class SyncInLoop(Rule):
                     # the part that file returns (a tuple's part on the host: silent).
                     if part.kind not in (Kind.TENSOR, Kind.UNKNOWN) or part.place is Place.CPU:
                         return None
-                    for arg in d.value.args:
-                        found = self._evidence(arg.value, depth + 1)
-                        if found is not None:
-                            return Evidence(found.hint, True)
-                    return None
+                    return self._args_evidence(d.value, depth)
             owner = self._model_method(d.value)
             if owner is not None:
                 return self._method_evidence(d, owner, depth)
@@ -754,7 +750,12 @@ class SyncInLoop(Rule):
             return Evidence(owner.hint, True)
         if owner.place is Place.CPU:
             return None
-        for arg in d.value.args:
+        return self._args_evidence(d.value, depth)
+
+    def _args_evidence(self, call, depth: int):
+        """Device evidence of the first argument of `call` that has any (what the call gives
+        back follows its arguments), else None."""
+        for arg in call.args:
             found = self._evidence(arg.value, depth + 1)
             if found is not None:
                 return Evidence(found.hint, True)
