@@ -96,7 +96,7 @@ class FileFacts:
         self._whole = tree
         self._called: dict[int, set[str]] = {}
         self.star_called: set[str] = set()     # names called with `*args`/`**kwargs`
-        self._init_names: dict[int, tuple[set[str], set[str]]] = {}  # an __init__'s parameters, rebound names
+        self._hosts: Optional[_HostTensors] = None  # DL017's value questions (built when asked)
         self._bind_counts: Optional[dict[str, int]] = None
         self._module_classes: Optional[set[str]] = None
         self.star_import = False
@@ -376,56 +376,13 @@ class FileFacts:
         construction: `read_after_construction`, a second access at least)."""
         return self._attribute_counts.get(attr, 0)
 
-    def _may_be_host_tensor(self, value: ast.AST, init: ast.AST, owner: ast.ClassDef) -> bool:
-        """A value `__init__` stores that the semantic model may find a tensor on the host
-        (DL017's `_cpu_tensor`): not a literal or display (`never_tensor`), not a Parameter
-        or Buffer (`_plain_value`), not a module's constructor nor a builtin's number, not
-        a parameter of `__init__` whose value the file's calls do not give
-        (`_unknown_parameter`) nor an attribute of one, and not an operation (arithmetic,
-        a comparison, `and`/`or`, `a if c else b`) none of whose operands may be a tensor
-        (semantic/model.py: an operation gives a tensor only from a tensor operand)."""
-        if isinstance(value, _NEVER_TENSOR) or _constant(value):
-            return False
-        kind = type(value)
-        if kind is ast.Call:
-            return not self._makes_module_or_number(value)
-        if kind is ast.Name:
-            return not self._unknown_parameter(value.id, init, owner)
-        if kind is ast.Attribute:
-            base = value.value
-            me = _self_param(init)
-            return not (type(base) is ast.Name and base.id != me and self._unknown_parameter(base.id, init, owner))
-        if kind is ast.BinOp:
-            return self._may_be_host_tensor(value.left, init, owner) or self._may_be_host_tensor(value.right, init, owner)
-        if kind is ast.UnaryOp:
-            return type(value.op) is not ast.Not and self._may_be_host_tensor(value.operand, init, owner)
-        if kind is ast.BoolOp:
-            return any(self._may_be_host_tensor(v, init, owner) for v in value.values)
-        if kind is ast.Compare:
-            if any(type(op) in (ast.In, ast.NotIn, ast.Is, ast.IsNot) for op in value.ops):
-                return False  # a bool
-            return any(self._may_be_host_tensor(v, init, owner) for v in [value.left, *value.comparators])
-        if kind is ast.IfExp:
-            return self._may_be_host_tensor(value.body, init, owner) or self._may_be_host_tensor(value.orelse, init, owner)
-        return True
-
-    def _unknown_parameter(self, name: str, init: ast.AST, owner: ast.ClassDef) -> bool:
-        """`name` is a parameter of `__init__` that it does not rebind and whose value the
-        model does not know (`_param_value`: what every call of the file passes, else its
-        annotation, a device default or a device name, none of them a host tensor): the
-        file makes no call of the class or of an `__init__` with arguments (nor spawns), or
-        a call of the class passes `*args`/`**kwargs` (`_passed_arguments`), where the
-        class's name is bound once (that call is its)."""
-        names = self._init_names.get(id(init))
-        if names is None:
-            names = self._init_names[id(init)] = (_parameters(init), _rebound(init))
-        if name not in names[0] or name in names[1]:
-            return False
-        called = self.called_names()
-        if not (owner.name in called or "spawn" in called or any(
-                n == "__init__" and f & WITH_ARGS for n, f in self.attr_calls.items())):
-            return True
-        return owner.name in self._star_called() and self.binding_counts().get(owner.name) == 1
+    def _may_be_host_tensor(self, value: ast.AST, method: ast.AST, owner: ast.ClassDef) -> bool:
+        """A value a construction method stores that the semantic model may find a tensor
+        on the host (DL017's `_cpu_tensor`): `_HostTensors.host`, read where `method`
+        reads it."""
+        if self._hosts is None:
+            self._hosts = _HostTensors(self)
+        return self._hosts.host(value, method)
 
     def _makes_module_or_number(self, call: ast.Call) -> bool:
         """`call` makes a module (a torch.nn class, an nn.Module class of this file or, per
@@ -1001,6 +958,651 @@ def _keeps_tensor_attribute(owner: ast.ClassDef, may_be_host_tensor, built=froze
                 read.add(node.attr)
     # (what a value may be is the dearer question: asked only of attributes read elsewhere)
     return any(may_be_host_tensor(value, method, owner) for attr in read for value, method in stored[attr])
+
+
+class _HostTensors:
+    """DL017's question of a value its detection reads (`_cpu_tensor`: does the semantic
+    model find a plain tensor on the host there?), asked of the `ast` as a superset that
+    follows the data flow the model follows: a name through every binding of it in its
+    function (flow-insensitively: the model's reaching definitions are some of them), a
+    parameter through what every call of its function in the file passes
+    (`SemanticModel._param_value`: only call sites give a parameter a host tensor; an
+    annotation, a device default or name, a collate input never do), `self.x` through
+    every `self.x = ...` of the class's methods (`self_attribute`), and a call through what
+    its callee may be (`_call_value`: a class, a function of the file and its returns, a
+    method of the class and its returns, an import none of whose names the API table or
+    the project knows). Anything else may be a host tensor. Depth-bounded; a value asked
+    again while it is being answered may be one (cycles answer "may")."""
+
+    MAX_DEPTH = 12
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
+        self.scope_of: dict[int, Optional[ast.AST]] = {}   # id(function or call) -> enclosing scope
+        self.calls: dict[str, list[ast.Call]] = {}          # last name of the callee -> calls
+        self.module_binds: dict[str, list[tuple[str, Optional[ast.AST]]]] = {}
+        self.stores: dict[str, int] = {}                    # attribute -> stores anywhere (`x.attr = `)
+        self.attr_receivers: set[str] = set()               # `x.attr.m(...)`: attr may move in place
+        self.methods: dict[str, list[ast.AST]] = {}         # name -> methods of the file's classes
+        self._locals: dict[int, dict[str, list[tuple[str, Optional[ast.AST]]]]] = {}
+        self._active: set = set()
+        self._memo: dict = {}
+        self._walk(facts._whole)
+
+    # -- the file's shapes ------------------------------------------------------------------
+    def _walk(self, tree: ast.Module) -> None:
+        stack: list[tuple[ast.AST, Optional[ast.AST]]] = [(tree, None)]
+        while stack:
+            node, scope = stack.pop()
+            kind = type(node)
+            inner = scope
+            if kind in _FUNCTIONS or kind is ast.Lambda or kind is ast.ClassDef:
+                self.scope_of[id(node)] = scope
+                if kind in _FUNCTIONS and type(scope) is ast.ClassDef and node in scope.body:
+                    self.methods.setdefault(node.name, []).append(node)
+                if scope is None and kind is not ast.Lambda:
+                    self.module_binds.setdefault(node.name, []).append(("def" if kind in _FUNCTIONS else "class", node))
+                inner = node
+            elif kind is ast.Call:
+                self.scope_of[id(node)] = scope
+                func = node.func
+                last = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
+                if last is not None:
+                    self.calls.setdefault(last, []).append(node)
+                if type(func) is ast.Attribute and type(func.value) is ast.Attribute:
+                    self.attr_receivers.add(func.value.attr)
+            elif kind is ast.Attribute and type(node.ctx) is not ast.Load:
+                self.stores[node.attr] = self.stores.get(node.attr, 0) + 1
+            elif scope is None:
+                if kind is ast.Assign:
+                    for target in node.targets:
+                        if type(target) is ast.Name:
+                            self.module_binds.setdefault(target.id, []).append(("value", node.value))
+                elif kind in (ast.Import, ast.ImportFrom):
+                    for alias in node.names:
+                        if alias.name != "*":
+                            self.module_binds.setdefault(alias.asname or alias.name.partition(".")[0], []).append(("import", None))
+            for child in _child_nodes(node):
+                # (a function's decorators, defaults and annotations run in the enclosing scope,
+                # its body in its own: the body's scope is what names are looked up in)
+                stack.append((child, inner if kind not in _FUNCTIONS or child in node.body else scope))
+
+    def _bindings(self, function: ast.AST) -> dict[str, list[tuple[str, Optional[ast.AST]]]]:
+        """Every binding of a name in the function's own code: ("param", None), ("value",
+        the expression a plain `name = value` assigns), or ("other", None) for any other
+        (unpacking, loops, comprehensions, `with`, imports, `global`, augmented
+        assignments, `except ... as`, nested definitions, match captures)."""
+        found = self._locals.get(id(function))
+        if found is not None:
+            return found
+        found = self._locals[id(function)] = {}
+        for name in _parameters(function):
+            found.setdefault(name, []).append(("param", None))
+        plain: set[int] = set()
+        stored: list[ast.Name] = []
+        for node in _own_nodes(function):
+            kind = type(node)
+            if kind is ast.Name:
+                if type(node.ctx) is not ast.Load:
+                    stored.append(node)
+            elif kind is ast.Assign:
+                for target in node.targets:
+                    if type(target) is ast.Name:
+                        plain.add(id(target))
+                        found.setdefault(target.id, []).append(("value", node.value))
+            elif kind is ast.AnnAssign:
+                if node.value is not None and type(node.target) is ast.Name:
+                    plain.add(id(node.target))
+                    found.setdefault(node.target.id, []).append(("value", node.value))
+            elif kind is ast.NamedExpr:
+                plain.add(id(node.target))
+                found.setdefault(node.target.id, []).append(("value", node.value))
+            elif kind is ast.ExceptHandler or kind is ast.MatchAs or kind is ast.MatchStar:
+                if node.name:
+                    found.setdefault(node.name, []).append(("other", None))
+            elif kind is ast.MatchMapping:
+                if node.rest:
+                    found.setdefault(node.rest, []).append(("other", None))
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                for alias in node.names:
+                    found.setdefault(alias.asname or alias.name.partition(".")[0], []).append(("other", None))
+            elif kind is ast.Global or kind is ast.Nonlocal:
+                for name in node.names:
+                    found.setdefault(name, []).append(("other", None))
+            elif kind in _NESTED_SCOPES:
+                found.setdefault(node.name, []).append(("other", None))
+        for node in stored:
+            if id(node) not in plain:
+                found.setdefault(node.id, []).append(("other", None))
+        return found
+
+    def _method_owner(self, function: ast.AST) -> Optional[ast.ClassDef]:
+        scope = self.scope_of.get(id(function))
+        return scope if type(scope) is ast.ClassDef and function in scope.body else None
+
+    def _top_level(self, function: ast.AST) -> bool:
+        """No function encloses it: the names it does not bind are the module's."""
+        scope = self.scope_of.get(id(function))
+        while scope is not None:
+            if type(scope) is not ast.ClassDef:
+                return False
+            scope = self.scope_of.get(id(scope))
+        return True
+
+    # -- may a value be a tensor on the host? ----------------------------------------------
+    def host(self, value: ast.AST, scope: Optional[ast.AST], depth: int = 0) -> bool:
+        if isinstance(value, _NEVER_TENSOR) or _constant(value):
+            return False
+        if depth > self.MAX_DEPTH:
+            return True
+        kind = type(value)
+        if kind is ast.Name:
+            return self._name(value.id, scope, depth, self.host, self._param_host)
+        if kind is ast.Attribute:
+            base = value.value
+            owner = self._self_class(base, scope)
+            if owner is not None:
+                return self._self_attribute(owner, value.attr, depth)
+            if self._of_import(value, scope):
+                return False
+            return not self.attributes_plain(base, scope, depth + 1)
+        if kind is ast.Call:
+            return not self.facts._makes_module_or_number(value) and self._call(value, scope, depth)
+        if kind is ast.BinOp:
+            return self.host(value.left, scope, depth + 1) or self.host(value.right, scope, depth + 1)
+        if kind is ast.UnaryOp:
+            return type(value.op) is not ast.Not and self.host(value.operand, scope, depth + 1)
+        if kind is ast.BoolOp:
+            return any(self.host(v, scope, depth + 1) for v in value.values)
+        if kind is ast.Compare:
+            if any(type(op) in (ast.In, ast.NotIn, ast.Is, ast.IsNot) for op in value.ops):
+                return False  # a bool
+            return any(self.host(v, scope, depth + 1) for v in [value.left, *value.comparators])
+        if kind is ast.IfExp:
+            return self.host(value.body, scope, depth + 1) or self.host(value.orelse, scope, depth + 1)
+        if kind is ast.NamedExpr:
+            return self.host(value.value, scope, depth + 1)
+        return True
+
+    def _name(self, name: str, scope, depth: int, ask, ask_param) -> bool:
+        """`ask` ("may") of every binding the name may have where `scope` reads it."""
+        if type(scope) in _FUNCTIONS:
+            binds = self._bindings(scope).get(name)
+            if binds:
+                for kind, bound in binds:
+                    if kind == "other":
+                        return True
+                    if kind == "param" and ask_param(scope, name, depth + 1):
+                        return True
+                    if kind == "value" and ask(bound, scope, depth + 1):
+                        return True
+                return False
+            if not self._top_level(scope):
+                return True  # a free name of an enclosing function
+        elif scope is not None:
+            return True  # a lambda's parameter or a class body's name
+        return self._module_name(name, depth, ask)
+
+    def _module_name(self, name: str, depth: int, ask) -> bool:
+        """A module-level name bound once (in the whole file, `global` writers included):
+        a function or class (never a tensor as a value), an import (the model's
+        `_import_value`: a dtype, a class, a number, never a tensor), or one plain
+        assignment (its value, asked)."""
+        binds = self.module_binds.get(name)
+        if not binds or len(binds) != 1 or self.facts.binding_counts().get(name) != 1:
+            return True
+        kind, bound = binds[0]
+        if kind == "value":
+            return ask(bound, None, depth + 1)
+        if ask == self.host:
+            return False
+        return True  # (callees and attribute owners are asked by their own questions)
+
+    def _param_host(self, function: ast.AST, name: str, depth: int) -> bool:
+        return self._param(function, name, depth, self.host)
+
+    def _param(self, function: ast.AST, name: str, depth: int, ask) -> bool:
+        """`SemanticModel._param_value`: a host tensor only from what the file's calls of
+        the function pass (`_call_site_value`: its first parameter, in a class body, none;
+        a call passing `*args`/`**kwargs` makes the calls say nothing; a call that passes
+        nothing for it passes its default): `ask` of every argument of every call whose
+        callee's last name is the function's (or, for `__init__`, its class's), and of its
+        default. A `torch.multiprocessing.spawn` anywhere: may."""
+        owner = self._method_owner(function)
+        args = function.args
+        positional = args.posonlyargs + args.args
+        if owner is not None and positional and positional[0].arg == name:
+            return False  # `self` (the model: no call-site value)
+        key = ("param", id(function), name, ask)
+        if key in self._active:
+            return True
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        self._active.add(key)
+        try:
+            found = self._param_uncached(function, name, owner, depth, ask)
+        finally:
+            self._active.discard(key)
+        self._memo[key] = found
+        return found
+
+    def _param_uncached(self, function, name: str, owner, depth: int, ask) -> bool:
+        annotated = _annotation_kind(_annotation_of(function, name))
+        if ask == self.host and annotated in ("plain", "other"):
+            return False  # (the model: the annotation's kind, unless the calls' agrees)
+        if ask == self._attributes_not_plain and annotated == "plain":
+            return False
+        if "spawn" in self.calls:
+            return True
+        calls = list(self.calls.get(function.name, ()))
+        if function.name == "__init__" and owner is not None:
+            calls += self.calls.get(owner.name, ())
+        args = function.args
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        index = positional.index(name) if name in positional else None
+        # (`_passed_arguments`: a method's call passes `self` implicitly)
+        at = index - 1 if owner is not None and index is not None else index
+        default = _default_of(function, name)
+        outer = self.scope_of.get(id(function))
+        while type(outer) is ast.ClassDef:
+            outer = self.scope_of.get(id(outer))
+        for call in calls:
+            if any(type(a) is ast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
+                continue  # (the model: no call-site value at all, or not this function's call)
+            if type(call.func) is ast.Attribute and type(call.func.value) is not ast.Name:
+                continue  # `super().__init__(...)`, `a.b.f(...)`: `_call_sites` matches `x.f(...)` only
+            # `call_arg(call, at, name)`, else the default
+            if at is not None and at < len(call.args):
+                passed, where = call.args[at], self.scope_of.get(id(call))
+            else:
+                passed = next((k.value for k in call.keywords if k.arg == name), None)
+                where = self.scope_of.get(id(call))
+                if passed is None:
+                    passed, where = default, outer
+            if passed is not None and ask(passed, where, depth + 1):
+                return True
+        return False
+
+    def _self_class(self, base: ast.AST, scope) -> Optional[ast.ClassDef]:
+        """`SemanticModel._self_class`: the class of a method whose first parameter `base`
+        names (not a static method)."""
+        if type(base) is not ast.Name or type(scope) not in _FUNCTIONS:
+            return None
+        owner = self._method_owner(scope)
+        if owner is None:
+            return None
+        return owner if _model_self(scope) == base.id else None
+
+    def _self_attribute(self, owner: ast.ClassDef, attr: str, depth: int) -> bool:
+        """`SemanticModel.self_attribute`: what the class's methods store in `self.attr`
+        (plain `self.attr = value` statements only, every store of that name in the file
+        being one of them, none moved in place: `self.attr.cpu()`); without a store in the
+        class, may (a base's, another file's)."""
+        key = ("self", id(owner), attr)
+        if key in self._active:
+            return True
+        found = self._memo.get(key)
+        if found is None:
+            self._active.add(key)
+            try:
+                found = self._self_attribute_uncached(owner, attr, depth)
+            finally:
+                self._active.discard(key)
+            self._memo[key] = found
+        return found
+
+    def _self_attribute_uncached(self, owner: ast.ClassDef, attr: str, depth: int) -> bool:
+        if attr in self.attr_receivers:
+            return True
+        values = []
+        for statement in owner.body:
+            if type(statement) not in _FUNCTIONS:
+                continue
+            me = _model_self(statement)
+            if me is None:
+                continue
+            for node in _own_nodes(statement):
+                kind = type(node)
+                if kind is ast.Assign or kind is ast.AnnAssign and node.value is not None:
+                    for target in (node.targets if kind is ast.Assign else [node.target]):
+                        if type(target) is ast.Attribute and target.attr == attr \
+                                and type(target.value) is ast.Name and target.value.id == me:
+                            values.append((node.value, statement))
+        if not values or len(values) != self.stores.get(attr, 0):
+            return True
+        return any(self.host(value, method, depth + 1) for value, method in values)
+
+    def attributes_plain(self, base: ast.AST, scope, depth: int) -> bool:
+        """No attribute of the value is a tensor (the model's `_attribute_value`): a
+        literal, a display, an object of a class of the file that is no module, a
+        parameter no call passes anything else, through names."""
+        if isinstance(base, _NEVER_TENSOR) or _constant(base):
+            return True
+        if depth > self.MAX_DEPTH:
+            return False
+        kind = type(base)
+        if (kind is ast.Name or kind is ast.Attribute) and self._of_import(base, scope):
+            return True
+        if kind is ast.Name:
+            return not self._name(base.id, scope, depth, self._attributes_not_plain, self._param_attributes_not_plain)
+        if kind is ast.Call and type(base.func) is ast.Name:
+            return self._plain_class(base.func.id, scope)
+        return False
+
+    def _of_import(self, node: ast.AST, scope) -> bool:
+        """`node` (a name or a dotted name) reads a name only a module-level import binds in
+        the file: the model's value of it, and of any attribute of it, comes from its
+        qualified name (`_import_value`, `_qualified_value`: a dtype, a class, a number, a
+        legacy tensor type) and is no tensor, nor anything with tensor attributes."""
+        dotted = _dotted(node)
+        if dotted is None:
+            return False
+        head = dotted.partition(".")[0]
+        if type(scope) in _FUNCTIONS:
+            if head in self._bindings(scope) or not self._top_level(scope):
+                return False
+        elif scope is not None:
+            return False
+        return self.module_binds.get(head) == [("import", None)] and self.facts.binding_counts().get(head) == 1
+
+    def _attributes_not_plain(self, value, scope, depth) -> bool:
+        return not self.attributes_plain(value, scope, depth)
+
+    def _param_attributes_not_plain(self, function, name: str, depth: int) -> bool:
+        return self._param(function, name, depth, self._attributes_not_plain)
+
+    def _plain_class(self, name: str, scope) -> bool:
+        """`name`, read in `scope`, is a class of the file (bound once) that is no module:
+        what calling it makes has no tensor attributes the model knows of."""
+        if type(scope) in _FUNCTIONS and name in self._bindings(scope):
+            return False
+        if scope is not None and type(scope) in _FUNCTIONS and not self._top_level(scope):
+            return False
+        binds = self.module_binds.get(name)
+        return bool(binds) and len(binds) == 1 and binds[0][0] == "class" \
+            and self.facts.binding_counts().get(name) == 1 and name not in self.facts.module_classes()
+
+    def _call(self, call: ast.Call, scope, depth: int) -> bool:
+        """What the call returns may be a host tensor (`SemanticModel._call_value`)."""
+        func = call.func
+        if type(func) is ast.Name:
+            name = func.id
+            if type(scope) in _FUNCTIONS and name in self._bindings(scope):
+                return self._name(name, scope, depth, self._callee_unsafe, self._param_callee_unsafe)
+            if scope is not None and (type(scope) not in _FUNCTIONS or not self._top_level(scope)):
+                return True
+            return self._module_callee(name, func, depth)
+        if type(func) is ast.Attribute:
+            owner = self._self_class(func.value, scope)
+            if owner is not None:
+                return self._method_returns(func.attr, depth)
+            dotted = _dotted(func)
+            if dotted is not None and type(scope) in _FUNCTIONS and dotted.partition(".")[0] in self._bindings(scope):
+                return True
+            if dotted is not None and (scope is None or type(scope) in _FUNCTIONS and self._top_level(scope)):
+                return not self._import_call_safe(dotted, func.attr)
+        return True
+
+    def _module_callee(self, name: str, func: ast.AST, depth: int) -> bool:
+        binds = self.module_binds.get(name)
+        if not binds and name in _HOST_FREE_BUILTINS and name not in self.facts.bound_names():
+            return False
+        if not binds or len(binds) != 1 or self.facts.binding_counts().get(name) != 1:
+            return True
+        kind, bound = binds[0]
+        if kind == "class":
+            return False  # a module, a dataset, or an object the model does not follow
+        if kind == "def":
+            return self._returns(bound, depth)
+        if kind == "import":
+            return not self._import_call_safe(name, name)
+        return self._callee_unsafe(bound, None, depth + 1)
+
+    def _callee_unsafe(self, callee: ast.AST, scope, depth: int) -> bool:
+        """Calling the value of `callee` may give a host tensor: unless it is a literal
+        (`None`), a module class (its call makes a module), a class or function of the file
+        whose call gives none, an import that is no tensor function, or a name bound only
+        to such (through parameters' arguments)."""
+        if _constant(callee):
+            return False
+        if depth > self.MAX_DEPTH:
+            return True
+        kind = type(callee)
+        if kind is ast.Name or kind is ast.Attribute:
+            dotted = _dotted(callee)
+            if dotted is not None:
+                quals = self.facts._qualnames(dotted)
+                if quals and all(_is_module_class(q) for q in quals):
+                    return False
+        if kind is ast.Name:
+            name = callee.id
+            if type(scope) in _FUNCTIONS and name in self._bindings(scope):
+                return self._name(name, scope, depth, self._callee_unsafe, self._param_callee_unsafe)
+            if scope is not None and (type(scope) not in _FUNCTIONS or not self._top_level(scope)):
+                return True
+            if name in _NO_TENSOR_BUILTINS and name not in self.facts.bound_names():
+                return False
+            return self._module_callee(name, callee, depth)
+        if kind is ast.Attribute:
+            dotted = _dotted(callee)
+            if dotted is None or type(scope) in _FUNCTIONS and dotted.partition(".")[0] in self._bindings(scope):
+                return True
+            if scope is not None and (type(scope) not in _FUNCTIONS or not self._top_level(scope)):
+                return True
+            return not self._import_call_safe(dotted, callee.attr)
+        if kind is ast.Call:
+            return not self._makes_no_known_value(callee, scope)
+        return True
+
+    def _makes_no_known_value(self, call: ast.Call, scope) -> bool:
+        """`call` (`functools.partial(nn.LayerNorm, eps=1e-6)`) calls an import that gives
+        no tensor (`_import_call_safe`) nor a module (not a torch.nn class, a model factory,
+        a class of another local module): the model knows nothing of what it makes, and
+        calling that gives nothing known either (`_call_value`: unknown)."""
+        func = call.func
+        if not self._of_import(func, scope):
+            return False
+        dotted = _dotted(func)
+        last = dotted.rsplit(".", 1)[-1]
+        if not self._import_call_safe(dotted, last):
+            return False
+        from devicelint.semantic.api import torch_api
+
+        api = torch_api()
+        for qual in self.facts._qualnames(dotted):
+            tail = qual.rsplit(".", 1)[-1]
+            if qual.startswith(".") or api.is_module_class(qual) or qual.startswith(("torch.", "torchvision.")) and tail[:1].isupper() \
+                    or qual.startswith(api.module_factory_prefixes):
+                return False
+        view = self.facts.view()
+        symbol = view.resolve(dotted) if view is not None else None
+        return symbol is None or symbol.kind not in ("class", "function")
+
+    def _param_callee_unsafe(self, function, name: str, depth: int) -> bool:
+        return self._param(function, name, depth, self._callee_unsafe)
+
+    def _returns(self, function: ast.AST, depth: int) -> bool:
+        """`returned_value`: any of its returns."""
+        key = ("returns", id(function))
+        if key in self._active:
+            return True
+        found = self._memo.get(key)
+        if found is None:
+            self._active.add(key)
+            try:
+                # (a generator's returns are none in the model: asked all the same)
+                found = any(self.host(node.value, function, depth + 1) for node in _own_nodes(function)
+                            if type(node) is ast.Return and node.value is not None)
+            finally:
+                self._active.discard(key)
+            self._memo[key] = found
+        return found
+
+    def _method_returns(self, name: str, depth: int) -> bool:
+        """`self.name(...)`: the model asks the receiver (`self`: of no known kind) first:
+        a move or tensor-only method may give a tensor; then `self.name` (a stored value:
+        may; a method of the class or of a base in the file: its returns)."""
+        if name in ("to", "cuda", "cpu", "type") or name in _tensor_only_methods():
+            return True
+        if self.stores.get(name):
+            return True
+        methods = self.methods.get(name)
+        if not methods:
+            return False  # (the model: of unknown kind)
+        return any(self._returns(m, depth + 1) for m in methods)
+
+    def _import_call_safe(self, dotted: str, last: str) -> bool:
+        """Calling `dotted`, an import's name (or a member of one), gives no tensor in the
+        model: every qualified name it may stand for is unknown to the API table (no
+        function, no legacy tensor type, none of the few calls `_qualified_call` follows)
+        and not another local module's (the project index), nor a method that the model
+        applies to a receiver of unknown kind (`to`, `.float()`: tensor-only methods)."""
+        if last in ("to", "cuda", "cpu", "type") or last in _tensor_only_methods():
+            return False
+        if not self.facts._may_be_imported(dotted) or self.facts.star_import:
+            return False
+        if dotted.partition(".")[0] in self.facts.alias_heads:
+            return False
+        head = dotted.partition(".")[0]
+        if self.facts.binding_counts().get(head) != 1:
+            return False
+        quals = self.facts._qualnames(dotted)
+        if not quals:
+            return False
+        from devicelint.semantic.api import torch_api
+
+        api = torch_api()
+        for qual in quals:
+            if qual.endswith("Tensor") or qual in _FOLLOWED_CALLS or api.function(qual) is not None:
+                return False
+            # (a relative import: whatever package the model reads it in, no API name ends so)
+            if qual.startswith(".") and qual.lstrip(".") in _api_suffixes():
+                return False
+        # A function of another local module gives no host tensor in the model either:
+        # `_project_returned` takes only device data from it, `_project_loader` a loader or
+        # a device.
+        return True
+
+
+_SUFFIXES: Optional[frozenset] = None
+
+
+def _api_suffixes() -> frozenset:
+    """Every dotted tail of the API table's functions and of `_FOLLOWED_CALLS`
+    (`zeros`, `nn.Parameter`, `torch.nn.Parameter`)."""
+    global _SUFFIXES
+    if _SUFFIXES is None:
+        from devicelint.semantic.api import torch_api
+
+        found = set()
+        for qual in [*torch_api().functions, *_FOLLOWED_CALLS]:
+            parts = qual.split(".")
+            found.update(".".join(parts[i:]) for i in range(len(parts)))
+        _SUFFIXES = frozenset(found)
+    return _SUFFIXES
+
+
+# Builtins whose call gives no tensor (semantic/model.py `_builtin_call`: numbers, strings,
+# flags, new sequences and mappings, `None`; not `abs`/`sum`/`min`/`max`/`iter`/`next`).
+_HOST_FREE_BUILTINS = frozenset({"len", "int", "float", "round", "ord", "hash", "str", "repr", "format", "chr",
+                                 "hex", "oct", "bin", "bool", "isinstance", "callable", "hasattr", "list",
+                                 "tuple", "sorted", "reversed", "set", "dict", "range", "enumerate", "zip",
+                                 "print"})
+# Qualified calls whose value `_qualified_call` takes from their arguments.
+_FOLLOWED_CALLS = frozenset({"torch.compile", "torch.jit.script", "torch.jit.trace", "torch.nn.Parameter",
+                             "torch.nn.parameter.Parameter", "numpy.squeeze", "random.sample", "random.choices"})
+_TENSOR_ONLY: Optional[frozenset] = None
+
+
+def _tensor_only_methods() -> frozenset:
+    global _TENSOR_ONLY
+    if _TENSOR_ONLY is None:
+        from devicelint.semantic.api import torch_api
+
+        _TENSOR_ONLY = frozenset(torch_api().tensor_only_methods)
+    return _TENSOR_ONLY
+
+
+def _annotation_of(function: ast.AST, name: str) -> Optional[ast.AST]:
+    args = function.args
+    for param in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
+        if param.arg == name:
+            return param.annotation
+    return None
+
+
+# Last names of annotations the model reads as a number, a flag, a string or a NumPy array
+# (`SemanticModel.annotation_value`), and the sequences' heads.
+_PLAIN_ANNOTATIONS = frozenset({"int", "float", "complex", "bool", "str", "ndarray"})
+_SEQUENCE_ANNOTATIONS = frozenset({"List", "list", "Sequence", "Tuple", "tuple", "Iterable"})
+
+
+def _annotation_kind(node: Optional[ast.AST], depth: int = 0) -> str:
+    """What `SemanticModel.annotation_value` makes of a parameter's annotation: "plain" (a
+    number, flag, string, array, None or sequence: no attribute of it is a tensor either),
+    "other" (some kind that is no tensor: not read here), or "unknown" (unknown, a tensor, or
+    anything not judged here). A parameter whose annotation is of a kind, and not a tensor,
+    never holds a tensor in the model (`_param_value`: the calls' value only where its kind
+    agrees)."""
+    if node is None or depth > 8:
+        return "unknown"
+    kind = type(node)
+    if kind is ast.Constant:
+        if node.value is None:
+            return "plain"
+        if isinstance(node.value, str):
+            try:
+                return _annotation_kind(ast.parse(node.value, mode="eval").body, depth + 1)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return "unknown"
+        return "unknown"
+    if kind is ast.Subscript:
+        head = _dotted(node.value) or ""
+        last = head.rsplit(".", 1)[-1]
+        if last == "Optional":
+            return _annotation_kind(node.slice, depth + 1)
+        return "plain" if last in _SEQUENCE_ANNOTATIONS else "unknown"
+    if kind is ast.BinOp and type(node.op) is ast.BitOr:
+        left, right = _annotation_kind(node.left, depth + 1), _annotation_kind(node.right, depth + 1)
+        if _is_none(node.left):
+            return right
+        if _is_none(node.right):
+            return left
+        return "unknown"  # (a join of two kinds: known only when they are the same)
+    dotted = _dotted(node)
+    if dotted is not None:
+        last = dotted.rsplit(".", 1)[-1]
+        if last == "Tensor":
+            return "unknown"
+        if last in _PLAIN_ANNOTATIONS:
+            return "plain"
+    return "unknown"
+
+
+def _is_none(node: ast.AST) -> bool:
+    return type(node) is ast.Constant and node.value is None
+
+
+def _default_of(function: ast.AST, name: str) -> Optional[ast.AST]:
+    args = function.args
+    positional = args.posonlyargs + args.args
+    for param, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+        if param.arg == name:
+            return default
+    for param, default in zip(args.kwonlyargs, args.kw_defaults):
+        if param.arg == name:
+            return default
+    return None
+
+
+def _model_self(method: ast.AST) -> Optional[str]:
+    """The first parameter of a method that the model reads `x.attr` of as the instance's
+    (`SemanticModel._self_class`: any method but a static one, class methods included)."""
+    if any(_dotted(d) == "staticmethod" for d in method.decorator_list):
+        return None
+    params = method.args.posonlyargs or method.args.args
+    return params[0].arg if params else None
 
 
 # Builtins whose result is never a module (semantic/model.py `_builtin_call`; `dict(...)`,

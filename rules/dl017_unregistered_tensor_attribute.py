@@ -125,9 +125,15 @@ class UnregisteredTensorAttribute(Rule):
 
     @staticmethod
     def gate(facts) -> bool:
-        """Reported at a `self.x = ...` of the `__init__` of an nn.Module class, whose
-        value is a tensor on the host: something in the file makes one (`cpu_source`)
-        (devicelint/gate.py)."""
+        """Reported at a `self.x = ...` of a construction method (`__init__`, a method it
+        or a base's `__init__` calls) of an nn.Module class defining no `to`/`cuda`/`_apply`,
+        read by another method (`_first_use`), whose value the semantic model finds a plain
+        tensor on the host (`_cpu_tensor`): something in the file makes one (`cpu_source`),
+        and the stored value may be one as the model follows it (devicelint/gate.py
+        `_HostTensors`: a name through its bindings, a parameter through what the file's
+        calls pass unless its annotation is of another kind, `self.y` through the class's
+        stores, a call through its callee: a module class, the file's function or method
+        and its returns, an import the API table does not know give none)."""
         return facts.cpu_source() and facts.module_class_with(stores=True)
     fixable = True
 

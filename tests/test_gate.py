@@ -307,6 +307,74 @@ def test_gate_says_cannot_fire_on_these_near_misses(code, text):
     assert facts is not None and not all_rules()[code].gate(facts)
 
 
+# DL017's gate follows the data flow the model follows (gate._HostTensors): near misses that
+# the gate of session 12 let through (each stored value "may be a host tensor" there) and
+# that the rule, run without the gate, does not report; and stores the rule does report,
+# through the same paths, that the gate must let through.
+_DL017_NEAR_MISSES = {
+    "a parameter annotated float, whatever the calls pass (`annotation_value`)":
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self, w: float):\n        self.w = w\n"
+        + _READ_W + "m = M(torch.zeros(1))\n",
+    "a parameter every call of the file passes a number, through a function's parameter":
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self, w):\n        self.w = w\n"
+        + _READ_W + "def build(n):\n    return M(n)\nm = build(4)\nz = torch.zeros(3)\n",
+    "what a function of the file returns: a module":
+        "import torch\ndef make(c):\n    return torch.nn.BatchNorm2d(c)\nclass M(torch.nn.Module):\n"
+        "    def __init__(self):\n        self.w = make(3)\n" + _READ_W + "z = torch.zeros(3)\n",
+    "a callee bound to module classes only (its default, what the calls pass)":
+        "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, act=None):\n"
+        "        if act is None:\n            act = nn.ReLU\n        self.w = act()\n"
+        + _READ_W + "m = M(act=nn.GELU)\nz = torch.zeros(3)\n",
+    "a call of an import the API table does not know":
+        "import torch\nfrom torch.ao.quantization import DeQuantStub\nclass M(torch.nn.Module):\n"
+        "    def __init__(self):\n        self.w = DeQuantStub()\n" + _READ_W + "z = torch.zeros(3)\n",
+    "a comparison of numbers the calls pass, one through `self.stride`":
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self, stride, cin, cout):\n"
+        "        self.stride = stride\n        self.w = self.stride == 1 and cin == cout\n"
+        + _READ_W + "m = M(1, 2, 3)\nz = torch.zeros(3)\n",
+    "a callee bound to `functools.partial(...)` of a module class (a value the model does not know)":
+        "import torch\nfrom functools import partial\nclass M(torch.nn.Module):\n"
+        "    def __init__(self, norm=None):\n        if norm is None:\n"
+        "            norm = partial(torch.nn.LayerNorm, eps=1e-6)\n        self.w = norm(3)\n"
+        + _READ_W + "z = torch.zeros(3)\n",
+    "what a method of the class returns: a module":
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        self.w = self._make(2)\n"
+        "    def _make(self, n):\n        return torch.nn.Sequential(*[torch.nn.Linear(n, n)])\n"
+        + _READ_W + "z = torch.zeros(3)\n",
+}
+_DL017_THROUGH_THE_FLOW = {
+    "a host tensor passed through a function's parameter to the constructor":
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self, w):\n        super().__init__()\n"
+        "        self.w = w\n" + _READ_W + "def build(t):\n    return M(t)\nm = build(torch.zeros(3))\n",
+    "what a function and a method of the file return":
+        "import torch\ndef make():\n    return torch.ones(3)\nclass M(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.w = make()\n"
+        "        self.v = self._init_v()\n    def _init_v(self):\n        return torch.zeros(3)\n"
+        "    def forward(self, x):\n        return x + self.w + self.v\n",
+    "a parameter annotated Tensor, a host tensor passed":
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self, w: torch.Tensor):\n"
+        "        super().__init__()\n        self.w = w\n" + _READ_W + "m = M(torch.zeros(3))\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_DL017_NEAR_MISSES))
+def test_dl017_gate_follows_the_flow_to_no_host_tensor(case, monkeypatch):
+    text = _DL017_NEAR_MISSES[case]
+    facts = gate.facts_of("m.py", text)
+    assert facts is not None and not all_rules()["DL017"].gate(facts)
+    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")  # a near miss: the rule itself is silent
+    assert not [f for f in lint_source("m.py", text, enabled_rules(["DL017"])).findings if f.code == "DL017"]
+
+
+@pytest.mark.parametrize("case", sorted(_DL017_THROUGH_THE_FLOW))
+def test_dl017_gate_follows_the_flow_to_a_host_tensor(case, monkeypatch):
+    text = _DL017_THROUGH_THE_FLOW[case]
+    facts = gate.facts_of("m.py", text)
+    assert facts is not None and all_rules()["DL017"].gate(facts)
+    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")  # the rule reports there
+    assert [f for f in lint_source("m.py", text, enabled_rules(["DL017"])).findings if f.code == "DL017"]
+
+
 def test_files_ast_cannot_read_are_not_gated():
     rules = enabled_rules(list(all_rules()))
     assert gate.gated("m.py", "def f(:\n    x.view(1)\n", rules) == rules
