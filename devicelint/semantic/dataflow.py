@@ -2207,34 +2207,79 @@ def _base_name(node: cst.BaseExpression) -> cst.Name:
     return node  # type: ignore[return-value]
 
 
-def used_as_tensor(sem, d: Def) -> bool:
+# Methods NumPy arrays and tensors both have that give back the kind they are called on (an
+# array's `.reshape` an array, a tensor's a tensor): a value computed from another through
+# them, or by indexing, is a tensor exactly when the other is.
+_KIND_KEEPING_METHODS = frozenset(("reshape", "transpose", "squeeze", "flatten", "swapaxes", "copy"))
+_MAX_REBINDINGS = 4
+
+
+def used_as_tensor(sem, d: Def, depth: int = 0) -> bool:
     """The value binding `d` gives is shown to be a tensor by what the code does with it: a
     read is the input of a `torch.*` operation that computes where its input is (`torch.max(
     prob, dim=1)`, `torch.topk(prob, k)`: NumPy arrays and Python objects raise there), or the
     receiver of a method only tensors have (`prob.softmax(-1)`, `logits.topk(k)`). Factories
     that copy data (`torch.tensor(x)`, `torch.as_tensor(x)`) accept arrays: not counted. Used
     where the binding's own expression does not show the kind (a method of a model's own,
-    `model.project(h)`: DL004)."""
+    `model.project(h)`: DL004). Also through what the code computes from it by indexing and
+    the methods arrays share (`.reshape`, `.transpose`, ...), which keep the kind, and binds
+    to one name: `att = model.attention(x)`, `att = att[0, :, 0].reshape(n, -1)`, then
+    `torch.sort(att)` (a few such bindings deep)."""
     for use in uses(sem, d):
-        parent = sem.parent(use)
-        if isinstance(parent, cst.Attribute) and parent.value is use:
-            call = sem.parent(parent)
-            if isinstance(call, cst.Call) and call.func is parent \
-                    and parent.attr.value in sem.api.tensor_only_methods:
-                return True
-            continue
-        if not isinstance(parent, cst.Arg) or parent.star:
-            continue
-        call = sem.parent(parent)
-        if not isinstance(call, cst.Call):
-            continue
-        given = [a for a in call.args if a.keyword is None and not a.star]
-        first = given[0] is parent if given else False
-        if not first and not (parent.keyword is not None and parent.keyword.value == "input"):
-            continue
-        qual = sem.qualname(call.func)
-        spec = sem.api.function(qual) if qual and qual.startswith("torch.") else None
-        if spec is not None and spec.place == "input" and spec.result == "tensor" \
-                and qual not in sem.api.data_to_device:
+        top = use
+        while True:
+            parent = sem.parent(top)
+            if isinstance(parent, cst.Subscript) and parent.value is top:
+                top = parent
+                continue
+            if isinstance(parent, cst.Attribute) and parent.value is top \
+                    and parent.attr.value in _KIND_KEEPING_METHODS:
+                call = sem.parent(parent)
+                if isinstance(call, cst.Call) and call.func is parent:
+                    top = call
+                    continue
+            break
+        if _tensor_use(sem, top):
             return True
+        if depth < _MAX_REBINDINGS:
+            rebound = _single_binding(sem, top)
+            if rebound is not None and used_as_tensor(sem, rebound, depth + 1):
+                return True
     return False
+
+
+def _single_binding(sem, expr: cst.CSTNode) -> Optional[Def]:
+    """The binding `name = expr` gives (one plain name target), else None."""
+    assign = sem.parent(expr)
+    if not (isinstance(assign, cst.Assign) and assign.value is expr and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)):
+        return None
+    name = assign.targets[0].target.value
+    scope = sem.scope_of(assign)
+    for d in sem.flow(scope).all_defs.get(name, ()):
+        if d.node is assign and d.kind == "assign" and not d.path:
+            return d
+    return None
+
+
+def _tensor_use(sem, use: cst.CSTNode) -> bool:
+    """`use` is the receiver of a tensor-only method or the input of a `torch.*` operation
+    that computes where its input is (see `used_as_tensor`)."""
+    parent = sem.parent(use)
+    if isinstance(parent, cst.Attribute) and parent.value is use:
+        call = sem.parent(parent)
+        return isinstance(call, cst.Call) and call.func is parent \
+            and parent.attr.value in sem.api.tensor_only_methods
+    if not isinstance(parent, cst.Arg) or parent.star:
+        return False
+    call = sem.parent(parent)
+    if not isinstance(call, cst.Call):
+        return False
+    given = [a for a in call.args if a.keyword is None and not a.star]
+    first = given[0] is parent if given else False
+    if not first and not (parent.keyword is not None and parent.keyword.value == "input"):
+        return False
+    qual = sem.qualname(call.func)
+    spec = sem.api.function(qual) if qual and qual.startswith("torch.") else None
+    return spec is not None and spec.place == "input" and spec.result == "tensor" \
+        and qual not in sem.api.data_to_device
