@@ -460,6 +460,18 @@ class SyncInLoop(Rule):
                     found = self._evidence(arg.value, depth + 1)
                     if found is not None:
                         return Evidence(found.hint, found.opaque or not follows)
+                if (callee.kind is Kind.MODULE and not stateless) or (unseen and qual is None):
+                    # A model the code does not place, given an argument that one path moves
+                    # (`if args.gpu is not None: input = input.cuda(args.gpu)`): the branch
+                    # does not move the model, and a model on the CPU raises on the moved
+                    # input, so it lives on the device and so does what it returns (on the
+                    # other path a DataParallel scatters the host batch there).
+                    for arg in node.args:
+                        moved = dataflow.conditional_move(sem, arg.value) \
+                            if type(arg.value) is cst.Name else None
+                        found = self._evidence(moved.value, depth + 1) if moved is not None else None
+                        if found is not None:
+                            return Evidence(found.hint, True)
             return None
         if isinstance(node, cst.Subscript):
             return self._evidence(node.value, depth + 1) or self._indexed_element(node, depth + 1)

@@ -434,7 +434,7 @@ GATES_DERIVED_FROM = {
     "DL001": "e935b0d43d0d",
     "DL002": "2f00010a1db5",
     "DL003": "59f18a83dfe0",
-    "DL004": "a65fd0cfc4f2",
+    "DL004": "8b8ec71c428c",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
     "DL007": "65123b043bbd",

@@ -2207,6 +2207,27 @@ def _base_name(node: cst.BaseExpression) -> cst.Name:
     return node  # type: ignore[return-value]
 
 
+def conditional_move(sem, name: cst.Name) -> Optional[Def]:
+    """The binding `x = x.cuda(...)` / `x = x.to(...)` that moves the variable `name` reads
+    under a condition (`if args.gpu is not None: input = input.cuda(args.gpu)`), when the
+    bindings that reach `name` (with a GPU) are that move and the bindings its receiver
+    reads (the value before the move); else None. Whether the target is the device is the
+    caller's question."""
+    defs = sem.gpu_path_defs(sem.defs(name))
+    if len(defs) < 2:
+        return None
+    for d in defs:
+        value = d.value
+        if d.kind != "assign" or d.path or not isinstance(value, cst.Call) \
+                or not isinstance(value.func, cst.Attribute) or value.func.attr.value not in ("cuda", "to") \
+                or type(value.func.value) is not cst.Name or value.func.value.value != name.value:
+            continue
+        before = {id(b) for b in sem.defs(value.func.value)}
+        if before and all(other is d or id(other) in before for other in defs):
+            return d
+    return None
+
+
 # Methods NumPy arrays and tensors both have that give back the kind they are called on (an
 # array's `.reshape` an array, a tensor's a tensor): a value computed from another through
 # them, or by indexing, is a tensor exactly when the other is.
