@@ -41,6 +41,7 @@ class ApiTable:
         self.scheduler_prefixes = tuple(classes.get("scheduler_prefixes", ()))
         self.scalers = frozenset(classes.get("scalers", ()))
         self.events = frozenset(classes.get("events", ()))
+        self.attribute_mappings = frozenset(classes.get("attribute_mappings", ()))
         self.module_factory_prefixes = tuple(classes.get("module_factory_prefixes", ()))
         self.stateless_modules = frozenset(f"torch.nn.{n}" for n in classes.get("stateless_modules", ()))
         self.shape_preserving_modules = frozenset(

@@ -1569,6 +1569,11 @@ class SemanticModel:
                 return base
             if attr in ("shape", "ndim", "size", "dtype"):
                 return NUMBER if attr != "shape" else Value(Kind.SIZE, Place.CPU, element=NUMBER)
+        if base.kind is Kind.MAPPING and base.cls in self.api.attribute_mappings and not hasattr(dict, attr) \
+                and base.element is not None and base.element.kind is Kind.TENSOR:
+            # `inputs.x_src` of `inputs = Munch({...})` holding tensors only: one of them (the
+            # join of every item: any other kind of item, a callable, a number, says nothing).
+            return base.element
         # `self.x` inside a method: every value the class assigns to `self.x`.
         scope = self._function_scope(self.scope_of(node))
         owner = self._self_class(node.value, scope)
@@ -1650,8 +1655,10 @@ class SemanticModel:
             symbol = view.resolve(name) if module else None
             path = symbol.module.key.rsplit(".", 1)[0] \
                 if symbol is not None and symbol.module is not None else ""
+            dotted = symbol.module.name if symbol is not None and symbol.module is not None else ""
             if symbol is None or symbol.name != name or not (
-                    path.endswith(module.replace(".", "/")) or path.endswith(module.replace(".", "/") + "/__init__")):
+                    path.endswith(module.replace(".", "/")) or path.endswith(module.replace(".", "/") + "/__init__")
+                    or dotted == module or dotted.endswith("." + module)):
                 return None
         if symbol.kind != "class" or symbol.module is None or symbol.module is view.module:
             return None
@@ -2227,6 +2234,8 @@ class SemanticModel:
             return Value(Kind.SCALER, node=node)
         if qual in api.events:
             return Value(Kind.EVENT, node=node)
+        if qual in api.attribute_mappings:
+            return self._attribute_mapping(node, qual)
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             inner = call_arg(node, 0, "data")
             return self.value(inner) if inner is not None else tensor(Place.CPU)
@@ -2285,7 +2294,8 @@ class SemanticModel:
         if name in ("iter",) and args:
             return self.value(args[0])
         if name == "next" and args:
-            return self.element(self.value(args[0]))
+            made = self._instance_method_returns(args[0], "__next__")
+            return made if made is not None else self.element(self.value(args[0]))
         if name == "range":
             return Value(Kind.SEQUENCE, element=NUMBER)
         if name in ("enumerate", "zip"):
@@ -2293,6 +2303,45 @@ class SemanticModel:
         if name == "print":
             return NONE
         return None
+
+    def _attribute_mapping(self, node: cst.Call, qual: str) -> Value:
+        """`Munch(d)`, `EasyDict(a=x)`, `SimpleNamespace(**d)`: an object whose attributes read
+        the items of the mapping (or the keywords) it is built from. Known (a mapping of
+        `qual`) only when it holds tensors alone; an object of settings or callables
+        (`SimpleNamespace(reset=..., step=...)`) stays what the file does not show."""
+        given = positional_args(node)
+        element = None
+        if len(node.args) == 1 and (node.args[0].star == "**" or (
+                not node.args[0].star and node.args[0].keyword is None)):
+            inner = self.value(node.args[0].value)   # `Munch(d)`, `SimpleNamespace(**d)`
+            if inner.kind is Kind.MAPPING:
+                element = inner.element
+        elif not given and node.args and not any(a.star for a in node.args):
+            element = join_all(self.value(a.value) for a in node.args)
+        if element is None or element.kind is not Kind.TENSOR:
+            return UNKNOWN
+        return Value(Kind.MAPPING, element=element, cls=qual, node=node)
+
+    def _instance_method_returns(self, node: cst.BaseExpression, method_name: str) -> Optional[Value]:
+        """What `obj.<method_name>()` returns (`next(fetcher)` runs `fetcher.__next__()`), for
+        `obj` a name every binding of which makes an instance of a class of this file or of
+        another local module that defines that method (`syncs._instances`); None otherwise."""
+        if type(node) is not cst.Name:
+            return None
+        made = self.syncs._instances(node, 0)
+        if not made:
+            return None
+        values = []
+        for call in made:
+            found = self.syncs._class_method(call.func, method_name)
+            if found is None:
+                return None
+            other, method = found
+            if not other.syncs._is_method(method):
+                return None
+            value = other.returned_value(method)
+            values.append(value if other is self else _foreign(value))
+        return join_all(values)
 
     def _method_call(self, receiver: Value, node: cst.Call) -> Optional[Value]:
         method = node.func.attr.value  # type: ignore[union-attr]
