@@ -64,11 +64,21 @@ class SyncInLoop(Rule):
     (`reduce_loss_dict(logs)`, which returns its argument itself on one process, and no
     other return of it is shown to be host data), and the values of a module's output the
     code walks as a dict (`loss_dict = criterion(out, targets)`, then
-    `sum(loss_dict.values())` or `loss_dict.items()`); what a
+    `sum(loss_dict.values())` or `loss_dict.items()`), what `next(fetcher)` returns for an
+    object of a class of the file or of another local module (its `__next__`), and the
+    attributes of a `Munch`, `EasyDict` or `SimpleNamespace` built from device tensors only
+    (`inputs = Munch({k: v.to(device) ...})`, then `inputs.x_src`); what a
     model's own method returns (`net.detect(x)`: device tensors or NumPy arrays) is not
     assumed, unless the code then uses the result as a tensor (`prob = model.project(h)`
-    then `torch.max(prob, dim=1)`, which raises on an array) and the model is on the device
+    then `torch.max(prob, dim=1)`, which raises on an array; also after indexing and
+    reshaping it, which keep an array an array: `att = att[0, :, 1:].reshape(n, -1)` then
+    `torch.sort(att)`) and the model is on the device
     (or is given device tensors): greedy decoding through `model.decode`/`model.project`.
+    A model the code does not place, given an argument that one path moves to the device
+    (`if args.gpu is not None: input = input.cuda(args.gpu)`), lives there: the branch does
+    not move the model, and a model on the CPU would raise on the moved input, so its
+    output is on the device on both paths (not a module that holds no tensor, which
+    computes where its input is).
     The parameters of a model on the device (`for name, p in model.named_parameters():`,
     `p.grad`) live there, as do those of its children (`list(net.children())[-1]`) and of a
     model the function calls on device tensors (`outputs = net(images)`, `net` made by code
