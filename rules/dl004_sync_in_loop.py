@@ -98,7 +98,9 @@ class SyncInLoop(Rule):
     once per epoch (silent). A read under a throttle (`if step % log_every == 0:`,
     `if verbose:`, `if i in np.linspace(0, n, 10, dtype=int):`, the loop counter in a
     collection the loop does not build) whose body does not train is silent, and so is one
-    under a budget of reports (`if shown < 5: shown += 1; print(...)`: at most five times),
+    under a budget of reports (`if shown < 5: shown += 1; print(...)`: at most five times;
+    `if len(complete) > 0:` in a beam search that takes `len(complete)` from the beam count
+    `k` on every iteration and ends when `k` reaches zero: at most `k` times per search),
     but not an `if` (with no `else:`) that is the whole body of a loop that is a step loop
     only because it calls a module (`for i in bar: if success: out = model(frame.cuda()) ...`:
     the iterations it skips do nothing, every step runs inside it); a GPU flag

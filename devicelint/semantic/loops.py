@@ -424,7 +424,8 @@ class LoopModel:
         child = node
         parent = self.model.parent(node)
         while parent is not None and parent is not loop:
-            if isinstance(parent, cst.If) and child is parent.body and self._budget(parent, loop) \
+            if isinstance(parent, cst.If) and child is parent.body \
+                    and (self._budget(parent, loop) or self._spent_budget(parent, loop)) \
                     and not self._trains_in(parent.body):
                 return True
             if isinstance(parent, cst.If) and child is not parent.test:
@@ -573,6 +574,89 @@ class LoopModel:
             if isinstance(counter, cst.Name) and dataflow.invariant(self.model, bound, loop) \
                     and self._counted_up_only_in(counter, branch.body, loop):
                 return True
+        return False
+
+    def _spent_budget(self, branch: cst.If, loop: cst.CSTNode) -> bool:
+        """`if len(done) > 0: ...` in a loop that takes `len(done)` from a counter on every
+        iteration (`k -= len(done)`, a statement of the loop's own body, with `done` bound
+        before the `if` and not after), changes the counter nowhere else, and is left when
+        the counter reaches zero (`if k == 0: break` in its body, or `while k > 0:`): each
+        run of the body takes at least one from the counter, so it runs at most the
+        counter's starting value times per run of the loop (a beam search setting finished
+        beams aside), not on every step."""
+        done = self._nonempty_test(branch.test)
+        body = loop.body
+        if done is None or not isinstance(body, cst.IndentedBlock):
+            return False
+        model = self.model
+        scope = model.scope_of(branch)
+        stores = [n for n in dataflow._names_in(model, loop, done)
+                  if dataflow._is_store(model, n) and model.scope_of(n) is scope]
+        if not stores or any(model.ctx.order(n) > model.ctx.order(branch) for n in stores):
+            return False
+        for statement in body.body:
+            small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) \
+                and len(statement.body) == 1 else None
+            if not (isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.SubtractAssign)
+                    and isinstance(small.target, cst.Name) and self._len_of(small.value) == done):
+                continue
+            counter = small.target.value
+            counter_stores = [n for n in dataflow._names_in(model, loop, counter)
+                              if dataflow._is_store(model, n) and model.scope_of(n) is scope]
+            if any(n is not small.target for n in counter_stores):
+                return False
+            return self._left_at_zero(loop, counter)
+        return False
+
+    def _nonempty_test(self, test: cst.BaseExpression) -> Optional[str]:
+        """The name `s` of a test `len(s) > 0` / `len(s) >= 1` / `len(s) != 0` / `len(s)`."""
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            operator, bound = test.comparisons[0].operator, test.comparisons[0].comparator
+            if not isinstance(bound, cst.Integer):
+                return None
+            limit = int(bound.value, 0)
+            if (isinstance(operator, cst.GreaterThan) and limit == 0) \
+                    or (isinstance(operator, cst.GreaterThanEqual) and limit == 1) \
+                    or (isinstance(operator, cst.NotEqual) and limit == 0):
+                return self._len_of(test.left)
+            return None
+        return self._len_of(test)
+
+    def _len_of(self, node: cst.BaseExpression) -> Optional[str]:
+        """`s` of the builtin `len(s)` (a name), else None."""
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len" \
+                and not self.model.defs(node.func) and len(node.args) == 1 and not node.args[0].star \
+                and node.args[0].keyword is None and isinstance(node.args[0].value, cst.Name):
+            return node.args[0].value.value
+        return None
+
+    def _left_at_zero(self, loop: cst.CSTNode, counter: str) -> bool:
+        """`loop` ends when `counter` reaches zero: `while counter > 0:` / `while counter:`, or
+        a statement of its body `if counter == 0: break` (also `<= 0`, `not counter`)."""
+        def zero_test(test, positive: bool) -> bool:
+            if positive:
+                if isinstance(test, cst.Name):
+                    return test.value == counter
+                return isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                    and isinstance(test.left, cst.Name) and test.left.value == counter \
+                    and isinstance(test.comparisons[0].operator, cst.GreaterThan) \
+                    and isinstance(test.comparisons[0].comparator, cst.Integer) \
+                    and int(test.comparisons[0].comparator.value, 0) == 0
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                return isinstance(test.expression, cst.Name) and test.expression.value == counter
+            return isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                and isinstance(test.left, cst.Name) and test.left.value == counter \
+                and isinstance(test.comparisons[0].operator, (cst.Equal, cst.LessThanEqual)) \
+                and isinstance(test.comparisons[0].comparator, cst.Integer) \
+                and int(test.comparisons[0].comparator.value, 0) == 0
+
+        if isinstance(loop, cst.While) and zero_test(loop.test, True):
+            return True
+        for statement in loop.body.body:
+            if isinstance(statement, cst.If) and statement.orelse is None and zero_test(statement.test, False):
+                first = statement.body.body[0] if isinstance(statement.body, cst.IndentedBlock) else None
+                if isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Break):
+                    return True
         return False
 
     def _counted_up_only_in(self, counter: cst.Name, body: cst.CSTNode, loop: cst.CSTNode) -> bool:
