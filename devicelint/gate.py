@@ -91,11 +91,10 @@ class FileFacts:
         self._classes: Optional[list[tuple[str, list[str], ast.ClassDef, bool]]] = None
         self._class_nodes: list[ast.ClassDef] = []
         # `x.attr = [...]` (a display or comprehension): (line, its elements, the attributes)
-        self._containers: list[tuple[int, list[ast.AST], list[str]]] = []
+        self._containers: list[tuple[int, list[ast.AST], list[str], ast.AST]] = []
         self._attribute_counts: Optional[dict[str, int]] = None
         self._whole = tree
         self._called: dict[int, set[str]] = {}
-        self.star_called: set[str] = set()     # names called with `*args`/`**kwargs`
         self._hosts: Optional[_HostTensors] = None  # DL017's value questions (built when asked)
         self._bind_counts: Optional[dict[str, int]] = None
         self._module_classes: Optional[set[str]] = None
@@ -250,9 +249,6 @@ class FileFacts:
         if not any(keyword.arg == "device" for keyword in node.keywords):
             flags |= WITHOUT_DEVICE
         func = node.func
-        if type(func) is ast.Name and (any(type(a) is ast.Starred for a in node.args)
-                                        or any(k.arg is None for k in node.keywords)):
-            self.star_called.add(func.id)
         target = _device_target(node)
         if target is not None and _may_be_device_target(target):
             self._placing.append((_dotted(func), flags,
@@ -279,16 +275,20 @@ class FileFacts:
         elements = _container_elements(node.value)
         if elements is not None:
             targets = node.targets if type(node) is ast.Assign else [node.target]
-            self._containers.append((node.lineno, elements, [t.attr for t in targets if type(t) is ast.Attribute]))
+            self._containers.append((node.lineno, elements, [t.attr for t in targets if type(t) is ast.Attribute], node))
 
     def _class(self, node: ast.ClassDef) -> None:
         first, last = node.lineno, node.end_lineno or node.lineno
         container = False
-        for line, elements, attrs in self._containers:
-            if first <= line <= last:
+        for line, elements, attrs, store in self._containers:
+            if first <= line <= last and any(self._attribute_count(a) > 1 for a in attrs):
                 # `self.layers = []`: what the class appends or stores into it decides.
-                if any(self._may_be_module(e) for e in elements or _fills(node)) \
-                        and any(self._attribute_count(a) > 1 for a in attrs):
+                if elements:
+                    found = [(e, store) for e in elements]
+                else:
+                    found = _fills(node)
+                if any(self._may_be_module(e) and self._hosts_of().module(e, self._hosts_of().scope_of.get(id(at)))
+                       for e, at in found):
                     container = True
                     break
         bases = [d for d in (_dotted(b) for b in node.bases) if d is not None]
@@ -380,9 +380,12 @@ class FileFacts:
         """A value a construction method stores that the semantic model may find a tensor
         on the host (DL017's `_cpu_tensor`): `_HostTensors.host`, read where `method`
         reads it."""
+        return self._hosts_of().host(value, method)
+
+    def _hosts_of(self) -> "_HostTensors":
         if self._hosts is None:
             self._hosts = _HostTensors(self)
-        return self._hosts.host(value, method)
+        return self._hosts
 
     def _makes_module_or_number(self, call: ast.Call) -> bool:
         """`call` makes a module (a torch.nn class, an nn.Module class of this file or, per
@@ -405,10 +408,6 @@ class FileFacts:
             return False
         view = self.view()
         return view is not None and view.is_module_class(dotted, _module_root)
-
-    def _star_called(self) -> set[str]:
-        """Names called (`Name(...)`) with `*args` or `**kwargs` somewhere in the file."""
-        return self.star_called
 
     def device_placing(self) -> bool:
         """Something in the file may put a tensor or a module on the accelerator, as the
@@ -1013,15 +1012,16 @@ class _HostTensors:
                     self.attr_receivers.add(func.value.attr)
             elif kind is ast.Attribute and type(node.ctx) is not ast.Load:
                 self.stores[node.attr] = self.stores.get(node.attr, 0) + 1
-            elif scope is None:
-                if kind is ast.Assign:
+            elif kind is ast.Assign or kind is ast.AnnAssign:
+                self.scope_of[id(node)] = scope  # (DL002's containers are asked where they are)
+                if scope is None and kind is ast.Assign:
                     for target in node.targets:
                         if type(target) is ast.Name:
                             self.module_binds.setdefault(target.id, []).append(("value", node.value))
-                elif kind in (ast.Import, ast.ImportFrom):
-                    for alias in node.names:
-                        if alias.name != "*":
-                            self.module_binds.setdefault(alias.asname or alias.name.partition(".")[0], []).append(("import", None))
+            elif scope is None and kind in (ast.Import, ast.ImportFrom):
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.module_binds.setdefault(alias.asname or alias.name.partition(".")[0], []).append(("import", None))
             for child in _child_nodes(node):
                 # (a function's decorators, defaults and annotations run in the enclosing scope,
                 # its body in its own: the body's scope is what names are looked up in)
@@ -1040,7 +1040,8 @@ class _HostTensors:
             found.setdefault(name, []).append(("param", None))
         plain: set[int] = set()
         stored: list[ast.Name] = []
-        for node in _own_nodes(function):
+        # (the body only: a walrus in a default or decorator binds in the enclosing scope)
+        for node in _own_nodes(function, function.body):
             kind = type(node)
             if kind is ast.Name:
                 if type(node.ctx) is not ast.Load:
@@ -1102,7 +1103,7 @@ class _HostTensors:
             base = value.value
             owner = self._self_class(base, scope)
             if owner is not None:
-                return self._self_attribute(owner, value.attr, depth)
+                return self._self_attribute(owner, value.attr, depth, self.host)
             if self._of_import(value, scope):
                 return False
             return not self.attributes_plain(base, scope, depth + 1)
@@ -1154,8 +1155,8 @@ class _HostTensors:
         kind, bound = binds[0]
         if kind == "value":
             return ask(bound, None, depth + 1)
-        if ask == self.host:
-            return False
+        if ask in (self.host, self.module, self._elements_module):
+            return False  # a function, a class (or module class), an import's value
         return True  # (callees and attribute owners are asked by their own questions)
 
     def _param_host(self, function: ast.AST, name: str, depth: int) -> bool:
@@ -1189,9 +1190,10 @@ class _HostTensors:
 
     def _param_uncached(self, function, name: str, owner, depth: int, ask) -> bool:
         annotated = _annotation_kind(_annotation_of(function, name))
-        if ask == self.host and annotated in ("plain", "other"):
-            return False  # (the model: the annotation's kind, unless the calls' agrees)
-        if ask == self._attributes_not_plain and annotated == "plain":
+        # (the model: the annotation's kind, unless the calls' agrees: a number, a flag, a
+        # string, an array, None or a sequence is no tensor, no module, and has neither as an
+        # attribute; only a sequence's elements come from the calls)
+        if annotated == "scalar" or annotated == "plain" and ask != self._elements_module:
             return False
         if "spawn" in self.calls:
             return True
@@ -1234,25 +1236,25 @@ class _HostTensors:
             return None
         return owner if _model_self(scope) == base.id else None
 
-    def _self_attribute(self, owner: ast.ClassDef, attr: str, depth: int) -> bool:
+    def _self_attribute(self, owner: ast.ClassDef, attr: str, depth: int, ask) -> bool:
         """`SemanticModel.self_attribute`: what the class's methods store in `self.attr`
         (plain `self.attr = value` statements only, every store of that name in the file
         being one of them, none moved in place: `self.attr.cpu()`); without a store in the
         class, may (a base's, another file's)."""
-        key = ("self", id(owner), attr)
+        key = ("self", id(owner), attr, ask)
         if key in self._active:
             return True
         found = self._memo.get(key)
         if found is None:
             self._active.add(key)
             try:
-                found = self._self_attribute_uncached(owner, attr, depth)
+                found = self._self_attribute_uncached(owner, attr, depth, ask)
             finally:
                 self._active.discard(key)
             self._memo[key] = found
         return found
 
-    def _self_attribute_uncached(self, owner: ast.ClassDef, attr: str, depth: int) -> bool:
+    def _self_attribute_uncached(self, owner: ast.ClassDef, attr: str, depth: int, ask) -> bool:
         if attr in self.attr_receivers:
             return True
         values = []
@@ -1271,7 +1273,84 @@ class _HostTensors:
                             values.append((node.value, statement))
         if not values or len(values) != self.stores.get(attr, 0):
             return True
-        return any(self.host(value, method, depth + 1) for value, method in values)
+        return any(ask(value, method, depth + 1) for value, method in values)
+
+    def module(self, value: ast.AST, scope, depth: int = 0) -> bool:
+        """DL002's `_stateful_module` of a container's element: may the model find a module
+        there (a display: any of its elements)? Arithmetic, comparisons and negation give
+        none (`_arith`, `_value`); a name, a parameter, `self.x` as `host` follows them; an
+        import's value is a class at most; a subscript as `_elements_module`."""
+        kind = type(value)
+        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
+            return any(self.module(e.value if type(e) is ast.Starred else e, scope, depth + 1) for e in value.elts)
+        if kind is ast.Dict:
+            return any(self.module(v, scope, depth + 1) for v in value.values)
+        if isinstance(value, _NEVER_TENSOR) or _constant(value):
+            return False
+        if depth > self.MAX_DEPTH:
+            return True
+        if kind is ast.Name:
+            return self._name(value.id, scope, depth, self.module, self._param_module)
+        if kind is ast.Attribute:
+            owner = self._self_class(value.value, scope)
+            if owner is not None:
+                return self._self_attribute(owner, value.attr, depth, self.module)
+            if self._of_import(value, scope):
+                return False
+            return not self.attributes_plain(value.value, scope, depth + 1)
+        if kind is ast.BinOp or kind is ast.UnaryOp or kind is ast.Compare:
+            return False
+        if kind is ast.BoolOp:
+            return any(self.module(v, scope, depth + 1) for v in value.values)
+        if kind is ast.IfExp:
+            return self.module(value.body, scope, depth + 1) or self.module(value.orelse, scope, depth + 1)
+        if kind is ast.NamedExpr:
+            return self.module(value.value, scope, depth + 1)
+        if kind is ast.Subscript:
+            return self._elements_module(value.value, scope, depth + 1)
+        return True
+
+    def _param_module(self, function, name: str, depth: int) -> bool:
+        return self._param(function, name, depth, self.module)
+
+    def _elements_module(self, value: ast.AST, scope, depth: int) -> bool:
+        """May the value, or what indexing it gives (at any depth), be a module (the model's
+        `index`: a tensor's rows are tensors; a sequence's or mapping's its elements)?"""
+        kind = type(value)
+        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
+            return any(self._elements_module(e.value if type(e) is ast.Starred else e, scope, depth + 1)
+                       for e in value.elts)
+        if kind is ast.Dict:
+            return any(self._elements_module(v, scope, depth + 1) for v in value.values)
+        if kind is ast.Constant or kind is ast.JoinedStr or kind is ast.Lambda or _constant(value):
+            return False
+        if depth > self.MAX_DEPTH:
+            return True
+        if kind is ast.Name:
+            return self._name(value.id, scope, depth, self._elements_module, self._param_elements_module)
+        if kind is ast.Attribute:
+            owner = self._self_class(value.value, scope)
+            if owner is not None:
+                return self._self_attribute(owner, value.attr, depth, self._elements_module)
+            if self._of_import(value, scope):
+                return False
+            return not self.attributes_plain(value.value, scope, depth + 1)
+        if kind is ast.BinOp:
+            return self._elements_module(value.left, scope, depth + 1) \
+                or self._elements_module(value.right, scope, depth + 1)
+        if kind is ast.UnaryOp or kind is ast.Compare:
+            return False
+        if kind is ast.BoolOp:
+            return any(self._elements_module(v, scope, depth + 1) for v in value.values)
+        if kind is ast.IfExp:
+            return self._elements_module(value.body, scope, depth + 1) \
+                or self._elements_module(value.orelse, scope, depth + 1)
+        if kind is ast.Subscript:
+            return self._elements_module(value.value, scope, depth + 1)
+        return True
+
+    def _param_elements_module(self, function, name: str, depth: int) -> bool:
+        return self._param(function, name, depth, self._elements_module)
 
     def attributes_plain(self, base: ast.AST, scope, depth: int) -> bool:
         """No attribute of the value is a tensor (the model's `_attribute_value`): a
@@ -1539,10 +1618,10 @@ _SEQUENCE_ANNOTATIONS = frozenset({"List", "list", "Sequence", "Tuple", "tuple",
 
 
 def _annotation_kind(node: Optional[ast.AST], depth: int = 0) -> str:
-    """What `SemanticModel.annotation_value` makes of a parameter's annotation: "plain" (a
-    number, flag, string, array, None or sequence: no attribute of it is a tensor either),
-    "other" (some kind that is no tensor: not read here), or "unknown" (unknown, a tensor, or
-    anything not judged here). A parameter whose annotation is of a kind, and not a tensor,
+    """What `SemanticModel.annotation_value` makes of a parameter's annotation: "scalar" (a
+    number, flag, string, array or None: nothing in it, no attribute of it, is a tensor or a
+    module), "plain" (a sequence: no attribute of it is one, its elements may be), or
+    "unknown" (unknown, a tensor, a module, or anything not judged here). A parameter whose annotation is of a kind, and not a tensor,
     never holds a tensor in the model (`_param_value`: the calls' value only where its kind
     agrees)."""
     if node is None or depth > 8:
@@ -1550,7 +1629,7 @@ def _annotation_kind(node: Optional[ast.AST], depth: int = 0) -> str:
     kind = type(node)
     if kind is ast.Constant:
         if node.value is None:
-            return "plain"
+            return "scalar"
         if isinstance(node.value, str):
             try:
                 return _annotation_kind(ast.parse(node.value, mode="eval").body, depth + 1)
@@ -1576,7 +1655,7 @@ def _annotation_kind(node: Optional[ast.AST], depth: int = 0) -> str:
         if last == "Tensor":
             return "unknown"
         if last in _PLAIN_ANNOTATIONS:
-            return "plain"
+            return "scalar"
     return "unknown"
 
 
@@ -1660,30 +1739,6 @@ def _parameters(function: ast.AST) -> set[str]:
     return found
 
 
-def _rebound(function: ast.AST) -> set[str]:
-    """Names a function's own code binds or unbinds besides its parameters (assignments,
-    loops, `with ... as`, `except ... as`, imports, `global`/`nonlocal`, match captures)."""
-    found: set[str] = set()
-    for node in _own_nodes(function):
-        kind = type(node)
-        if kind is ast.Name:
-            if type(node.ctx) is not ast.Load:
-                found.add(node.id)
-        elif kind is ast.ExceptHandler and node.name:
-            found.add(node.name)
-        elif kind in (ast.Import, ast.ImportFrom):
-            found.update((a.asname or a.name.partition(".")[0]) for a in node.names)
-        elif kind in (ast.Global, ast.Nonlocal):
-            found.update(node.names)
-        elif kind in (ast.MatchAs, ast.MatchStar) and node.name:
-            found.add(node.name)
-        elif kind is ast.MatchMapping and node.rest:
-            found.add(node.rest)
-        elif kind in _NESTED_SCOPES:
-            found.add(node.name)
-    return found
-
-
 def _self_param(method: ast.AST) -> Optional[str]:
     """The instance parameter's name (DL017's `_self_name`)."""
     for decorator in method.decorator_list:
@@ -1693,11 +1748,11 @@ def _self_param(method: ast.AST) -> Optional[str]:
     return params[0].arg if params else None
 
 
-def _own_nodes(function: ast.AST):
-    """The nodes under a function (its decorators, parameters and body); nested functions
-    and classes are listed but not entered (lambdas and comprehensions are), as the rules'
-    `ctx.descendants(method, kind, (FunctionDef, ClassDef))` list them."""
-    stack = _child_nodes(function)
+def _own_nodes(function: ast.AST, roots: Optional[list] = None):
+    """The nodes under a function (its decorators, parameters and body; or under `roots`);
+    nested functions and classes are listed but not entered (lambdas and comprehensions
+    are), as the rules' `ctx.descendants(method, kind, (FunctionDef, ClassDef))` list them."""
+    stack = _child_nodes(function) if roots is None else list(roots)
     while stack:
         node = stack.pop()
         yield node
@@ -1717,17 +1772,17 @@ def _child_nodes(node: ast.AST) -> list[ast.AST]:
     return found
 
 
-def _fills(owner: ast.ClassDef) -> list[ast.AST]:
+def _fills(owner: ast.ClassDef) -> list[tuple[ast.AST, ast.AST]]:
     """What a class's body appends, extends, inserts or stores by index (DL002's `_filled`,
-    as a superset: into any target)."""
-    found: list[ast.AST] = []
+    as a superset: into any target), each with the call or assignment that puts it there."""
+    found: list[tuple[ast.AST, ast.AST]] = []
     for node in ast.walk(owner):
         if type(node) is ast.Call and type(node.func) is ast.Attribute \
                 and node.func.attr in ("append", "extend", "insert"):
-            found.extend(node.args)
-            found.extend(k.value for k in node.keywords)
+            found.extend((a, node) for a in node.args)
+            found.extend((k.value, node) for k in node.keywords)
         elif type(node) is ast.Assign and any(type(t) is ast.Subscript for t in node.targets):
-            found.append(node.value)
+            found.append((node.value, node))
     return found
 
 

@@ -375,6 +375,50 @@ def test_dl017_gate_follows_the_flow_to_a_host_tensor(case, monkeypatch):
     assert [f for f in lint_source("m.py", text, enabled_rules(["DL017"])).findings if f.code == "DL017"]
 
 
+# DL002's containers: an element that may be a module, as the model follows it (gate._HostTensors
+# `module`): near misses the gate of session 12 let through, and containers the rule reports.
+_DL002_READ = "    def forward(self, x):\n        return self.{0}\n"
+_DL002_NEAR_MISSES = {
+    "a parameter annotated int in a list":
+        "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, crop_size: int):\n"
+        "        self.sizes = [crop_size]\n" + _DL002_READ.format("sizes"),
+    "arithmetic of parameters (a call passes a module: `/` makes no module)":
+        "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, prob, total):\n"
+        "        self.p = [prob / total]\n" + _DL002_READ.format("p") + "m = M(nn.Linear(1, 1), 2)\n",
+    "elements of a list of numbers the calls pass":
+        "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, patch_size):\n"
+        "        self.ps = (patch_size[0], patch_size[1])\n" + _DL002_READ.format("ps") + "m = M([2, 4])\n",
+}
+_DL002_THROUGH_THE_FLOW = {
+    "a module the calls pass":
+        "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, block):\n        super().__init__()\n"
+        "        self.blocks = [block]\n    def forward(self, x):\n        return self.blocks[0](x)\n"
+        "m = M(nn.Linear(2, 2))\n",
+    "elements of a list of modules the calls pass":
+        "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, blocks):\n        super().__init__()\n"
+        "        self.blocks = [blocks[0], blocks[1]]\n    def forward(self, x):\n        return self.blocks[0](x)\n"
+        "m = M([nn.Linear(2, 2), nn.Linear(2, 2)])\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_DL002_NEAR_MISSES))
+def test_dl002_gate_follows_container_elements_to_no_module(case, monkeypatch):
+    text = _DL002_NEAR_MISSES[case]
+    facts = gate.facts_of("m.py", text)
+    assert facts is not None and not all_rules()["DL002"].gate(facts)
+    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")  # a near miss: the rule itself is silent
+    assert not [f for f in lint_source("m.py", text, enabled_rules(["DL002"])).findings if f.code == "DL002"]
+
+
+@pytest.mark.parametrize("case", sorted(_DL002_THROUGH_THE_FLOW))
+def test_dl002_gate_follows_container_elements_to_a_module(case, monkeypatch):
+    text = _DL002_THROUGH_THE_FLOW[case]
+    facts = gate.facts_of("m.py", text)
+    assert facts is not None and all_rules()["DL002"].gate(facts)
+    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")  # the rule reports there
+    assert [f for f in lint_source("m.py", text, enabled_rules(["DL002"])).findings if f.code == "DL002"]
+
+
 def test_files_ast_cannot_read_are_not_gated():
     rules = enabled_rules(list(all_rules()))
     assert gate.gated("m.py", "def f(:\n    x.view(1)\n", rules) == rules
