@@ -141,7 +141,9 @@ def test_indexing_a_list_or_array_with_a_tensor_and_type_to_a_cpu_type_read_on_t
 def test_a_literal_flag_that_guards_a_move_to_the_device_is_a_gpu_flag():
     # `USE_GPU = True` with `if USE_GPU: net.cuda()`: the flag decides whether the program
     # runs on the GPU, so with one it is True (the moves it guards are taken, its `else:`
-    # arms are not); a literal flag guarding no move (`VERBOSE`) says nothing about the GPU.
+    # arms are not); a literal flag guarding no move (`VERBOSE`) says nothing about the GPU;
+    # one bound only to `False` (`LOUD`) is False: the code as written takes the other arm,
+    # as a passed `args.cuda = False` (flags.flag_truth).
     ctx, sem = semantic("""
         USE_GPU = True
         LOUD = False
@@ -159,7 +161,7 @@ def test_a_literal_flag_that_guards_a_move_to_the_device_is_a_gpu_flag():
     """)
     tests = [n for n in ctx.iter_nodes(cst.Name) if n.value in ("USE_GPU", "LOUD", "VERBOSE")
              and not isinstance(ctx.parent(n), cst.AssignTarget)]
-    assert {n.value: sem.gpu_truth(n) for n in tests} == {"USE_GPU": True, "LOUD": True, "VERBOSE": None}
+    assert {n.value: sem.gpu_truth(n) for n in tests} == {"USE_GPU": True, "LOUD": False, "VERBOSE": None}
     call = nodes(ctx, cst.Call, "use(net, net(x))")[0]
     assert [sem.value(a.value).place for a in call.args] == [Place.DEVICE, Place.DEVICE]
     double = nodes(ctx, cst.Call, "x.double()")[0]

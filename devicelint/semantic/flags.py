@@ -49,10 +49,26 @@ from devicelint.semantic.values import Kind, Place
 _LITERALS = ("True", "False")
 
 
+def flag_truth(sem, flag: cst.BaseExpression) -> Optional[bool]:
+    """What a GPU flag (`guards_device_move`) holds on the configuration the code names: True,
+    or False when every binding that reaches it is the literal `False` (`USE_GPU = False`
+    with `if USE_GPU: model.cuda()`: the program as written runs on the CPU, and the arm the
+    flag gates is not a GPU path); None when `flag` is no GPU flag."""
+    if not guards_device_move(sem, flag):
+        return None
+    bindings, opaque = _reaching(sem, flag)
+    return False if not opaque and all(_is_false(b) for b in bindings) else True
+
+
+def _is_false(value: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(value, cst.Name) and value.value == "False"
+
+
 def guards_device_move(sem, flag: cst.BaseExpression) -> bool:
     """`flag` (a name or `base.attr`) is bound only to literal booleans, or only to a user's
     switch ANDed with a GPU test, and some `if flag:` / `... if flag else ...` reading the
-    same bindings moves data or a module to the device in its taken arm."""
+    same bindings moves data or a module to the device in its taken arm (`flag_truth` says
+    which way it is set)."""
     reaching = _reaching(sem, flag)
     if reaching is None:
         return False
@@ -359,17 +375,27 @@ def passed_attribute_value(sem, flag: cst.BaseExpression) -> Optional[cst.BaseEx
     return store.value
 
 
+def passed_switch_truth(sem, flag: cst.BaseExpression) -> Optional[bool]:
+    """What a passed-in switch (`passed_switch_moves`) holds on the configuration the code
+    names: True, or False where its one store is the literal `False` (`args.cuda = False`:
+    the program as written runs on the CPU), as `flag_truth` says of a flag bound here;
+    None when `flag` is no such switch."""
+    if not passed_switch_moves(sem, flag):
+        return None
+    return False if _is_false(passed_attribute_value(sem, flag)) else True
+
+
 def passed_switch_moves(sem, flag: cst.BaseExpression) -> bool:
     """`flag` is `obj.attr` of an object passed in (`passed_attribute_value`) whose one
     store binds a flag's value (`args.cuda = not args.no_cuda and torch.cuda.is_available()`
     in `main()`, which then calls `train(args, ...)`), and a test of that same store, in the
     function that makes it or one it is passed to, moves to the device in its taken arm
     (`if args.cuda: net = net.cuda()`) with no other arm that moves too: on the
-    configuration with a GPU it holds, as a flag bound in the function itself does."""
+    configuration with a GPU it holds, as a flag bound in the function itself does
+    (`passed_switch_truth`: unless that store is `False`)."""
     stored = passed_attribute_value(sem, flag)
-    if stored is None or not _flag_value(sem, stored) or not isinstance(flag, cst.Attribute) \
-            or (isinstance(stored, cst.Name) and stored.value == "False"):
-        return False   # `args.cuda = False`: the configuration the code names runs on the CPU
+    if stored is None or not _flag_value(sem, stored) or not isinstance(flag, cst.Attribute):
+        return False
     memo = sem.__dict__.setdefault("_dl_passed_switch", {})
     if id(stored) in memo:
         return memo[id(stored)]

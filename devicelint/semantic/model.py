@@ -29,7 +29,7 @@ from devicelint.semantic import dataflow, shapes
 from devicelint.semantic.api import OpSpec, torch_api
 from devicelint.tree import children
 from devicelint.semantic.flags import (
-    guards_device_move, module_attribute_value, passed_attribute_value, passed_switch_moves)
+    flag_truth, module_attribute_value, passed_attribute_value, passed_switch_truth)
 from devicelint.semantic.modules import attribute_moves, holds_state
 from devicelint.semantic.flow import COMPREHENSIONS, FUNCTIONS, IN_PLACE_MODULE_METHODS, Def, ScopeFlow, target_parts
 from devicelint.semantic.values import (
@@ -2613,8 +2613,9 @@ class SemanticModel:
                         return not same
             return None
         if isinstance(node, cst.Name):
-            if guards_device_move(self, node):
-                return True  # `USE_CUDA = True` with `if USE_CUDA: model.cuda()`
+            flag = flag_truth(self, node)
+            if flag is not None:
+                return flag  # `USE_CUDA = True` with `if USE_CUDA: model.cuda()` (False: `= False`)
             defs = self.defs(node)
             if defs:
                 truths = set()
@@ -2627,16 +2628,19 @@ class SemanticModel:
                         truths.add(None)
                 return truths.pop() if len(truths) == 1 else None
         if isinstance(node, cst.Attribute):
-            if guards_device_move(self, node):
-                return True  # `args.cuda = not args.no_cuda and ...` with `if args.cuda: model.cuda()`
+            flag = flag_truth(self, node)
+            if flag is not None:
+                return flag  # `args.cuda = not args.no_cuda and ...` with `if args.cuda: model.cuda()`
             stored = passed_attribute_value(self, node)   # `params.cuda` of a `params` passed in
             if stored is None:
                 # `params.cuda = torch.cuda.is_available()` read at the module's level.
                 stored = module_attribute_value(self, node)
                 return self._gpu_truth(stored, depth + 1) if stored is not None else None
             truth = self._gpu_truth(stored, depth + 1)
-            if truth is None and passed_switch_moves(self, node):
-                return True   # `args.cuda = not args.no_cuda and ...` in `main()`, guarding a move
+            if truth is None:
+                # `args.cuda = not args.no_cuda and ...` in `main()`, guarding a move (False:
+                # `args.cuda = False`)
+                truth = passed_switch_truth(self, node)
             return truth
         return None
 
