@@ -514,6 +514,14 @@ class FileContext:
         nothing to a reader of the notebook)."""
         return line_reference(self._line_of(where), self.locate)
 
+    def site(self, node: cst.CSTNode):
+        """Where `node` is, as a message of another file's finding names it: a
+        devicelint.notebook.Site (path, line, column; its cell in a notebook)."""
+        from devicelint.notebook import Site
+
+        line, column = self.position(node)[:2]
+        return Site(self.path, line, column, self.locate(line) if self.locate is not None else None)
+
     def lines_ref(self, wheres, word: str = "lines") -> str:
         """`lines 3, 5` (in the order given, after `word`); in a notebook `cells 2:1, 3:4`."""
         return lines_reference([self._line_of(where) for where in wheres], self.locate, word)

@@ -343,7 +343,11 @@ def _related(ctx: FileContext, related) -> list[dict]:
     for where, message in related:
         if isinstance(where, tuple):  # (path, line, column) in another file of the project
             path, line, column = where
-            found.append({"line": line, "column": column, "message": message, "path": path})
+            entry = {"line": line, "column": column, "message": message, "path": path}
+            cell = getattr(where, "cell", None)  # a notebook's (devicelint.notebook.Site)
+            if cell is not None:
+                entry["cell"], entry["cell_line"] = cell
+            found.append(entry)
             continue
         try:
             line, column, _end_line, _end_column = ctx.position(where)

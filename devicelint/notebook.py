@@ -73,6 +73,60 @@ class Notebook:
 Locate = Callable[[int], Optional[tuple[int, int]]]
 
 
+def cell_map(notebook: Notebook) -> Locate:
+    """`notebook.locate` without the notebook: only where each code cell starts (a model of
+    another file of the project keeps it for the run; the document, outputs included, is
+    not kept alive by it)."""
+    starts = [cell.start for cell in notebook.cells]
+    spans = [(cell.start + max(len(cell.lines), 1), cell.index) for cell in notebook.cells]
+
+    def locate(line: int) -> Optional[tuple[int, int]]:
+        at = bisect.bisect_right(starts, line) - 1
+        if at < 0 or line >= spans[at][0]:
+            return None
+        return spans[at][1], line - starts[at] + 1
+
+    return locate
+
+
+class Site(tuple):
+    """A place in another file of the project that a finding names (in its message and as a
+    related location): `(path, line, column)`, the line in that file's text as linted (a
+    notebook's virtual source), with `cell` = (cell, line within the cell) when the file is a
+    notebook (FileContext.site)."""
+
+    def __new__(cls, path: str, line: int, column: int, cell: Optional[tuple[int, int]] = None) -> "Site":
+        site = super().__new__(cls, (path, line, column))
+        site.cell = cell
+        return site
+
+    @property
+    def path(self) -> str:
+        return self[0]
+
+    @property
+    def line(self) -> int:
+        return self[1]
+
+    @property
+    def column(self) -> int:
+        return self[2]
+
+    def where(self) -> str:
+        """`line 8`, or in a notebook `cell 4:2` (as line_reference writes a line of the
+        linted file itself)."""
+        return f"line {self[1]}" if self.cell is None else f"cell {self.cell[0]}:{self.cell[1]}"
+
+    def ref(self) -> str:
+        """`line 8 of data.py`; in a notebook `cell 4:2 of train.ipynb`."""
+        return f"{self.where()} of {self[0]}"
+
+    def short(self) -> str:
+        """`data.py:8`; in a notebook `train.ipynb:cell 4:2`, as the reporters write a
+        notebook finding's own position."""
+        return f"{self[0]}:{self[1]}" if self.cell is None else f"{self[0]}:cell {self.cell[0]}:{self.cell[1]}"
+
+
 def line_reference(line: int, locate: Optional[Locate] = None) -> str:
     """How a message names a line of the linted text: `line 238`, or, given a notebook's
     cell map (Notebook.locate), `cell 39:23`: the cell and the line within it, in the form

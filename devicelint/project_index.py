@@ -156,6 +156,7 @@ class ProjectIndex:
         self._reach_tops: dict[tuple[str, frozenset], Optional[str]] = {}
         self._link_free: dict[tuple[str, frozenset], bool] = {}
         self._walk_budget = _MAX_WALKED_NAMES
+        self._cells: dict[str, Callable] = {}  # a notebook's path -> its cell map (model_of)
 
     # -- building ------------------------------------------------------------------------
     @classmethod
@@ -191,9 +192,11 @@ class ProjectIndex:
                 # A notebook imports local modules as a script does (`from helper_functions
                 # import accuracy_fn`): its code cells, as the engine lints them, are its text.
                 # Nothing imports a notebook, so only its own view asks for it.
-                source = _notebook_source(data)
-                if source is not None:
-                    index._add(path, source.encode("utf-8"), key, real)
+                read = _notebook_source(data)
+                if read is not None:
+                    info = index._add(path, read[0].encode("utf-8"), key, real)
+                    if info is not None:  # where its cells are: messages name a line by its cell
+                        index._cells[info.path] = read[1]
         return index
 
     def _add(self, path: str, data: bytes, key: Optional[str], real: Optional[str] = None) -> Optional[ModuleInfo]:
@@ -894,7 +897,8 @@ class ProjectIndex:
                 from devicelint import safe_parse
 
                 tree = safe_parse.parse_module(module.text or "")
-                ctx = context_type(module.shown, module.text or "", tree)
+                # A notebook's model names its lines by cell (`cell 4:2`: FileContext.site).
+                ctx = context_type(module.shown, module.text or "", tree, locate=self._cells.get(module.path))
                 ctx.walk({}, {})
                 found = ctx.semantic
             except Exception:  # noqa: BLE001 - a file we cannot read gives no facts
@@ -1271,14 +1275,16 @@ def real_paths(paths: Iterable[str]) -> list[str]:
     return found
 
 
-def _notebook_source(data: bytes) -> Optional[str]:
-    """The virtual source of a notebook's code cells (devicelint.notebook), None if unreadable."""
+def _notebook_source(data: bytes) -> Optional[tuple[str, Callable]]:
+    """The virtual source of a notebook's code cells and its cell map (devicelint.notebook),
+    None if unreadable."""
     from devicelint import notebook
 
     try:
-        return notebook.load(data).source
+        read = notebook.load(data)
     except notebook.NotebookError:
         return None
+    return read.source, notebook.cell_map(read)
 
 
 def _module_name(path: str, root: str) -> tuple[str, tuple[str, ...], bool]:

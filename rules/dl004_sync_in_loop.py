@@ -294,8 +294,7 @@ class SyncInLoop(Rule):
                     for inner in syncs.call_reads(candidate, self._arg_on_device(candidate, loop, hints=True)):
                         evidence = None if inner in shown else Evidence(hint=True)
                         if inner.where is not None:  # in another file of the project
-                            path, line, column = inner.where
-                            place, at = f"{path}:{line}", (path, line, column)
+                            place, at = inner.where.short(), inner.where
                         else:
                             place, at = ctx.line_ref(inner.node), inner.node
                         found.append((candidate, f"`{_called(candidate)}()` ({inner.what} at {place})", evidence))

@@ -111,7 +111,7 @@ class LoaderNotPinned(Rule):
             if len(text) > 50:
                 text = text[:47] + "..."
             # A copy in another file of the project (the loader is returned to it) names it.
-            line = f"line {move.where[1]} of {move.where[0]}" if move.where else self.ctx.line_ref(move.call)
+            line = move.where.ref() if move.where else self.ctx.line_ref(move.call)
             message = self.message.format(line=line, move=text)
             if move.hint:
                 message += self.hint_message.format(target=self.ctx.code(move.call.args[0].value))

@@ -221,7 +221,7 @@ class RepeatedTransfer(Rule):
     )
     foreign_trip_message = (
         "`{call}(...)` reads an argument back from the device and copies it there again "
-        "(lines {line} and {copy} of {path})"
+        "({lines} of {path})"
     )
     collate_message = (
         "`{call}` copies the same host data to the device in `{function}`, once per batch "
@@ -534,9 +534,8 @@ class RepeatedTransfer(Rule):
             else:
                 # The other file by its path (reports name it from the working directory, in
                 # the message and as a related location), not its bare name.
-                number, column = other.ctx.position(upload.node)[:2]
-                line = f"line {number} of {other.ctx.path}"
-                related = [((other.ctx.path, number, column), "the copy made on every call")]
+                site = other.ctx.site(upload.node)
+                line, related = site.ref(), [(site, "the copy made on every call")]
             self.report(call, self.call_message.format(call=self._short(call.func), line=line),
                         related=related)
             return
@@ -545,9 +544,8 @@ class RepeatedTransfer(Rule):
                 if other is sem:
                     line, related = self._line(copy.node), []
                 else:
-                    number, column = other.ctx.position(copy.node)[:2]
-                    line = f"line {number} of {other.ctx.path}"
-                    related = [((other.ctx.path, number, column), "the copy made on every call")]
+                    site = other.ctx.site(copy.node)
+                    line, related = site.ref(), [(site, "the copy made on every call")]
                 self.report(call, self.call_message.format(call=self._short(call.func), line=line),
                             related=related)
                 return
@@ -556,9 +554,9 @@ class RepeatedTransfer(Rule):
             # (`str2tensor(SOS_token)` in a seq2seq `train()`); not when a throttle runs it
             if sem.loops.throttled(call, loop) or not sem.on_gpu_path(call):
                 return
-            number, column = copy.other.ctx.position(copy.upload.node)[:2]
-            where = f"line {number}" if copy.other is sem else f"line {number} of {copy.other.ctx.path}"
-            related = [((copy.other.ctx.path, number, column), "the copy made on every call")]
+            site = copy.other.ctx.site(copy.upload.node)
+            where = site.where() if copy.other is sem else site.ref()
+            related = [(site, "the copy made on every call")]
             self.report(call, self.inner_message.format(
                 call=self._short(call.func), site=self._line(copy.site), inner=self._short(copy.site.func),
                 line=where), related=related)
@@ -653,9 +651,8 @@ class RepeatedTransfer(Rule):
                         if other is sem:
                             copy = self._line(upload)
                         else:
-                            number, column = other.ctx.position(upload)[:2]
-                            copy = f"line {number} of {other.ctx.path}"
-                            related = [((other.ctx.path, number, column), "the copy to the device")]
+                            site = other.ctx.site(upload)
+                            copy, related = site.ref(), [(site, "the copy to the device")]
                         self.report(call, self.helper_trip_message.format(
                             call=self._short(call.func), copy=copy,
                             line=self._line(read), read=self._short(read)), related=related)
@@ -704,12 +701,12 @@ class RepeatedTransfer(Rule):
                 continue
             if not sem.on_gpu_path(call):
                 return False
-            (copy_line, copy_column), (read_line, read_column) = \
-                other.ctx.position(upload)[:2], other.ctx.position(read)[:2]
+            copied, back = other.ctx.site(upload), other.ctx.site(read)
+            lines = f"lines {back.line} and {copied.line}" if back.cell is None or copied.cell is None \
+                else f"cells {back.cell[0]}:{back.cell[1]} and {copied.cell[0]}:{copied.cell[1]}"
             self.report(call, self.foreign_trip_message.format(
-                call=self._short(call.func), copy=copy_line, line=read_line, path=other.ctx.path),
-                related=[((other.ctx.path, copy_line, copy_column), "the copy to the device"),
-                         ((other.ctx.path, read_line, read_column), "the read back to the host")])
+                call=self._short(call.func), lines=lines, path=other.ctx.path),
+                related=[(copied, "the copy to the device"), (back, "the read back to the host")])
             return True
         return False
 

@@ -164,10 +164,9 @@ class HostFillPerStep(Rule):
                 what, use, site = refill
                 if isinstance(site, tuple):  # in a file that imports this one
                     other, call = site
-                    line, column = other.ctx.position(call)[:2]
-                    where = (other.ctx.path, line, column)
+                    where = other.ctx.site(call)
                     self.report(node, self.message.format(what=what, use=use)
-                                + self.helper_message.format(line=f"{other.ctx.line_ref(call)} of {other.ctx.path}"),
+                                + self.helper_message.format(line=where.ref()),
                                 related=[(where, "the call in the step loop")])
                 else:
                     self.report(node, self.message.format(what=what, use=use)

@@ -61,7 +61,7 @@ class Move:
     call: cst.Call
     data: cst.BaseExpression
     hint: bool            # the device rests on an identifier's name only
-    where: Optional[tuple] = None  # in another file of the project: (path, line, column)
+    where: Optional[tuple] = None  # in another file of the project: a notebook.Site (path, line, column, its cell)
 
 
 @dataclass(frozen=True)
@@ -454,8 +454,7 @@ class BatchFlow:
                 continue
             bound = sem.syncs._bind(function, call, bound_self)
             for name, (move, iterated) in moved.items():
-                line, column = other.ctx.position(move.call)[:2]
-                located = replace(move, where=(other.ctx.path, line, column))
+                located = replace(move, where=other.ctx.site(move.call))
                 for arg in bound.get(name, ()):
                     found.extend((source, located) for source in self._trace(arg, iterated, False, 0))
         return found
@@ -505,8 +504,7 @@ class BatchFlow:
                     if symbol is None or symbol.module is not view.module or symbol.name != name:
                         continue
                     if move.where is None:
-                        line, column = other.ctx.position(move.call)[:2]
-                        move = replace(move, where=(other.ctx.path, line, column))
+                        move = replace(move, where=other.ctx.site(move.call))
                     for own in built_at(source.part):
                         if id(own.loader) not in reported:
                             reported.add(id(own.loader))

@@ -73,8 +73,8 @@ class SummaryRead:
     what: str
     params: frozenset                  # names of the function's parameters the operand comes from
     device: bool                       # the operand is on the device whatever the arguments
-    # In another file of the project: (its path as linted, line, column) of the read; `node`
-    # is then a node of that file's tree.
+    # In another file of the project: a devicelint.notebook.Site (its path as linted, line,
+    # column; its cell in a notebook) of the read; `node` is then a node of that file's tree.
     where: Optional[tuple] = None
     # The parameters whose tensors reach the operand from inside: an element of what the
     # parameter holds (`for p in params`, `params[0]`, `kwargs.items()`) or a tensor of a
@@ -729,8 +729,7 @@ class SyncModel:
             if self.read_applies(read, bound, on_device) \
                     or (own in read.params and self._module_on_device(obj)):
                 if other is not self.model:
-                    line, column = other.ctx.position(read.node)[:2]
-                    read = replace(read, where=(other.ctx.path, line, column))
+                    read = replace(read, where=other.ctx.site(read.node))
                 out.append(read)
         return out
 
@@ -748,8 +747,7 @@ class SyncModel:
         out = []
         for read in other.syncs.summary(function) or ():
             if self.read_applies(read, bound, lambda arg: on_device(arg)):
-                line, column = other.ctx.position(read.node)[:2]
-                out.append(replace(read, where=(other.ctx.path, line, column)))
+                out.append(replace(read, where=other.ctx.site(read.node)))
         return out
 
     # -- summaries -----------------------------------------------------------------------
