@@ -73,23 +73,26 @@ def guards_device_move(sem, flag: cst.BaseExpression) -> bool:
     if reaching is None:
         return False
     bindings, opaque = reaching
-    memo = sem.__dict__.setdefault("_dl_flag_moves", {})
-    key = frozenset(id(b) for b in bindings)
-    if key in memo:
-        return memo[key]
-    memo[key] = False  # a cycle (a `.to(device)` whose device reads the flag) says nothing
+    spelling = _spelling(flag)
+    ids = frozenset(id(b) for b in bindings)
+    # What the answer depends on: the bindings, whether they are what a constructor is
+    # given, and the tests spelt like the flag. A cycle (a `.to(device)` whose device reads
+    # the flag) says nothing: False inside it, and nothing computed from that is kept.
+    return sem.remembered(("flag moves", spelling, ids, opaque),
+                          lambda: _guards_device_move(sem, spelling, bindings, ids, opaque), False)
+
+
+def _guards_device_move(sem, spelling: Optional[str], bindings: tuple, ids: frozenset, opaque: bool) -> bool:
     found = False
     if opaque or all(_flag_value(sem, b) for b in bindings):
-        for test, arm, orelse in _guarded_arms(sem).get(_spelling(flag), ()):
+        for test, arm, orelse in _guarded_arms(sem).get(spelling, ()):
             same = _reaching(sem, test)
-            if same is None or not key & {id(b) for b in same[0]}:
+            if same is None or not ids & {id(b) for b in same[0]}:
                 continue
             if opaque and orelse is not None and _moves_to_device(sem, orelse):
-                found = False  # both ways lead to the device: the flag says which, not whether
-                break
+                return False  # both ways lead to the device: the flag says which, not whether
             if _moves_to_device(sem, arm):
                 found = True
-    memo[key] = found
     return found
 
 
@@ -396,12 +399,11 @@ def passed_switch_moves(sem, flag: cst.BaseExpression) -> bool:
     stored = passed_attribute_value(sem, flag)
     if stored is None or not _flag_value(sem, stored) or not isinstance(flag, cst.Attribute):
         return False
-    memo = sem.__dict__.setdefault("_dl_passed_switch", {})
-    if id(stored) in memo:
-        return memo[id(stored)]
-    memo[id(stored)] = False   # a cycle (a `.to(device)` whose device reads the flag) says nothing
-    memo[id(stored)] = found = _passed_switch_moves(sem, flag, stored)
-    return found
+    # A cycle (a `.to(device)` whose device reads the flag) says nothing (SemanticModel.remembered).
+    # The answer depends on the store and the attribute's name (the tests read), not on
+    # which read of it asked.
+    return sem.remembered(("passed switch", id(stored), flag.attr.value),
+                          lambda: _passed_switch_moves(sem, flag, stored), False)
 
 
 def _passed_switch_moves(sem, flag: cst.Attribute, stored: cst.BaseExpression) -> bool:

@@ -81,6 +81,7 @@ _IDENTITY_TESTS = (cst.In, cst.NotIn, cst.Is, cst.IsNot)
 # helper of a third file is two).
 _MAX_BOUND_DEPTH = 3
 _bound_depth = 0
+_bound_cuts = 0  # how many times a chain was not followed further (returned_for)
 
 
 def _device_data(value: Value) -> bool:
@@ -694,9 +695,11 @@ class SemanticModel:
         key = (id(function), tuple(sorted((name, _signature(v)) for name, v in bound.items())))
         if key in self._returned_for:
             return self._returned_for[key]
-        global _bound_depth
+        global _bound_depth, _bound_cuts
         if _bound_depth >= _MAX_BOUND_DEPTH:
+            _bound_cuts += 1
             return None  # a chain of such calls through files: not followed further
+        cuts = _bound_cuts
         self._returned_for[key] = None  # a call back into itself while it is worked out
         params = {p.name.value: p for p in (*function.params.posonly_params, *function.params.params,
                                             *function.params.kwonly_params)}
@@ -711,7 +714,12 @@ class SemanticModel:
         finally:
             _bound_depth -= 1
         found = result if _device_data(result) else None
-        self._returned_for[key] = found
+        if _bound_cuts == cuts:
+            self._returned_for[key] = found
+        else:
+            # Worked out with a chain cut short below it: asked again from a shallower call
+            # (another file, or this one later), it is worked out again, with more room.
+            del self._returned_for[key]
         return found
 
     def _handed_back(self, function: cst.FunctionDef, bound: dict, bound_model) -> Optional[Value]:
@@ -933,17 +941,37 @@ class SemanticModel:
                 self._cuts += 1  # what uses it is cut short too
         return found
 
-    def _memoised(self, key, compute, arg) -> Value:
+    def remembered(self, key: tuple, compute: Callable[[], object], cycle: object) -> object:
+        """An answer other than an expression's value (whether a flag guards a move to the
+        device, a function's summary), computed once and remembered as values are
+        (`_memoised`): asked again while it is being computed, it answers `cycle`, and what
+        was computed from that provisional answer (values included) is not remembered, but
+        computed again when asked again. A memo of its own that answered a provisional
+        `False` during its computation kept the values computed from that answer, and so
+        made them depend on which question a rule happened to ask first (`USE_GPU = True`
+        with `if USE_GPU: net = net.cuda()`: `net` read under another `if USE_GPU:` was
+        placed nowhere if the flag was asked first, on the device if `net` was).
+        `key`: a tuple naming the question first (values are keyed by node ids)."""
+        found = self._known(key)
+        if found is not None:
+            return found[0]
+        if self._depth > _MAX_DEPTH:
+            self._cuts += 1
+            return cycle
+        return self._memoised(key, lambda _arg: (compute(),), None, (cycle,))[0]
+
+    def _memoised(self, key, compute, arg, cycle=UNKNOWN):
         """Compute once and remember, except what was computed while a value it depends on
         was itself still being computed (a cycle through a loop-carried binding answers
         "unknown" inside the cycle): that is recomputed when asked again, so an answer does
         not depend on which expression a rule happened to ask about first. `_low` is the
         shallowest value being computed that a cycle reached within this computation only:
-        a sibling's cycle does not keep a value that never met one from being remembered."""
+        a sibling's cycle does not keep a value that never met one from being remembered.
+        `cycle`: the answer inside a cycle (`remembered`)."""
         active = self._active.get(key)
         if active is not None:
             self._low = min(self._low, active)
-            return UNKNOWN
+            return cycle
         depth = self._depth
         self._active[key] = depth
         self._depth += 1
@@ -1080,9 +1108,18 @@ class SemanticModel:
         if not defs:
             return self._builtin_or_import(node)
         # A loop-carried binding read inside its own right-hand side (`x = torch.tanh(x @ w)`),
-        # or being computed, adds nothing the other bindings do not bring: leave it out.
-        ready = [d for d in defs if ("def", id(d)) not in self._active and not (
-            d.kind in ("assign", "annassign") and d.value is not None and self._in_expression(node, d.value))]
+        # or being computed, adds nothing the other bindings do not bring: leave it out. One
+        # left out for being computed is a cycle (`_memoised`): what is computed without it
+        # is not remembered above that binding (asked first, `alpha` in `alpha += alpha`
+        # was a number; asked from within the binding's own value, it was kept unknown).
+        ready = []
+        for d in defs:
+            active = self._active.get(("def", id(d)))
+            if active is not None:
+                self._low = min(self._low, active)
+            elif not (d.kind in ("assign", "annassign") and d.value is not None
+                      and self._in_expression(node, d.value)):
+                ready.append(d)
         return join_all(self.def_value(d) for d in self.gpu_path_defs(ready or defs))
 
     def gpu_path_defs(self, defs: list[Def]) -> list[Def]:
