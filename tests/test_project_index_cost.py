@@ -288,3 +288,72 @@ def test_may_move_to_device_names_functions_that_copy_and_modules_that_give_back
     assert look(LOOK.replace("    y = x.to(\"cuda\")\n    return y", "    return x.to(\"cuda\")"), "plain")
     # Not looked at (does not parse): it may.
     assert look("def plain(x:\n", "plain")
+
+
+def test_a_module_is_looked_at_once_however_often_it_is_asked(monkeypatch) -> None:
+    # `_module_look` is kept by the index under its own key (until session 13 the key was
+    # rebound to the file's path before the look was stored: every question walked the
+    # module's `ast` again).
+    from types import SimpleNamespace
+
+    from devicelint.semantic import dataflow
+
+    walked: list = []
+    original = dataflow._word_lines
+    monkeypatch.setattr(dataflow, "_word_lines", lambda text: walked.append(text) or original(text))
+    index = SimpleNamespace(derived={}, identity=lambda module: "id", kept_ast=lambda key, text: None)
+    module = SimpleNamespace(path="m.py", key="m.py", text=LOOK)
+    for _ in range(3):
+        assert dataflow.may_move_to_device(index, module, "moves")
+        assert dataflow._copying_functions(index, module) == {"moves", "helper"}
+    assert len(walked) == 1
+
+
+MOVING_TRAIN = """import torch
+from util import prepare
+
+
+def run(model, loader):
+    for batch in loader:
+        batch = prepare(batch)
+        model(batch)
+"""
+MOVING_UTIL = """import torch
+
+
+def log(x):
+    print(x.item())
+
+
+def prepare(batch):
+    log(batch)
+    return batch
+"""
+
+
+def test_a_loops_facts_ask_what_a_helper_moves_not_what_it_reads(monkeypatch) -> None:
+    # `_moves_element` asks which parameters a helper of the file moves
+    # (`sem.summary(f).moves`); the host-read part of the summary, which follows calls into
+    # other files' functions (building their models), is worked out only when asked.
+    import libcst as cst
+
+    from devicelint import safe_parse
+    from devicelint.context import FileContext
+    from devicelint.semantic import syncs
+    from devicelint.semantic.summaries import Summary
+
+    asked: list = []
+    original = syncs.SyncModel.summary
+    monkeypatch.setattr(syncs.SyncModel, "summary", lambda self, f: asked.append(f.name.value) or original(self, f))
+    source = MOVING_UTIL + MOVING_TRAIN.split("\n\n\n", 1)[1].replace("prepare(batch)", "step(batch)") \
+        + "\n\ndef step(b):\n    log(b)\n    return b.to('cuda')\n"
+    ctx = FileContext("train.py", source, safe_parse.parse_module(source))
+    ctx.walk({}, {})
+    sem = ctx.semantic
+    loop = next(iter(ctx.iter_nodes(cst.For)))
+    call = next(c for c in ctx.iter_nodes(cst.Call) if getattr(c.func, "value", None) == "model")
+    assert sem.loops.step_loop(call) is loop  # `step(batch)` moves what the loop walks
+    assert asked == []  # ... known without `step`'s host reads
+    summary = sem.summary(next(iter(sem.functions()["step"])))
+    assert isinstance(summary, Summary) and summary.moves == {"b"} and asked == []
+    assert summary.host_reads == {"b"} and asked == ["step", "log"]

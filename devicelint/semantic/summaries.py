@@ -12,22 +12,62 @@ the project index) can ask: `sem.summary(function_def) -> Summary`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Optional
 
 import libcst as cst
 
 from devicelint.semantic.values import Place, Value
 
 
-@dataclass(frozen=True)
 class Summary:
-    returns: Value
-    moves: frozenset          # parameter names the function moves to the device
-    host_reads: frozenset     # parameter names whose data it reads on the host
-    device_reads: bool        # it reads device data on the host whatever its arguments
+    """Each part is worked out when first read, and kept: a rule asking what a call returns
+    (DL004) or which parameters it moves (a loop's facts: `loops._moves_element`) does not
+    pay for the host-read summary (`sem.syncs.summary`), which follows the file's calls into
+    other files' functions and builds their semantic models (the project index)."""
+
+    __slots__ = ("_sem", "_function", "_returns", "_moves", "_reads")
+
+    def __init__(self, sem, function: cst.FunctionDef) -> None:
+        self._sem = sem
+        self._function = function
+        self._returns: Optional[Value] = None
+        self._moves: Optional[frozenset] = None
+        self._reads: Optional[tuple] = None
+
+    @property
+    def returns(self) -> Value:
+        if self._returns is None:
+            self._returns = self._sem.returned_value(self._function)
+        return self._returns
+
+    @property
+    def moves(self) -> frozenset:
+        """Parameter names the function moves to the device."""
+        if self._moves is None:
+            self._moves = frozenset(_moves(self._sem, self._function))
+        return self._moves
+
+    @property
+    def host_reads(self) -> frozenset:
+        """Parameter names whose data it reads on the host."""
+        return frozenset(name for read in self._host_summary() for name in read.params)
+
+    @property
+    def device_reads(self) -> bool:
+        """It reads device data on the host whatever its arguments."""
+        return any(read.device for read in self._host_summary())
+
+    def _host_summary(self) -> tuple:
+        if self._reads is None:
+            self._reads = tuple(self._sem.syncs.summary(self._function) or ())
+        return self._reads
 
 
 def summarise(sem, function: cst.FunctionDef) -> Summary:
+    return Summary(sem, function)
+
+
+def _moves(sem, function: cst.FunctionDef) -> set:
     params = {p.name.value for p in _all_params(function)}
     moves = set()
     for call in _calls(function):
@@ -47,10 +87,7 @@ def summarise(sem, function: cst.FunctionDef) -> Summary:
         place, _hint = sem.device_place(target)
         if place is Place.DEVICE:
             moves.add(receiver.value)
-    reads = sem.syncs.summary(function) or ()
-    host_reads = frozenset(name for read in reads for name in read.params)
-    return Summary(returns=sem.returned_value(function), moves=frozenset(moves),
-                   host_reads=host_reads, device_reads=any(read.device for read in reads))
+    return moves
 
 
 def _all_params(function: cst.FunctionDef):
