@@ -55,6 +55,7 @@ class ApiTable:
         self.cuda_initialising = frozenset(data.get("cuda", {}).get("initialises", ()))
         self.data_to_device = frozenset(data.get("copies", {}).get("data_to_device", ()))
         self.list_element_readers = frozenset(data.get("lists", {}).get("read_elements", ()))
+        self.collectives = frozenset(data.get("distributed", {}).get("collectives", ()))
         writers = data.get("writers", {})
         self.writer_classes = frozenset(writers.get("classes", ()))
         self.writer_reads = {name: (int(at[0]), str(at[1])) for name, at in writers.get("reads", {}).items()}

@@ -9,7 +9,12 @@
   DataLoader (a loop over batches with a decoding loop inside runs once per batch): what it
   runs once per iteration runs once per epoch.
 - A *throttle* is an `if` inside a step loop whose test is a `%` schedule, an equality, or a
-  plain flag, and whose body does not train: what it guards runs every N steps. A *budget*
+  plain flag, and whose body does not train: what it guards runs every N steps. A bare flag
+  whose body runs a `torch.distributed` collective (`if args.multiprocessing_distributed:
+  dist.all_reduce(count); n = count.item()`) is no throttle: every rank must make the call
+  each time any rank does, so the flag picks the distributed way of running every step (a
+  `%` schedule around a collective still throttles: all ranks reach it at the same steps).
+  A *budget*
   (`if shown < 5: shown += 1; ...`, the counter counted up only there) runs its body at most
   N times per run of the loop.
 """
@@ -541,6 +546,11 @@ class LoopModel:
         iteration's data: `if n_classes == 1: ... else: ...`)."""
         if not self.is_throttle(branch.test) or self._trains_in(branch):
             return False
+        if isinstance(branch.test, (cst.Name, cst.Attribute)) and self._runs_collective(branch.body):
+            # `if args.multiprocessing_distributed: dist.all_reduce(count); n = count.item()`:
+            # a collective must run on every rank each time any rank runs it, so a bare flag
+            # guarding one picks the distributed way of running each step; it throttles nothing.
+            return False
         orelse = branch.orelse
         if orelse is None:
             return True
@@ -686,6 +696,20 @@ class LoopModel:
             if type(current) in _NESTED_TYPES:
                 continue
             if type(current) is cst.Call and self._runs_model(current, loop):
+                return True
+            stack.extend(self.model.children(current))
+        return False
+
+    def _runs_collective(self, node: cst.CSTNode) -> bool:
+        """`node` calls a `torch.distributed` collective (torch_api.toml's `[distributed]`)
+        itself, outside nested functions."""
+        collectives = self.model.api.collectives
+        stack = list(self.model.children(node))
+        while stack:
+            current = stack.pop()
+            if type(current) in _NESTED_TYPES:
+                continue
+            if type(current) is cst.Call and self.model.qualname(current.func) in collectives:
                 return True
             stack.extend(self.model.children(current))
         return False
