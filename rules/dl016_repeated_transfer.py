@@ -6,6 +6,7 @@ import libcst as cst
 
 from devicelint.builders import hoist_statement, hoistable_args
 from devicelint.gate import IN_ANY_LOOP, IN_FUNCTION, WITH_ARGS
+from devicelint.names import dotted_name
 from devicelint.rule import Rule
 from devicelint.semantic import Kind, Place
 from devicelint.semantic import dataflow, hoststep
@@ -94,13 +95,27 @@ class RepeatedTransfer(Rule):
       local module defines (its `__call__`, or a module's `forward`) that runs, in its
       straight-line body, a method of the object copying the same constants to the device
       it keeps (`self.build_targets(p, targets)` doing `torch.tensor([[0, 0], [1, 0]],
-      device=self.device)`); also a function of this file that, once on each of its calls
-      (in its straight-line body, or on the first pass of a loop over `range(...)`: `token =
-      target_var[c - 1] if c else str2tensor(SOS_token)` in a seq2seq `train()`), calls a
-      helper of this file or of another local module that copies to the accelerator data
-      computed from its parameters, given the same constants (`str2tensor` copying through
-      its `cuda_variable`), unless a throttle (`if i % 100 == 0:`) runs the call; the helper's
-      call on that first pass is not taken for a copy on every iteration of its own loop.
+      device=self.device)`), the object made in this file or, for a parameter of a top-level
+      function that no call of this file passes, by the files that import the function
+      (`compute_loss = ComputeLoss(model)` then `val.run(..., compute_loss=compute_loss)` in
+      train.py, the loop in val.py; asked in a file that itself imports a function or class
+      of another local module); also a function of this file (or, called in a loop, of
+      another local module) that, once on each of its calls (in its straight-line body, or
+      on the first pass of a loop over `range(...)`: `token = target_var[c - 1] if c else
+      str2tensor(SOS_token)` in a seq2seq `train()`), calls a helper of this file or of
+      another local module that copies to the accelerator data computed from its
+      parameters, given the same constants (`str2tensor` copying through its
+      `cuda_variable`), or builds an object whose class (of that file or another local
+      module) copies the same constants to the accelerator in the straight-line body of its
+      `__init__` (`lpips = LPIPS().eval().to(device)` with `self.mu = torch.tensor([-0.03,
+      -0.088, -0.188]).view(1, 3, 1, 1).cuda()` in `LPIPS.__init__`: a metric built for
+      every batch), unless a throttle (`if i % 100 == 0:`) runs the call; the helper's
+      call on that first pass is not taken for a copy on every iteration of its own loop;
+      also a function of this file (or, called in a loop, of another local module) that
+      copies, on every call, each element of a list parameter (`segs = [s.cuda() for s in
+      segs]`), given a list written with an element the loop does not change that is a host
+      tensor (`used = [first_seg] + [pair[1] for pair in que.queue]`: dino's reference
+      segmentation, copied again for every frame).
       Reported at the call, naming the copy's line;
     - the same constants copied to the device in a function a loader of the file runs once
       per batch as its `collate_fn=` (or in a function that one calls: `bos =
@@ -146,7 +161,11 @@ class RepeatedTransfer(Rule):
     or after the host copy was changed in place (a staging buffer refilled: the device copy
     is then the only one), on a function's round trip when it runs once, or when the
     argument it reads back is on the host at the call, on copies of the batch's own data in
-    a `collate_fn`, and on code that runs only without a GPU (`if not use_cuda:`).
+    a `collate_fn`, on code that runs only without a GPU (`if not use_cuda:`), and on a
+    number uploaded for a `torch.distributed` collective and read back (`count =
+    torch.tensor([n], device=d)`, `dist.all_reduce(count)`, `n = count.item()`: the
+    collective needs the device copy; the read is DL004's, per step even under `if
+    args.distributed:`, since a bare flag guarding a collective throttles nothing).
 
     ## Why is this bad?
     Each copy pays a fixed cost whatever its size, plus the bytes, and a copy back to the
@@ -239,9 +258,13 @@ class RepeatedTransfer(Rule):
         "`{call}` copies the same host data to the device on every call of `{function}` "
         "({site} passes it, {again})"
     )
+    element_message = (
+        "`{call}(...)` copies the same host data to the device on every call (`{element}`, an "
+        "element of the list it is given, copied at {line})"
+    )
     inner_message = (
         "`{call}(...)` copies the same host data to the device on every call (`{inner}(...)` at "
-        "{site}, its copy at {line})"
+        "{site}, copied at {line})"
     )
     hint_message = " (`{target}` is taken for a device from its name only)"
     tokens = (".to(", ".cuda(", "device=", ".cpu(", ".fill_(")
@@ -264,7 +287,15 @@ class RepeatedTransfer(Rule):
         imports a local module (has_any_loop and imports_foreign). A function of the file
         whose call, once per call, runs a helper copying the same data (`inner_copies`) is
         reported at a call in a loop: the helper's copy is in a function of this file
-        (IN_FUNCTION, with a loop) or of an imported local module (imports_foreign)."""
+        (IN_FUNCTION, with a loop) or of an imported local module (imports_foreign); so is
+        one building an object whose `__init__` copies (an `__init__` of this file:
+        IN_FUNCTION, with a loop; of another module: imports_foreign), and another local
+        module's function called in a loop whose own inner copies are in its file
+        (imports_foreign). An object a parameter is given by the files importing the
+        function is looked for only when the file imports a local module itself
+        (`_imports_local`, the same test as imports_foreign). A function copying each
+        element of a list parameter (`element_uploads`) makes the copy in its body: this
+        file's (IN_FUNCTION, with a loop) or an imported local module's (imports_foreign)."""
         if facts.uploads(IN_ANY_LOOP):
             return True
         if facts.uploads(IN_FUNCTION) and (facts.has_any_loop or facts.function_names & {"forward", "__call__"}):
@@ -519,9 +550,10 @@ class RepeatedTransfer(Rule):
                 # another module's function copying data its callers pass (`ssim(sr, hr)`
                 # building its window from a size argument's default)
                 copies, passed = dataflow.param_uploads(other, function), other.syncs._bind(function, call, False)
-        inner = dataflow.inner_copies(sem, function) if other is sem else ()
+        inner = dataflow.inner_copies(other, function) if other is sem or not objects else ()
+        elements = dataflow.element_uploads(other, function) if other is sem or not objects else ()
         # (most callees copy nothing: the loop's facts are asked only when one does)
-        if not uploads and not copies and not inner \
+        if not uploads and not copies and not inner and not elements \
                 or isinstance(loop, (cst.For, cst.While)) and sem.loops.facts(loop).runs_once:
             return
         for upload in uploads:
@@ -549,6 +581,26 @@ class RepeatedTransfer(Rule):
                 self.report(call, self.call_message.format(call=self._short(call.func), line=line),
                             related=related)
                 return
+        for name, copy in elements:
+            # `label_propagation(..., used_segs)` with `used_segs = [first_seg] + [...]`: an
+            # element the loop does not change, on the host, copied on every call
+            args = passed.get(name, ()) if other is sem else \
+                other.syncs._bind(function, call, False).get(name, ())
+            if len(args) != 1 or not isinstance(args[0], cst.BaseExpression):
+                continue
+            same = next((e for e in dataflow.listed_elements(sem, args[0])
+                         if sem.value(e).kind is Kind.TENSOR and self._host_data(sem.value(e))
+                         and dataflow.constant_at(sem, e, call)), None)
+            if same is None or not sem.on_gpu_path(call):
+                continue
+            if other is sem:
+                line, related = self._line(copy), []
+            else:
+                site = other.ctx.site(copy)
+                line, related = site.ref(), [(site, "the copy made on every call")]
+            self.report(call, self.element_message.format(
+                call=self._short(call.func), element=self._short(same), line=line), related=related)
+            return
         for copy in inner:
             # a call the function makes once per call, of a function copying the same data
             # (`str2tensor(SOS_token)` in a seq2seq `train()`); not when a throttle runs it
@@ -557,9 +609,14 @@ class RepeatedTransfer(Rule):
             site = copy.other.ctx.site(copy.upload.node)
             where = site.where() if copy.other is sem else site.ref()
             related = [(site, "the copy made on every call")]
+            if other is sem:
+                at, inner_name = self._line(copy.site), self._short(copy.site.func)
+            else:  # the site is in the callee's own file (another local module)
+                made = other.ctx.site(copy.site)
+                at = made.where() if copy.other is other else made.ref()
+                inner_name = " ".join(other.ctx.code(copy.site.func).split())[:40]
             self.report(call, self.inner_message.format(
-                call=self._short(call.func), site=self._line(copy.site), inner=self._short(copy.site.func),
-                line=where), related=related)
+                call=self._short(call.func), site=at, inner=inner_name, line=where), related=related)
             return
 
     def _object_call_uploads(self, call: cst.Call):
@@ -576,9 +633,15 @@ class RepeatedTransfer(Rule):
         found = sem.syncs.module_forward(call)
         if found is None:
             methods = {}
-            for made in sem.syncs._instances(call.func, 0) or ():
-                qual = sem.qualname(made.func)
-                owner = sem._project_class(qual) if qual else None
+            made_by = [(sem, made) for made in sem.syncs._instances(call.func, 0) or ()]
+            if not made_by and self._imports_local():
+                # a parameter given by the files that import the function (`validate.run(...,
+                # compute_loss=compute_loss)` in train.py), in a file that itself imports a
+                # function or class of another local module (as the gate asks)
+                made_by = sem.syncs.importer_instances(call.func) or []
+            for where, made in made_by:
+                qual = where.qualname(made.func)
+                owner = where._project_class(qual) if qual else None
                 method = owner[0]._method(owner[1], "__call__") if owner is not None else None
                 if method is None:
                     return None
@@ -613,6 +676,41 @@ class RepeatedTransfer(Rule):
                         continue
                 uploads.append(dataflow.CallUpload(upload.node, frozenset()))
         return (other, function, tuple(uploads)) if uploads else None
+
+    def _imports_local(self) -> bool:
+        """The file binds a function or class of another local module (a star import, an
+        import of one, or a call `module.function(...)` of an imported local module): the
+        gate's `imports_foreign`."""
+        known = self.__dict__.get("_local_imports")
+        if known is None:
+            sem = self.ctx.semantic
+            view = sem.project
+            known = False
+            if view is not None:
+                imports = self.ctx.imports
+                known = bool(imports.star_modules)
+
+                def foreign(dotted: str) -> bool:
+                    symbol = view.resolve(dotted)
+                    return symbol is not None and symbol.kind in ("function", "class") \
+                        and symbol.module is not view.module
+
+                if not known:
+                    used = set()
+                    for node in self.ctx.iter_nodes(cst.Name):
+                        parent = self.ctx.parent(node)
+                        if not isinstance(parent, (cst.ImportAlias, cst.ImportFrom, cst.Attribute)) \
+                                or isinstance(parent, cst.Attribute) and parent.value is node:
+                            used.add(node.value)
+                    known = any(name in used and foreign(name) for name in imports.aliases)
+                if not known:
+                    for node in self.ctx.iter_nodes(cst.Call):
+                        dotted = dotted_name(node.func) if isinstance(node.func, cst.Attribute) else None
+                        if dotted and dotted.partition(".")[0] in imports.aliases and foreign(dotted):
+                            known = True
+                            break
+            self.__dict__["_local_imports"] = known
+        return known
 
     def check_helper_round_trip(self, call: cst.Call) -> bool:
         """A call, in a loop, of a function of this file that copies to the device data

@@ -1377,8 +1377,8 @@ def foreign_call_uploads(sem, call: cst.Call):
         return None
     module, name = found
     copying = _copying_functions(sem.project.index, module)
-    if copying is not None and name not in copying:
-        return None
+    if copying is not None and name not in copying and "__init__" not in copying:
+        return None  # (an `__init__` that may copy: the function may build such an object)
     foreign = sem.syncs.foreign_function(call)
     if foreign is None:
         return None
@@ -1865,9 +1865,15 @@ def _inner_copies(sem, function: cst.FunctionDef) -> Iterator[InnerCopy]:
             bound = found[1]
         else:
             if not sem.syncs.runs_foreign_function(call):
+                made = _constructor_copy(sem, call)
+                if made is not None:
+                    yield made
                 continue
             foreign = sem.syncs.foreign_function(call)
             if foreign is None:
+                made = _constructor_copy(sem, call)  # a class of another local module
+                if made is not None:
+                    yield made
                 continue
             other, callee = foreign
             bound = other.syncs._bind(callee, call, False)
@@ -1884,6 +1890,99 @@ def _inner_copies(sem, function: cst.FunctionDef) -> Iterator[InnerCopy]:
                    for name in upload.data):
                 yield InnerCopy(call, other, callee, upload)
                 break
+
+
+def _constructor_copy(sem, call: cst.Call) -> Optional[InnerCopy]:
+    """`LPIPS()`, with `LPIPS` a class of this file or of another local module whose
+    `__init__` copies the same constants to the accelerator on every call
+    (`self.mu = torch.tensor([-0.03, -0.088, -0.188]).view(1, 3, 1, 1).cuda()`:
+    `per_call_uploads`, to the device whatever the arguments): building the object copies
+    them again each time."""
+    if not isinstance(call.func, cst.Name) or sem.value(call.func).kind is not Kind.MODULE_CLASS \
+            and not any(d.kind == "class" for d in sem.defs(call.func)):
+        return None
+    found = sem.syncs._class_method(call.func, "__init__")
+    if found is None:
+        return None
+    other, init = found
+    for upload in per_call_uploads(other, init):
+        if not upload.follows:
+            return InnerCopy(call, other, init, upload)  # type: ignore[arg-type]
+    return None
+
+
+def element_uploads(sem, function: cst.FunctionDef) -> tuple[tuple[str, cst.Call], ...]:
+    """(parameter, copy) for each `[s.cuda() for s in segs]` (or `.to(device)` to a device)
+    that `function` runs on every call (`_every_call_lines`), walking a parameter `segs` as
+    its callers pass it: every element of the list a caller passes is copied to the device
+    on each call (dino's `label_propagation` copying the reference segmentations)."""
+    memo = sem.__dict__.setdefault("_element_uploads", {})
+    key = id(function)
+    if key not in memo:
+        memo[key] = tuple(_element_uploads(sem, function))
+    return memo[key]
+
+
+def _element_uploads(sem, function: cst.FunctionDef) -> Iterator[tuple[str, cst.Call]]:
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                     *function.params.kwonly_params)}
+    for line in _every_call_lines(sem, function):
+        stack: list[cst.CSTNode] = list(line.body)
+        while stack:
+            node = stack.pop()
+            if type(node) in (cst.Lambda, cst.IfExp, cst.BooleanOperation):
+                continue
+            if type(node) in (cst.ListComp, cst.GeneratorExp):
+                found = _element_copy(sem, node, params)
+                if found is not None:
+                    yield found
+                continue
+            stack.extend(sem.children(node))
+
+
+def _element_copy(sem, comp, params) -> Optional[tuple[str, cst.Call]]:
+    """`[s.cuda() for s in segs]`, `segs` a parameter (not rebound before): (`segs`, the copy)."""
+    for_in = comp.for_in
+    if for_in.inner_for_in is not None or for_in.ifs or not isinstance(for_in.target, cst.Name) \
+            or not isinstance(for_in.iter, cst.Name) or for_in.iter.value not in params:
+        return None
+    defs = sem.defs(for_in.iter)
+    if not defs or any(d.kind != "param" for d in defs):
+        return None
+    element = comp.elt
+    if not isinstance(element, cst.Call) or not isinstance(element.func, cst.Attribute) \
+            or not isinstance(element.func.value, cst.Name) or element.func.value.value != for_in.target.value:
+        return None
+    method = element.func.attr.value
+    if method == "cuda":
+        if any(arg.star or arg.keyword is None and int_value(arg.value) is None for arg in element.args):
+            return None
+    elif method == "to":
+        target = keyword_arg(element, "device") or call_arg(element, 0, "\0")
+        if target is None or sem.device_place(target)[0] is not Place.DEVICE:
+            return None
+    else:
+        return None
+    return for_in.iter.value, element
+
+
+def listed_elements(sem, arg: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The elements a list passed as `arg` is written with: a list display, or `[a] + [...]`
+    (the displays' own elements), directly or through a local bound once to one."""
+    if isinstance(arg, cst.Name):
+        defs = sem.defs(arg)
+        if len(defs) != 1 or defs[0].kind != "assign" or defs[0].path or defs[0].value is None:
+            return []
+        arg = defs[0].value
+    out: list[cst.BaseExpression] = []
+    stack = [arg]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            stack.extend((node.left, node.right))
+        elif isinstance(node, cst.List):
+            out.extend(e.value for e in node.elements if isinstance(e, cst.Element))
+    return out
 
 
 def _constant_argument(sem, arg: cst.BaseExpression, function: cst.FunctionDef) -> bool:

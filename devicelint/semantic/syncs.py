@@ -640,6 +640,47 @@ class SyncModel:
                     found |= self._shown_classes(arg, depth + 1)
         return found
 
+    def importer_instances(self, name: cst.Name) -> Optional[list]:
+        """(that file's model, the call) pairs for the objects a parameter `name` of a
+        top-level function of this file is given by the other files of the run that import
+        the function (`validate.run(..., compute_loss=compute_loss)` in train.py, with
+        `compute_loss = ComputeLoss(model)` there), when no call of this file passes it;
+        None when the parameter is anything else, or a passed value is not made by a call
+        there (`SyncModel._instances` of it)."""
+        model = self.model
+        view = model.project
+        defs = model.defs(name)
+        if view is None or len(defs) != 1 or defs[0].kind != "param":
+            return None
+        d = defs[0]
+        function = d.scope
+        if not isinstance(function, cst.FunctionDef) or model.parent(function) is not model.ctx.module \
+                or self._param_arguments(d):
+            return None
+        memo = model.__dict__.setdefault("_importer_instances", {})
+        key = (id(function), d.name)
+        if key in memo:
+            return memo[key]
+        found: list = []
+        for importer in view.importers_of(function.name.value):
+            other = view.model_of(importer)
+            if other is None or other.project is None:
+                continue
+            for call in other.ctx.iter_nodes(cst.Call):
+                dotted = dotted_name(call.func)
+                symbol = other.project.resolve(dotted) if dotted else None
+                if symbol is None or symbol.module is not view.module or symbol.name != function.name.value:
+                    continue
+                for arg in other.syncs._bind(function, call, False).get(d.name, ()):
+                    made = [arg] if isinstance(arg, cst.Call) else \
+                        other.syncs._instances(arg, 1) if isinstance(arg, cst.Name) else None
+                    if made is None:
+                        memo[key] = None
+                        return None
+                    found.extend((other, m) for m in made)
+        memo[key] = found or None
+        return memo[key]
+
     def _param_arguments(self, d) -> list:
         """What the calls of the file pass for the parameter bound by `d`."""
         function = d.scope
