@@ -47,7 +47,7 @@ def sim_cannot_judge(code: str) -> bool:
 ONLY = [code for code in os.environ.get("DEVICELINT_CONFIRM_RULES", "").split(",") if code]
 RULE_DIRS = ONLY or sorted(p.name for p in FIXTURES.glob("DL*") if p.is_dir())
 TARGETS = [f"fixtures/{code}" for code in ONLY] or ["fixtures"]
-TIME_LIMIT = 900  # seconds for the whole run; about 3 minutes on 2 idle cores
+TIME_LIMIT = 1800  # seconds for the whole run: 8.3 min on the 2-core dev machine at 4dc4413 (726 fixture findings); CI caps the whole job at 90
 
 pytestmark = pytest.mark.slow
 
