@@ -376,6 +376,11 @@ class FileFacts:
         construction: `read_after_construction`, a second access at least)."""
         return self._attribute_counts.get(attr, 0)
 
+    def views_strided(self) -> bool:
+        """Some `.view(...)` with arguments whose receiver may be a strided tensor as the
+        model follows it (`_HostTensors.strided`: DL003)."""
+        return self._hosts_of().views_strided()
+
     def _may_be_host_tensor(self, value: ast.AST, method: ast.AST, owner: ast.ClassDef) -> bool:
         """A value a construction method stores that the semantic model may find a tensor
         on the host (DL017's `_cpu_tensor`): `_HostTensors.host`, read where `method`
@@ -984,8 +989,20 @@ class _HostTensors:
         self.attr_receivers: set[str] = set()               # `x.attr.m(...)`: attr may move in place
         self.methods: dict[str, list[ast.AST]] = {}         # name -> methods of the file's classes
         self._locals: dict[int, dict[str, list[tuple[str, Optional[ast.AST]]]]] = {}
+        # (the same, with a binding by unpacking, a loop or `+=` as ("inside", what it reads
+        # from): the flow DL003's layouts follow)
+        self._flows: dict[int, dict[str, list[tuple[str, Optional[ast.AST]]]]] = {}
         self._active: set = set()
         self._memo: dict = {}
+        self.store_values: dict[str, list[ast.AST]] = {}    # attribute -> values of `x.attr = value`
+        self.class_names: set[str] = set()                  # names a class body binds otherwise than by `def`
+        self.functions: list[ast.AST] = []                  # every function and lambda of the file
+        # The least answer to a question met again while it is being answered (DL003's
+        # layouts: a value is strided only through some op that makes it so); the questions
+        # answered "no" while one was assumed, kept once the whole question is answered.
+        self._assumed = 0
+        self._provisional: list = []
+        self._least = (self.strided,)
         self._walk(facts._whole)
 
     # -- the file's shapes ------------------------------------------------------------------
@@ -997,6 +1014,8 @@ class _HostTensors:
             inner = scope
             if kind in _FUNCTIONS or kind is ast.Lambda or kind is ast.ClassDef:
                 self.scope_of[id(node)] = scope
+                if kind is not ast.ClassDef:
+                    self.functions.append(node)
                 if kind in _FUNCTIONS and type(scope) is ast.ClassDef and node in scope.body:
                     self.methods.setdefault(node.name, []).append(node)
                 if scope is None and kind is not ast.Lambda:
@@ -1012,8 +1031,14 @@ class _HostTensors:
                     self.attr_receivers.add(func.value.attr)
             elif kind is ast.Attribute and type(node.ctx) is not ast.Load:
                 self.stores[node.attr] = self.stores.get(node.attr, 0) + 1
+            elif kind is ast.Name and type(scope) is ast.ClassDef and type(node.ctx) is not ast.Load:
+                self.class_names.add(node.id)
             elif kind is ast.Assign or kind is ast.AnnAssign:
                 self.scope_of[id(node)] = scope  # (DL002's containers are asked where they are)
+                if node.value is not None:
+                    for target in (node.targets if kind is ast.Assign else [node.target]):
+                        if type(target) is ast.Attribute:
+                            self.store_values.setdefault(target.attr, []).append(node.value)
                 if scope is None and kind is ast.Assign:
                     for target in node.targets:
                         if type(target) is ast.Name:
@@ -1075,6 +1100,75 @@ class _HostTensors:
         for node in stored:
             if id(node) not in plain:
                 found.setdefault(node.id, []).append(("other", None))
+        return found
+
+    def _flow_bindings(self, function: ast.AST) -> tuple[dict[str, list[tuple]], list[tuple]]:
+        """The bindings of each name in the function's own code, as the layout question
+        follows them (`strided`): (kind, value, position, statement), kind "param", "value"
+        (`name = value`, `name: T = value`, `(name := value)`), "inside" (the name holds the
+        value or something inside it: unpacking, a for loop or comprehension, `+=`), or
+        "other"; position: where the binding is made (the end of its statement; None: it
+        may reach any read, as a parameter's or a `global`'s). And the spans of the
+        function's loops (for, while, comprehensions): a binding reaches a read before it
+        only around one of them."""
+        found = self._flows.get(id(function))
+        if found is not None:
+            return found
+        binds: dict[str, list[tuple]] = {}
+        loops: list[tuple] = []
+        for name in _parameters(function):
+            binds.setdefault(name, []).append(("param", None, None, None))
+        named: set[int] = set()
+        stored: list[ast.Name] = []
+        for node in _own_nodes(function, function.body):
+            kind = type(node)
+            if kind is ast.Name:
+                if type(node.ctx) is not ast.Load:
+                    stored.append(node)
+                continue
+            if kind in _FOR_WHILE or kind in _COMPREHENSIONS:
+                loops.append((_start(node), _end(node)))
+            if kind is ast.Assign or kind is ast.AnnAssign and node.value is not None:
+                for target in (node.targets if kind is ast.Assign else [node.target]):
+                    plain = type(target) is ast.Name
+                    for name in _unpacked_names(target):
+                        named.add(id(name))
+                        binds.setdefault(name.id, []).append(
+                            ("value" if plain else "inside", node.value, _end(node), node))
+            elif kind is ast.NamedExpr:
+                named.add(id(node.target))
+                binds.setdefault(node.target.id, []).append(("value", node.value, _end(node), node))
+            elif kind is ast.AugAssign:
+                # (`x += y`: what x held before, its other bindings, and y)
+                for name in _unpacked_names(node.target):
+                    named.add(id(name))
+                    binds.setdefault(name.id, []).append(("inside", node.value, _end(node), node))
+            elif kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension:
+                # (a comprehension's target is its own: "comprehension", and a read of the
+                # name elsewhere in the function may be of the enclosing scope's)
+                for name in _unpacked_names(node.target):
+                    named.add(id(name))
+                    binds.setdefault(name.id, []).append(
+                        ("inside" if kind is not ast.comprehension else "comprehension", node.iter,
+                         _end(node.target), node.target))
+            elif kind is ast.ExceptHandler or kind is ast.MatchAs or kind is ast.MatchStar:
+                if node.name:
+                    binds.setdefault(node.name, []).append(("other", None, None, None))
+            elif kind is ast.MatchMapping:
+                if node.rest:
+                    binds.setdefault(node.rest, []).append(("other", None, None, None))
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                for alias in node.names:
+                    binds.setdefault(alias.asname or alias.name.partition(".")[0], []).append(("other", None, None, None))
+            elif kind is ast.Global or kind is ast.Nonlocal:
+                for name in node.names:
+                    binds.setdefault(name, []).append(("other", None, None, None))
+            elif kind in _NESTED_SCOPES:
+                binds.setdefault(node.name, []).append(("other", None, None, None))
+        for node in stored:
+            if id(node) not in named:
+                binds.setdefault(node.id, []).append(("other", None, None, None))
+        found = self._flows[id(function)] = (binds, loops)
         return found
 
     def _method_owner(self, function: ast.AST) -> Optional[ast.ClassDef]:
@@ -1155,7 +1249,7 @@ class _HostTensors:
         kind, bound = binds[0]
         if kind == "value":
             return ask(bound, None, depth + 1)
-        if ask in (self.host, self.module, self._elements_module):
+        if ask in (self.host, self.module, self._elements_module, self.strided):
             return False  # a function, a class (or module class), an import's value
         return True  # (callees and attribute owners are asked by their own questions)
 
@@ -1174,18 +1268,43 @@ class _HostTensors:
         positional = args.posonlyargs + args.args
         if owner is not None and positional and positional[0].arg == name:
             return False  # `self` (the model: no call-site value)
-        key = ("param", id(function), name, ask)
-        if key in self._active:
-            return True
+        return self._once(("param", id(function), name, ask), ask,
+                          lambda: self._param_uncached(function, name, owner, depth, ask))
+
+    def _once(self, key, ask, answer) -> bool:
+        """`answer()`, kept under `key`. A question met again while it is being answered
+        answers "may" (True), or, for the questions in `_LEAST` (a value made only by some
+        op: the least answer), "no" for now: an answer given while such an assumption
+        stands is kept only once the whole question says "no" (`least`)."""
         found = self._memo.get(key)
         if found is not None:
             return found
+        if key in self._active:
+            if ask in self._least:
+                self._assumed += 1
+                return False
+            return True
         self._active.add(key)
+        before = self._assumed
         try:
-            found = self._param_uncached(function, name, owner, depth, ask)
+            found = answer()
         finally:
             self._active.discard(key)
-        self._memo[key] = found
+        if found or self._assumed == before:
+            self._memo[key] = found
+        else:
+            self._provisional.append(key)
+        return found
+
+    def _least_answer(self, question) -> bool:
+        """A whole question of the least kind: when it says "no", every question it met said
+        "no" with every assumption it made "no" as well, so their answers are kept."""
+        self._provisional = []
+        found = question()
+        if not found:
+            for key in self._provisional:
+                self._memo[key] = False
+        self._provisional = []
         return found
 
     def _param_uncached(self, function, name: str, owner, depth: int, ask) -> bool:
@@ -1193,7 +1312,7 @@ class _HostTensors:
         # (the model: the annotation's kind, unless the calls' agrees: a number, a flag, a
         # string, an array, None or a sequence is no tensor, no module, and has neither as an
         # attribute; only a sequence's elements come from the calls)
-        if annotated == "scalar" or annotated == "plain" and ask != self._elements_module:
+        if annotated == "scalar" or annotated == "plain" and ask != self._elements_module and ask != self.strided:
             return False
         if "spawn" in self.calls:
             return True
@@ -1241,39 +1360,46 @@ class _HostTensors:
         (plain `self.attr = value` statements only, every store of that name in the file
         being one of them, none moved in place: `self.attr.cpu()`); without a store in the
         class, may (a base's, another file's)."""
-        key = ("self", id(owner), attr, ask)
-        if key in self._active:
-            return True
-        found = self._memo.get(key)
-        if found is None:
-            self._active.add(key)
-            try:
-                found = self._self_attribute_uncached(owner, attr, depth, ask)
-            finally:
-                self._active.discard(key)
-            self._memo[key] = found
-        return found
+        return self._once(("self", id(owner), attr, ask), ask,
+                          lambda: self._self_attribute_uncached(owner, attr, depth, ask))
 
     def _self_attribute_uncached(self, owner: ast.ClassDef, attr: str, depth: int, ask) -> bool:
-        if attr in self.attr_receivers:
-            return True
+        least = ask in self._least
+        if attr in self.attr_receivers and not least:
+            return True  # (a move in place changes no layout)
         values = []
+        in_class = 0  # stores of `x.attr` in the class's methods, any of them
         for statement in owner.body:
             if type(statement) not in _FUNCTIONS:
                 continue
             me = _model_self(statement)
-            if me is None:
-                continue
             for node in _own_nodes(statement):
                 kind = type(node)
-                if kind is ast.Assign or kind is ast.AnnAssign and node.value is not None:
+                if kind is ast.Attribute and node.attr == attr and type(node.ctx) is not ast.Load:
+                    in_class += 1
+                elif me is not None and (kind is ast.Assign or kind is ast.AnnAssign and node.value is not None):
                     for target in (node.targets if kind is ast.Assign else [node.target]):
                         if type(target) is ast.Attribute and target.attr == attr \
                                 and type(target.value) is ast.Name and target.value.id == me:
                             values.append((node.value, statement))
+        if least:
+            # The model reads the `self.attr = value` stores of the class's methods
+            # (`attribute_defs`); without any, those of a base class of the file of that name
+            # (else unknown: a buffer, another file's base).
+            if in_class != len(values):
+                return True  # (`self.a, self.b = ...`, `self.a += ...`: not followed here)
+            if not values:
+                return any(self._self_attribute(base, attr, depth + 1, ask) for base in self._file_bases(owner))
+            return any(ask(value, method, depth + 1) for value, method in values)
         if not values or len(values) != self.stores.get(attr, 0):
             return True
         return any(ask(value, method, depth + 1) for value, method in values)
+
+    def _file_bases(self, owner: ast.ClassDef) -> list[ast.ClassDef]:
+        """The classes of the file a class's bases name (`SemanticModel.self_attribute`: by
+        the base's dotted name)."""
+        names = {_dotted(b) for b in owner.bases}
+        return [c for c in self.facts._class_nodes if c.name in names and c is not owner]
 
     def module(self, value: ast.AST, scope, depth: int = 0) -> bool:
         """DL002's `_stateful_module` of a container's element: may the model find a module
@@ -1351,6 +1477,269 @@ class _HostTensors:
 
     def _param_elements_module(self, function, name: str, depth: int) -> bool:
         return self._param(function, name, depth, self._elements_module)
+
+    # -- may a value be a strided tensor (DL003)? --------------------------------------------
+    def views_strided(self) -> bool:
+        """Some `.view(...)` call with arguments whose receiver `strided` may be (DL003's
+        reporting site: a receiver whose layout the model knows to be permuted, expanded
+        or narrowed)."""
+        for call in self.calls.get("view", ()):
+            func = call.func
+            if type(func) is ast.Attribute and (call.args or call.keywords):
+                scope = self.scope_of.get(id(call))
+                if self._least_answer(lambda: self.strided(func.value, scope)):
+                    return True
+        return False
+
+    def strided(self, value: ast.AST, scope, depth: int = 0) -> bool:
+        """May the model's value here be a tensor laid out permuted, expanded or narrowed
+        (`Layout.state`), or hold one (an element, an item, a field)? Such a layout is made
+        only by an op of the API table whose layout is "transpose", "permute", "expand" or
+        "narrow" (pieces of `chunk`/`split`, not `unbind`'s), by `.T`/`.mT`/`.H`/`.mH`, or by
+        a step slice (`_layout_sources`); it passes through names, parameters (what the
+        file's calls pass), `self.x` (the class's stores), returns of the file's functions,
+        indexing, arithmetic and comparisons, `and`/`or`/`if`, ops whose layout is "follow",
+        "keep" or "same", shape-preserving modules and other code's arguments
+        (`_strided_call`), and a function of another local module given arguments
+        (`_project_returned`). A name met again while it is being answered adds nothing (the
+        least answer: `x = F.dropout(x)`)."""
+        kind = type(value)
+        if kind is ast.Constant or kind is ast.JoinedStr or kind is ast.Lambda:
+            return False
+        if depth > self.MAX_LAYOUT_DEPTH:
+            return True
+        if kind is ast.Name:
+            if type(scope) in _FUNCTIONS:
+                return self._strided_local(value, scope, depth)
+            return self._name(value.id, scope, depth, self.strided, self._param_strided)
+        if kind is ast.Attribute:
+            if value.attr in _TRANSPOSING_ATTRIBUTES:
+                return True
+            owner = self._self_class(value.value, scope)
+            if owner is not None:
+                return self._self_attribute(owner, value.attr, depth, self.strided)
+            if self._of_import(value, scope):
+                return False
+            dotted = _dotted(value)
+            if dotted is not None and dotted.partition(".")[0] in self.facts.alias_heads:
+                return True  # `lib.x`, `lib` this very module (`module_member_defs`)
+            # (the model's other fields: a tensor's `.data`/`.grad`/`.real`/`.imag`, its own
+            # layout; a mapping's (`Munch(d).x`), one of its elements; a module's submodule,
+            # `.weight`, a field of a module's output, `.shape`: never strided)
+            return value.attr not in _NEVER_STRIDED_ATTRIBUTES and self.strided(value.value, scope, depth + 1)
+        if kind is ast.Subscript:
+            if _has_step_slice(value.slice):
+                return True
+            return self.strided(value.value, scope, depth + 1)
+        if kind is ast.Call:
+            return self._strided_call(value, scope, depth)
+        if kind is ast.BinOp:
+            if type(value.op) is ast.MatMult:
+                return False  # (`_matmul`: a fresh tensor)
+            return self.strided(value.left, scope, depth + 1) or self.strided(value.right, scope, depth + 1)
+        if kind is ast.UnaryOp:
+            return False  # `-x`: a fresh tensor (`not x`: a flag)
+        if kind is ast.Compare:
+            if len(value.ops) != 1 or type(value.ops[0]) in (ast.In, ast.NotIn, ast.Is, ast.IsNot):
+                return False  # a flag, or a chained comparison (contiguous)
+            return self.strided(value.left, scope, depth + 1) or self.strided(value.comparators[0], scope, depth + 1)
+        if kind is ast.BoolOp:
+            return any(self.strided(v, scope, depth + 1) for v in value.values)
+        if kind is ast.IfExp:
+            return self.strided(value.body, scope, depth + 1) or self.strided(value.orelse, scope, depth + 1)
+        if kind is ast.NamedExpr:
+            return self.strided(value.value, scope, depth + 1)
+        if kind is ast.Starred:
+            return self.strided(value.value, scope, depth + 1)
+        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
+            return any(self.strided(e, scope, depth + 1) for e in value.elts)
+        if kind is ast.Dict:
+            return any(self.strided(v, scope, depth + 1) for v in value.values)
+        if kind is ast.ListComp or kind is ast.SetComp or kind is ast.GeneratorExp:
+            return self.strided(value.elt, scope, depth + 1)
+        if kind is ast.DictComp:
+            return self.strided(value.value, scope, depth + 1)
+        return True
+
+    MAX_LAYOUT_DEPTH = 40
+
+    def _strided_local(self, node: ast.Name, scope, depth: int) -> bool:
+        """A name read in a function: the bindings that may reach the read (`_flow_bindings`:
+        one made before it, or one in a loop around both), as the model's reaching
+        definitions are some of them. A name the function does not bind: as `_name`."""
+        binds, loops = self._flow_bindings(scope)
+        found = binds.get(node.id)
+        if not found:
+            return self._name(node.id, scope, depth, self.strided, self._param_strided)
+        use = _start(node)
+        reaching = tuple(b for b in found if b[2] is None or b[2] <= use
+                         or any(start <= _start(b[3]) and _end(b[3]) <= end and start <= use <= end
+                                for start, end in loops))
+
+        def answer() -> bool:
+            for kind, bound, _at, _statement in reaching:
+                if kind == "other":
+                    return True
+                if kind == "param" and self._param(scope, node.id, depth + 1, self.strided):
+                    return True
+                if kind != "param" and self.strided(bound, scope, depth + 1):
+                    return True
+            if all(b[0] == "comprehension" for b in found):
+                # Bound only by comprehensions: a read outside them is of the enclosing scope.
+                return not self._top_level(scope) or self._module_name(node.id, depth, self.strided)
+            return False
+
+        return self._once(("name", id(scope), node.id, tuple(id(b) for b in reaching)), self.strided, answer)
+
+    def _param_strided(self, function, name: str, depth: int) -> bool:
+        return self._param(function, name, depth, self.strided)
+
+    def _strided_call(self, call: ast.Call, scope, depth: int) -> bool:
+        """What a call gives may be strided (`SemanticModel._call_value`): a layout op of the
+        API table; else an op that keeps its input's layout (the receiver, an argument), a
+        module (a shape-preserving one gives its input's layout: any argument), a builtin
+        (`list(x)`, `max(...)`: from its arguments), the returns of a function of the file it
+        may call (by name: a function bound once at module level, a method, the file's
+        function a module-level name is; any function of the file when the callee is
+        unknown: a parameter, a stored callable, a subscript), or a function of another
+        local module (given arguments: `_project_returned`). An import that the API table
+        says makes no such layout (`torch.cat`, a module class, an unknown library's
+        function) gives none."""
+        func = call.func
+        kind = type(func)
+        last = func.attr if kind is ast.Attribute else func.id if kind is ast.Name else None
+        if last in _layout_sources() or last in _DYNAMIC_CALLS:
+            return True
+        arguments = [a for a in call.args] + [k.value for k in call.keywords]
+
+        def passed() -> bool:
+            return any(self.strided(a, scope, depth + 1) for a in arguments)
+
+        if kind is ast.Name or kind is ast.Attribute:
+            if self._of_import(func, scope):
+                return self._strided_import_call(call, _dotted(func), passed)
+            dotted = _dotted(func)
+            if dotted is not None and dotted.partition(".")[0] in self.facts.alias_heads:
+                # A module-level alias (`tr = torch.transpose`): the model's `qualname` of it,
+                # through the project index (`_alias_qualname`).
+                view = self.facts.view()
+                target = view.alias(dotted) if view is not None else None
+                if target and self._strided_quals(call, {target}, passed):
+                    return True
+        if kind is ast.Name:
+            name = func.id
+            if type(scope) in _FUNCTIONS and name in self._bindings(scope) \
+                    or scope is not None and (type(scope) not in _FUNCTIONS or not self._top_level(scope)):
+                # a local callable, or an import a nested function reads: anything
+                return passed() or self._any_returns_strided(depth) or self._foreign_strided(call, func)
+            binds = self.module_binds.get(name)
+            if not binds and name not in self.facts.bound_names():
+                # a builtin (`_builtin_call`): `sum(xs)` an element of its input, `list(x)` its
+                # input or its elements (`iteration_element`: of a class of the file, what its
+                # `__iter__`/`__next__` give); a number, a string, a flag, or unknown otherwise
+                if name in _ELEMENT_BUILTINS:
+                    return passed() or any(self._returns_strided(m, depth) for n in ("__iter__", "__next__")
+                                           for m in self.methods.get(n, ()))
+                return False
+            if binds and len(binds) == 1 and self.facts.binding_counts().get(name) == 1:
+                bound_kind, bound = binds[0]
+                if bound_kind == "def":
+                    return self._returns_strided(bound, depth)
+                if bound_kind == "class":
+                    return False  # an instance: a module, a dataset, an object (`attributes_plain`)
+            return passed() or self._any_returns_strided(depth) or self._foreign_strided(call, func)
+        if kind is ast.Attribute:
+            method = func.attr
+            spec = _api().method(method)
+            if (spec is None or _keeps_layout(spec) or method in _CONTAINER_METHODS) \
+                    and self.strided(func.value, scope, depth + 1):
+                return True  # the receiver's layout (a tensor's op), or its element (a container's)
+            # A module's `forward` or a submodule (`model.drop(x)`: a stored attribute) gives
+            # its input's layout (`_module_method`, `module_output`); another attribute of a
+            # module is none the model knows.
+            stored = method in self.stores or method in self.class_names
+            if (stored or method == "forward") and passed():
+                return True
+            if any(self._returns_strided(m, depth) for m in self.methods.get(method, ())):
+                return True
+            binds = self.module_binds.get(method)
+            if binds and any(k == "def" and self._returns_strided(b, depth) for k, b in binds):
+                return True  # `lib.f(...)`, `lib` this very module
+            if stored and (method in self.class_names or not self._stores_only_modules(method)):
+                return self._any_returns_strided(depth)  # a stored callable
+            return self._foreign_strided(call, func)
+        return passed() or self._any_returns_strided(depth)  # `self.blocks[i](x)`, `f(...)(x)`
+
+    def _stores_only_modules(self, attr: str) -> bool:
+        """Every store of `x.attr` in the file is a plain assignment of a module (or a
+        number, a literal): calling the attribute runs a module, no function of the file."""
+        values = self.store_values.get(attr, ())
+        if len(values) != self.stores.get(attr, 0):
+            return False
+        return all(_constant(v) or type(v) is ast.Call and self.facts._makes_module_or_number(v)
+                   for v in values)
+
+    def _strided_import_call(self, call: ast.Call, dotted: str, passed) -> bool:
+        """A call of an import's name (`torch.cat`, `F.dropout`, `from .utils import f`)."""
+        quals = self.facts._qualnames(dotted)
+        if not quals:
+            return passed() or self._foreign_strided(call, call.func)
+        return self._strided_quals(call, quals, passed)
+
+    def _strided_quals(self, call: ast.Call, quals, passed) -> bool:
+        """A call of what these qualified names stand for."""
+        api = _api()
+        sources = _layout_sources()
+        for qual in quals:
+            if qual.rsplit(".", 1)[-1] in sources:
+                return True
+            spec = api.function(qual)
+            if spec is not None:
+                if _keeps_layout(spec) and passed():
+                    return True
+                continue
+            if qual in _FOLLOWED_CALLS or qual.startswith("functools.") or qual in api.attribute_mappings:
+                if passed():
+                    return True
+                continue
+            if qual.startswith(".") and qual.lstrip(".") in _api_suffixes():
+                if passed():
+                    return True  # (an API name as the package itself imports it)
+            if self._foreign_strided(call, call.func):
+                return True
+        return False
+
+    def _foreign_strided(self, call: ast.Call, func: ast.AST) -> bool:
+        """A function of another local module given arguments (`_project_returned`: its
+        returns, worked out by that file's model, may be strided)."""
+        if not call.args or not self.facts.device_placing():
+            return False  # (`_project_returned` needs device data passed: a file without any)
+        dotted = _dotted(func)
+        if dotted is None or not self.facts._may_be_imported(dotted):
+            return False
+        view = self.facts.view()
+        if view is None:
+            return False
+        symbol = self.facts._foreign_symbol(view, dotted)
+        return symbol is not None and symbol.kind == "function"
+
+    def _returns_strided(self, function: ast.AST, depth: int) -> bool:
+        """Any return of the function (or a lambda's body) may be strided."""
+        if depth > self.MAX_LAYOUT_DEPTH:
+            return True
+
+        def answer() -> bool:
+            if type(function) is ast.Lambda:
+                return self.strided(function.body, function, depth + 1)
+            return any(self.strided(node.value, function, depth + 1) for node in _own_nodes(function)
+                       if type(node) is ast.Return and node.value is not None)
+
+        return self._once(("returns", id(function), self.strided), self.strided, answer)
+
+    def _any_returns_strided(self, depth: int) -> bool:
+        """Some function of the file may return a strided value (what calling an unknown
+        callable of the file may give)."""
+        return any(self._returns_strided(f, depth) for f in self.functions)
 
     def attributes_plain(self, base: ast.AST, scope, depth: int) -> bool:
         """No attribute of the value is a tensor (the model's `_attribute_value`): a
@@ -1730,6 +2119,91 @@ def _is_module_class(qual: str) -> bool:
     from devicelint.semantic.api import torch_api
 
     return torch_api().is_module_class(qual)
+
+
+_TRANSPOSING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
+# Calls whose value the gate cannot follow (`getattr(self, name)`: any attribute).
+# (`next(it)`: the `__next__` of a class of the file or of another local module,
+# `_instance_method_returns`)
+_DYNAMIC_CALLS = frozenset({"getattr", "eval", "exec", "vars", "globals", "locals", "__getattribute__",
+                            "__getattr__", "next"})
+# Builtins whose value the model takes from their arguments (`_builtin_call`).
+_ELEMENT_BUILTINS = frozenset({"sum", "min", "max", "abs", "list", "tuple", "sorted", "reversed", "set", "iter",
+                               "enumerate", "zip"})
+# Fields whose value is never strided: sizes, a device, a dtype, numbers and flags.
+_NEVER_STRIDED_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad",
+                                       "is_leaf", "layout", "is_contiguous"})
+_LAYOUT_SOURCES: Optional[frozenset] = None
+# Methods of lists and dicts that give what they hold (`SemanticModel._method_call`).
+_CONTAINER_METHODS = frozenset({"get", "pop", "values", "items", "copy", "setdefault", "popitem",
+                                "__getitem__"})
+
+
+def _has_step_slice(node: ast.AST) -> bool:
+    """An index that holds a slice with a step (`x[::2]`, `x[:, ::2]`)."""
+    if type(node) is ast.Slice:
+        return node.step is not None
+    if type(node) is ast.Tuple:
+        return any(type(e) is ast.Slice and e.step is not None for e in node.elts)
+    return False
+
+
+def _api():
+    from devicelint.semantic.api import torch_api
+
+    return torch_api()
+
+
+def _layout_sources() -> frozenset:
+    """Last names of the API table's ops that may make a strided layout (`shapes.apply_layout`:
+    "transpose", "permute", "expand", "narrow"; of a result of "tensors", only narrowed
+    pieces: not `unbind`'s), with `.T`/`.mT`/`.H`/`.mH`."""
+    global _LAYOUT_SOURCES
+    if _LAYOUT_SOURCES is None:
+        api = _api()
+        found = set(_TRANSPOSING_ATTRIBUTES)
+        for table in (api.functions, api.methods):
+            for name, spec in table.items():
+                last = name.rsplit(".", 1)[-1]
+                if spec.result == "tensors":
+                    if spec.layout == "narrow" and last != "unbind":
+                        found.add(last)
+                elif spec.layout in ("transpose", "permute", "expand", "narrow"):
+                    found.add(last)
+        _LAYOUT_SOURCES = frozenset(found)
+    return _LAYOUT_SOURCES
+
+
+def _keeps_layout(spec) -> bool:
+    """An op whose result may keep its input's strided layout (`apply_layout`: "follow",
+    "keep", "same"; `result = "same"`: the input itself)."""
+    if spec.result == "same":
+        return True
+    if spec.result in ("number", "bool", "host-list", "array", "none", "tensors", "packed", "device",
+                       "dtype", "size"):
+        return False
+    return spec.layout in ("follow", "keep", "same")
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    return (node.lineno, node.col_offset)
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return (node.end_lineno, node.end_col_offset)
+
+
+def _unpacked_names(target: ast.AST) -> list[ast.Name]:
+    """The names an assignment target binds (through tuples, lists and starred targets;
+    not attributes or subscripts)."""
+    kind = type(target)
+    if kind is ast.Name:
+        return [target]
+    if kind is ast.Starred:
+        return _unpacked_names(target.value)
+    if kind is ast.Tuple or kind is ast.List:
+        return [n for e in target.elts for n in _unpacked_names(e)]
+    return []
 
 
 def _parameters(function: ast.AST) -> set[str]:

@@ -89,7 +89,9 @@ class ViewOnNoncontiguous(Rule):
         if not facts.calls_method(("view",), WITH_ARGS):
             return False
         changes = api_names(layouts=("transpose", "permute", "expand", "narrow")) | {"T", "mT", "H", "mH"}
-        return facts.has_step_slice or facts.mentions(*changes)
+        if not facts.has_step_slice and not facts.mentions(*changes):
+            return False
+        return facts.views_strided()
     fixable = True
 
     def leave_Call(self, node: cst.Call) -> None:
