@@ -1406,32 +1406,43 @@ class _HostTensors:
         there (a display: any of its elements)? Arithmetic, comparisons and negation give
         none (`_arith`, `_value`); a name, a parameter, `self.x` as `host` follows them; an
         import's value is a class at most; a subscript as `_elements_module`."""
+        return self._modules(value, scope, depth, False)
+
+    def _modules(self, value: ast.AST, scope, depth: int, elements: bool) -> bool:
+        """`module` and, with `elements`, `_elements_module`: one walk. What indexing gives
+        may also come of either operand of arithmetic, of a comprehension or an assignment
+        expression (not followed: may); a module itself never does."""
+        ask = self._elements_module if elements else self.module
         kind = type(value)
         if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
-            return any(self.module(e.value if type(e) is ast.Starred else e, scope, depth + 1) for e in value.elts)
+            return any(ask(e.value if type(e) is ast.Starred else e, scope, depth + 1) for e in value.elts)
         if kind is ast.Dict:
-            return any(self.module(v, scope, depth + 1) for v in value.values)
-        if isinstance(value, _NEVER_TENSOR) or _constant(value):
+            return any(ask(v, scope, depth + 1) for v in value.values)
+        if kind is ast.Constant or kind is ast.JoinedStr or kind is ast.Lambda or _constant(value) \
+                or not elements and isinstance(value, _NEVER_TENSOR):
             return False
         if depth > self.MAX_DEPTH:
             return True
         if kind is ast.Name:
-            return self._name(value.id, scope, depth, self.module, self._param_module)
+            return self._name(value.id, scope, depth, ask,
+                              self._param_elements_module if elements else self._param_module)
         if kind is ast.Attribute:
             owner = self._self_class(value.value, scope)
             if owner is not None:
-                return self._self_attribute(owner, value.attr, depth, self.module)
+                return self._self_attribute(owner, value.attr, depth, ask)
             if self._of_import(value, scope):
                 return False
             return not self.attributes_plain(value.value, scope, depth + 1)
-        if kind is ast.BinOp or kind is ast.UnaryOp or kind is ast.Compare:
+        if kind is ast.BinOp:
+            return elements and (ask(value.left, scope, depth + 1) or ask(value.right, scope, depth + 1))
+        if kind is ast.UnaryOp or kind is ast.Compare:
             return False
         if kind is ast.BoolOp:
-            return any(self.module(v, scope, depth + 1) for v in value.values)
+            return any(ask(v, scope, depth + 1) for v in value.values)
         if kind is ast.IfExp:
-            return self.module(value.body, scope, depth + 1) or self.module(value.orelse, scope, depth + 1)
-        if kind is ast.NamedExpr:
-            return self.module(value.value, scope, depth + 1)
+            return ask(value.body, scope, depth + 1) or ask(value.orelse, scope, depth + 1)
+        if kind is ast.NamedExpr and not elements:
+            return ask(value.value, scope, depth + 1)
         if kind is ast.Subscript:
             return self._elements_module(value.value, scope, depth + 1)
         return True
@@ -1442,38 +1453,7 @@ class _HostTensors:
     def _elements_module(self, value: ast.AST, scope, depth: int) -> bool:
         """May the value, or what indexing it gives (at any depth), be a module (the model's
         `index`: a tensor's rows are tensors; a sequence's or mapping's its elements)?"""
-        kind = type(value)
-        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
-            return any(self._elements_module(e.value if type(e) is ast.Starred else e, scope, depth + 1)
-                       for e in value.elts)
-        if kind is ast.Dict:
-            return any(self._elements_module(v, scope, depth + 1) for v in value.values)
-        if kind is ast.Constant or kind is ast.JoinedStr or kind is ast.Lambda or _constant(value):
-            return False
-        if depth > self.MAX_DEPTH:
-            return True
-        if kind is ast.Name:
-            return self._name(value.id, scope, depth, self._elements_module, self._param_elements_module)
-        if kind is ast.Attribute:
-            owner = self._self_class(value.value, scope)
-            if owner is not None:
-                return self._self_attribute(owner, value.attr, depth, self._elements_module)
-            if self._of_import(value, scope):
-                return False
-            return not self.attributes_plain(value.value, scope, depth + 1)
-        if kind is ast.BinOp:
-            return self._elements_module(value.left, scope, depth + 1) \
-                or self._elements_module(value.right, scope, depth + 1)
-        if kind is ast.UnaryOp or kind is ast.Compare:
-            return False
-        if kind is ast.BoolOp:
-            return any(self._elements_module(v, scope, depth + 1) for v in value.values)
-        if kind is ast.IfExp:
-            return self._elements_module(value.body, scope, depth + 1) \
-                or self._elements_module(value.orelse, scope, depth + 1)
-        if kind is ast.Subscript:
-            return self._elements_module(value.value, scope, depth + 1)
-        return True
+        return self._modules(value, scope, depth, True)
 
     def _param_elements_module(self, function, name: str, depth: int) -> bool:
         return self._param(function, name, depth, self._elements_module)
