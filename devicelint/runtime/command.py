@@ -16,7 +16,8 @@ from devicelint.reporters import escape_control
 from devicelint.runtime.child import Refused, parse_command
 from devicelint.runtime.launch import ChildRun, describe_exit, guard_signals, interrupted, run_child
 from devicelint.runtime.plan import (
-    Plan, fixture_code, is_fixture_run, is_good_fixture, known_gaps, plan_for, real,
+    Plan, fixture_code, imported_files, is_fixture_run, is_good_fixture, known_gaps, plan_for,
+    real,
 )
 from devicelint.runtime.rank import rank
 from devicelint.runtime.report import _rel, format_json, format_text, ran_on
@@ -103,18 +104,28 @@ def _selected_files(paths: list[str]) -> list[str]:
     return [c.path for c in candidates if c.path.endswith(".py") and is_fixture_run(c.path)]
 
 
-def _lint_fixtures(files: list[str], select: Optional[list[str]]):
-    """Fixtures are excluded by the project's own config: lint them with the engine directly,
-    every rule on (a fixture of a default-off rule must still be confirmed)."""
+def _lint_fixtures(paths: list[str], files: list[str], select: Optional[list[str]]):
+    """The findings of `files` (the runs' scripts, `_selected_files(paths)`) from one lint of
+    PATHS, as `devicelint check PATHS` lints them: the runner's path, with the project index
+    built over every file it selects (a finding one call away in another file exists only
+    there: issue 13). Every rule on and no ignore of the config applied: fixtures are
+    excluded by the project's own config, and a fixture of a default-off rule must still be
+    confirmed."""
     from devicelint.diagnostics import ENGINE_CODES
     from devicelint.rule import all_rules
-    from devicelint.runner import lint_file
+    from devicelint.runner import Overrides, lint_paths
 
     codes = [c for c in select or all_rules() if c in all_rules()]
     codes += [c for c in ENGINE_CODES if c not in codes]
+    everything = Overrides(select=codes, ignore=[], extend_select=[], per_file_ignores={})
+    run = lint_paths(paths, everything, use_cache=False)
+    chosen = {real(path): path for path in files}
     findings = []
-    for path in files:
-        findings.extend(lint_file(path, path, codes, 10**7))
+    for finding in run.findings:
+        path = chosen.get(real(finding.path))
+        if path is not None:  # (a notebook or a fixer's input was read, not run)
+            finding.path = path
+            findings.append(finding)
     return findings
 
 
@@ -231,6 +242,11 @@ def _run_seconds_of(runs: list[dict]):
     return lambda finding: only if len(runs) == 1 else by_target.get(real(finding.path))
 
 
+# Several runs may watch one line (a module's line, in each script that imports it): the line
+# takes the verdict of the run that says most, the first such run on a tie.
+_WEIGHT = {"confirmed": 3, "refuted": 2, "inconclusive": 1}
+
+
 def _attach(findings, runs: list[dict]) -> None:
     by_site = {}
     for run in runs:
@@ -239,7 +255,13 @@ def _attach(findings, runs: list[dict]) -> None:
             if confirmation["status"] == "not-reached":
                 confirmation["summary"] = _not_reached(run)
             confirmation["exit_code"] = run["exit_code"]
-            by_site[(real(verdict["path"]), verdict["line"], verdict["code"])] = confirmation
+            site = (real(verdict["path"]), verdict["line"], verdict["code"])
+            if os.path.exists(run["target"]) and real(run["target"]) != site[0]:
+                confirmation["run"] = run["target"]  # a module's line, run by its importer
+            known = by_site.get(site)
+            if known is None or (_WEIGHT.get(confirmation["status"], 0)
+                                 > _WEIGHT.get(known["status"], 0)):
+                by_site[site] = confirmation
     device = ran_on(runs)[1]
     for finding in findings:
         if _is_notebook(finding.path):
@@ -437,7 +459,7 @@ def _snippet_runs(paths, codes, device, timeout, jobs, sim_gpus, options, save_d
 
     try:
         files = _selected_files(paths)
-        findings = _lint_fixtures(files, codes)
+        findings = _lint_fixtures(paths, files, codes)
     except ConfigError as error:
         _fail(str(error))
     engine = {diagnostic.code for diagnostic in DIAGNOSTICS}
@@ -498,7 +520,7 @@ def _confirm_runs(paths, command, codes, device, timeout, jobs, sim_gpus):
     try:
         if not command:
             files = _selected_files(paths)
-            findings = _lint_fixtures(files, codes)
+            findings = _lint_fixtures(paths, files, codes)
             return _run_fixtures(files, findings, device, timeout or 120.0, jobs, sim_gpus), \
                 findings
         # The engine's diagnostics (unparsable, unreadable file...) have no line to run.
@@ -535,10 +557,15 @@ def _run_fixtures(files, findings, device, timeout, jobs, sim_gpus) -> list[dict
 
     by_file: dict[str, list] = {}
     for finding in findings:
-        by_file.setdefault(finding.path, []).append(finding)
+        by_file.setdefault(real(finding.path), []).append(finding)
     plans = []
     for path in files:
-        plan = plan_for(by_file.get(path, []), [path], device, sim_gpus)
+        # The file's own findings, and those of the local modules it imports: a flagged line
+        # of a module that is only imported (a helper, a class, a loader factory: findings
+        # of the project index) runs in the scripts that import it, and a script without a
+        # finding of its own runs when it imports one (_attach keeps each line's best verdict).
+        watched = [f for module in imported_files(path) for f in by_file.get(module, [])]
+        plan = plan_for(watched, [path], device, sim_gpus)
         plan.find_under([path])
         rule = all_rules().get(fixture_code(path) or "")
         good = is_good_fixture(path)
