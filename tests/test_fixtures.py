@@ -1,6 +1,9 @@
-"""Every fixture, linted with all default rules: the findings (line, code) are exactly its
-`# expect:` markers, of every rule, not only the rule whose folder it is in (issue 12: cross-rule
-noise must show). bad_*.py files have at least one finding of their own rule.
+"""Every fixture, linted with all default rules as `devicelint check FILE` lints it (the
+runner's path, with the project index over the file: facts such as what the file's own calls
+hand a function come from there), so the markers say what a user sees. The findings (line,
+code) are exactly its `# expect:` markers, of every rule, not only the rule whose folder it is
+in (issue 12: cross-rule noise must show). bad_*.py files have at least one finding of their
+own rule.
 
 A cross-rule finding is either true by the other rule's docs (then the line carries its marker,
 e.g. `# expect: DL006, DL009`) or false: then it is listed in CROSS_RULE_NOISE_TODAY with its
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from devicelint.runner import lint_file
+from devicelint.runner import Overrides, lint_paths
 from devicelint.rule import all_rules
 
 from conftest import FIXTURES
@@ -39,7 +42,9 @@ def _findings(path: Path) -> frozenset[tuple[int, str]]:
     codes = [code for code, rule in registry.items() if rule.default_enabled]
     if path.parent.name in registry and path.parent.name not in codes:
         codes.append(path.parent.name)  # an opt-in rule's fixtures run with it enabled
-    return frozenset((f.line, f.code) for f in lint_file(str(path), str(path), codes, 10**7))
+    every = Overrides(select=codes, ignore=[], extend_select=[], per_file_ignores={})
+    run = lint_paths([str(path)], every, use_cache=False, jobs=1)
+    return frozenset((f.line, f.code) for f in run.findings if f.code in codes)
 
 
 def _noise(path: Path) -> set[tuple[int, str]]:
