@@ -16,7 +16,7 @@ from devicelint.reporters import escape_control
 from devicelint.runtime.child import Refused, parse_command
 from devicelint.runtime.launch import ChildRun, describe_exit, guard_signals, interrupted, run_child
 from devicelint.runtime.plan import (
-    Plan, fixture_code, imported_files, is_fixture_run, is_good_fixture, known_gaps, plan_for,
+    Plan, good_fixture_code, imported_files, is_fixture_run, is_good_fixture, known_gaps, plan_for,
     real,
 )
 from devicelint.runtime.rank import rank
@@ -567,8 +567,8 @@ def _run_fixtures(files, findings, device, timeout, jobs, sim_gpus) -> list[dict
         watched = [f for module in imported_files(path) for f in by_file.get(module, [])]
         plan = plan_for(watched, [path], device, sim_gpus)
         plan.find_under([path])
-        rule = all_rules().get(fixture_code(path) or "")
         good = is_good_fixture(path)
+        rule = all_rules().get(good_fixture_code(path) or "")
         # A good fixture of a rule whose pitfall the runtime alone recognises on any line
         # (RuntimeSpec.whole_file): every line is watched, and none may show the pitfall.
         if good and rule is not None and rule.runtime is not None and rule.runtime.whole_file:

@@ -133,8 +133,16 @@ def fixture_code(path: str) -> Optional[str]:
     return parent if CODE_DIR_RE.match(parent) else None
 
 
+def good_fixture_code(path: str) -> Optional[str]:
+    """The rule whose pitfall a good_*.py fixture must not show: its folder's, or, in a
+    project folder of a rule (fixtures/DL004/project/good_x.py), that rule's."""
+    if not os.path.basename(path).startswith("good_"):
+        return None
+    return fixture_code(path) or fixture_code(os.path.dirname(os.path.abspath(path)))
+
+
 def is_good_fixture(path: str) -> bool:
-    return os.path.basename(path).startswith("good_") and fixture_code(path) is not None
+    return good_fixture_code(path) is not None
 
 
 # `# runtime-gap: DL009 reason` on a line of a good fixture: the rule stays silent there by
