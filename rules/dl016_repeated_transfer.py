@@ -696,13 +696,17 @@ class RepeatedTransfer(Rule):
                         and symbol.module is not view.module
 
                 if not known:
-                    used = set()
+                    # the names an import binds that the file uses (not as an attribute's
+                    # name): only those names' parents are looked at
+                    aliases, used = imports.aliases, set()
                     for node in self.ctx.iter_nodes(cst.Name):
+                        if node.value not in aliases or node.value in used:
+                            continue
                         parent = self.ctx.parent(node)
                         if not isinstance(parent, (cst.ImportAlias, cst.ImportFrom, cst.Attribute)) \
                                 or isinstance(parent, cst.Attribute) and parent.value is node:
                             used.add(node.value)
-                    known = any(name in used and foreign(name) for name in imports.aliases)
+                    known = any(name in used and foreign(name) for name in aliases)
                 if not known:
                     for node in self.ctx.iter_nodes(cst.Call):
                         dotted = dotted_name(node.func) if isinstance(node.func, cst.Attribute) else None
@@ -726,19 +730,23 @@ class RepeatedTransfer(Rule):
             return False  # no argument the callee's parameters bind (SyncModel._bind): none to follow
         sem = self.ctx.semantic
         found = sem.syncs.callee(call)
-        reader, other = self, sem
+        reader, other, helpers = self, sem, True
         if found is None:
             # a top-level function of another local module (`str2tensor(predicted_char)`),
             # whose model is built only when its text may copy what it is handed
-            foreign = sem.syncs.foreign_function(call) if sem.project is not None \
-                and self._foreign_may_copy(call, dataflow.may_move_to_device) else None
+            where = self._foreign_where(call) if sem.project is not None else None
+            foreign = sem.syncs.foreign_function(call) if where is not None \
+                and dataflow.may_move_to_device(sem.project.index, *where) else None
             if foreign is None or foreign[0] is sem:
                 return False
             other, function = foreign
             found = function, other.syncs._bind(function, call, False)
             reader = type(self)(other.ctx)
+            # what its calls run is asked only when one may give back a copy (the other
+            # file's model is cold: each question computes much of it)
+            helpers = dataflow.reaches_moved_return(sem.project.index, *where)
         function, bound = found
-        for upload, params in reader._param_copies(function):
+        for upload, params in reader._param_copies(function, helpers):
             for name in sorted(params):
                 for arg in bound.get(name, ()):
                     if not isinstance(arg, cst.BaseExpression):
@@ -813,10 +821,15 @@ class RepeatedTransfer(Rule):
         `sem.syncs.foreign_function` finds) whose module's text `look(index, module, name)`
         says may copy to the device: when not, that module's model is not built for the
         question (issue 13: the index's cost)."""
+        found = self._foreign_where(call)
+        return found is not None and look(self.ctx.semantic.project.index, found[0], found[1])
+
+    def _foreign_where(self, call: cst.Call):
+        """(the other local module, the function's name) of the top-level function that
+        `sem.syncs.foreign_function` finds for `call`, its model not built; else None."""
         sem = self.ctx.semantic
         dotted = sem.syncs._foreign_dotted(call)
-        found = sem.project.function_module(dotted) if dotted is not None else None
-        return found is not None and look(sem.project.index, found[0], found[1])
+        return sem.project.function_module(dotted) if dotted is not None else None
 
     def _param_round_trips(self, function: cst.FunctionDef, depth: int = 0) -> list:
         """(copy, read, parameters) for each copy to the device, in `function` (on the GPU
@@ -873,9 +886,11 @@ class RepeatedTransfer(Rule):
         memo[id(function)] = found
         return found
 
-    def _param_copies(self, function: cst.FunctionDef) -> list:
+    def _param_copies(self, function: cst.FunctionDef, helpers: bool = True) -> list:
         """(copy, parameters its data is computed from) for each `.to(device)`/`.cuda()` of
-        host data in `function` (not in a branch taken only without a GPU)."""
+        host data in `function` (not in a branch taken only without a GPU). `helpers` False:
+        no call of `function` can run a function of the file giving back a copy (the
+        module's text says so: `dataflow.reaches_moved_return`), so none is asked for."""
         sem = self.ctx.semantic
         memo = sem.__dict__.setdefault("_dl016_param_copies", {})
         if id(function) in memo:
@@ -888,7 +903,7 @@ class RepeatedTransfer(Rule):
                 upload = self.upload(call)
                 if upload is not None and sem.on_gpu_path(call):
                     data = upload[0]
-            elif isinstance(func, (cst.Name, cst.Attribute)):
+            elif helpers and isinstance(func, (cst.Name, cst.Attribute)):
                 # a helper of the file that gives back its argument copied to the device
                 # (`cuda_variable(torch.LongTensor(codes))`: `dataflow.returned_move`)
                 helper = sem.syncs.callee(call)

@@ -283,9 +283,18 @@ def test_may_move_to_device_names_functions_that_copy_and_modules_that_give_back
     # `plain` copies nothing, and no function gives back a copy's result (`helper` returns a
     # name): no call of it can copy what it is handed.
     assert not look(LOOK, "plain")
-    # With a function that gives back `x.to("cuda")` (`returned_move` may accept it, under
-    # whatever name `plain` calls it): it may.
-    assert look(LOOK.replace("    y = x.to(\"cuda\")\n    return y", "    return x.to(\"cuda\")"), "plain")
+    # With a function that gives back `x.to("cuda")` (`returned_move` may accept it): those
+    # calling it by its name may (`moves`, and `plain` once it does); `plain`, calling no
+    # function, may not (session 13 answered for the whole module: it may) ...
+    returning = LOOK.replace("    y = x.to(\"cuda\")\n    return y", "    return x.to(\"cuda\")")
+    assert look(returning, "moves") and not look(returning, "plain")
+    assert look(returning.replace("return x * 2", "return helper(x) * 2"), "plain")
+    assert look(returning.replace("return x * 2", "return self.helper(x) * 2"), "plain")
+    # ... unless the helper's name is used other than as a callee: under another name, any
+    # call may run it (an alias, an argument, a string `getattr` may look up).
+    for escape in ("run = helper\n", "TABLE = {'h': helper}\n", "KEY = 'helper'\n", "apply(helper)\n"):
+        assert look(returning + escape, "plain"), escape
+    assert not look(returning + "y = helper(1)\n", "plain")
     # Not looked at (does not parse): it may.
     assert look("def plain(x:\n", "plain")
 

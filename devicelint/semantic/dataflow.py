@@ -1400,13 +1400,26 @@ def _copying_functions(index, module) -> Optional[frozenset]:
 def may_move_to_device(index, module, name: str) -> bool:
     """Whether a function `name` of another local module may copy, with `.to(...)` or
     `.cuda(...)`, data it is handed (DL016's `_param_copies` of it): a function of that name
-    (at any depth) makes such a call itself, or some function of the module gives back such
-    a call's result (a helper `dataflow.returned_move` could accept, called under any name:
-    through an alias or a parameter the file binds to it). True when the text is not looked
-    at. Read with `ast` (one look per module and process, shared with
-    `_copying_functions`): when False, that module's model need not be built to know."""
+    (at any depth) makes such a call itself, or may call a function of its module that gives
+    back such a call's result (`reaches_moved_return`). True when the text is not looked at.
+    Read with `ast` (one look per module and process, shared with `_copying_functions`): when
+    False, that module's model need not be built to know."""
     look = _module_look(index, module)
-    return look is None or name in look.moving or look.returns_moved
+    return look is None or name in look.moving or reaches_moved_return(index, module, name)
+
+
+def reaches_moved_return(index, module, name: str) -> bool:
+    """Whether a call that a function `name` of another local module makes may run a
+    function of that module that gives back a `.to(...)` / `.cuda(...)` call's result (a
+    helper `dataflow.returned_move` could accept: `syncs.callee` finds only the module's own
+    functions). Such a helper reaches `name` only through a call naming it (`h(x)`,
+    `self.h(x)`) in `name`'s body, or, once its name is used any other way (an alias, an
+    argument, a default, a decorator, a string), under any name: then every function of
+    the module may. True when the text is not looked at; when False, `_param_copies` of the
+    function need not ask what its calls run. (Session 13 answered for the whole module:
+    some function gives back a copy.)"""
+    look = _module_look(index, module)
+    return look is None or look.returns_moved and (look.helper_escapes or name in look.helper_callers)
 
 
 @dataclass(frozen=True)
@@ -1414,6 +1427,8 @@ class _Look:
     copying: frozenset      # functions making a call `_may_copy` accepts
     moving: frozenset       # functions making a `.to(...)` / `.cuda(...)` call
     returns_moved: bool     # some `return` gives back a `.to(...)` / `.cuda(...)` call's result
+    helper_callers: frozenset = frozenset()  # functions calling one such function by its name
+    helper_escapes: bool = False  # such a function's name is used other than as a call's callee
 
 
 def _module_look(index, module) -> Optional[_Look]:
@@ -1440,7 +1455,7 @@ def _module_look(index, module) -> Optional[_Look]:
             lines = _word_lines(text)
             names: set[str] = set()
             moving: set[str] = set()
-            returns_moved = False
+            helpers: set[str] = set()  # the functions whose `return` gives back such a call
             stack: list[tuple[ast.AST, tuple[str, ...], bool]] = [(tree, (), False)]
             while stack:
                 node, owners, returned = stack.pop()
@@ -1452,12 +1467,48 @@ def _module_look(index, module) -> Optional[_Look]:
                     names.update(owners)
                     if isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
                         moving.update(owners)
-                        returns_moved = returns_moved or returned
+                        if returned:
+                            helpers.add(owners[-1])
                 stack.extend((child, owners, returned) for child in ast.iter_child_nodes(node)
                              if _on_lines(child, lines))
-            found = _Look(frozenset(names), frozenset(moving), returns_moved)
+            callers, escapes = _helper_uses(tree, text, helpers) if helpers else (set(), False)
+            found = _Look(frozenset(names), frozenset(moving), bool(helpers), frozenset(callers), escapes)
     index.derived[key] = found
     return found
+
+
+def _helper_uses(tree: ast.AST, text: str, helpers: set[str]) -> tuple[set[str], bool]:
+    """(the functions, at any depth, with a call whose callee is written with one of the
+    names `helpers` (`h(...)`, `x.h(...)`), whether such a name is used any other way: read,
+    stored, handed on, as an attribute, a decorator, a string, an import). Only into the
+    nodes whose lines hold one of the names."""
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, helpers))) + r")\b")
+    starts = line_starts(text)
+    lines = sorted({bisect.bisect_right(starts, match.start()) for match in pattern.finditer(text)})
+    callers: set[str] = set()
+    stack: list[tuple[ast.AST, tuple[str, ...]]] = [(tree, ())]
+    while stack:
+        node, owners = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            owners = owners + (node.name,)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            written = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if written in helpers:
+                callers.update(owners)
+                # the callee's own parts (`x` of `x.h`) and the arguments are still looked at
+                stack.extend((child, owners) for child in ast.iter_child_nodes(func) if _on_lines(child, lines))
+                stack.extend((child, owners) for child in ast.iter_child_nodes(node)
+                             if child is not func and _on_lines(child, lines))
+                continue
+        elif isinstance(node, ast.Name) and node.id in helpers \
+                or isinstance(node, ast.Attribute) and node.attr in helpers \
+                or isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in helpers \
+                or isinstance(node, (ast.Global, ast.Nonlocal)) and helpers.intersection(node.names) \
+                or isinstance(node, ast.alias) and (node.asname or node.name) in helpers:
+            return callers, True
+        stack.extend((child, owners) for child in ast.iter_child_nodes(node) if _on_lines(child, lines))
+    return callers, False
 
 
 # The words a call `_may_copy` accepts is written with (its attribute, or its keyword): the
