@@ -827,9 +827,7 @@ class RepeatedTransfer(Rule):
     def _foreign_where(self, call: cst.Call):
         """(the other local module, the function's name) of the top-level function that
         `sem.syncs.foreign_function` finds for `call`, its model not built; else None."""
-        sem = self.ctx.semantic
-        dotted = sem.syncs._foreign_dotted(call)
-        return sem.project.function_module(dotted) if dotted is not None else None
+        return dataflow.foreign_function_module(self.ctx.semantic, call)
 
     def _param_round_trips(self, function: cst.FunctionDef, depth: int = 0) -> list:
         """(copy, read, parameters) for each copy to the device, in `function` (on the GPU

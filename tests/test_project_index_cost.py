@@ -366,3 +366,62 @@ def test_a_loops_facts_ask_what_a_helper_moves_not_what_it_reads(monkeypatch) ->
     summary = sem.summary(next(iter(sem.functions()["step"])))
     assert isinstance(summary, Summary) and summary.moves == {"b"} and asked == []
     assert summary.host_reads == {"b"} and asked == ["step", "log"]
+
+
+TEACH = """import torch
+from codec import str2tensor
+
+START = chr(0)
+
+
+def teach(model, target):
+    total = 0.0
+    for c in range(len(target)):
+        token = target[c - 1:c] if c else str2tensor(START)
+        total = total + model(token.float()).sum()
+    return total
+
+
+def seq2seq(model, steps):
+    target = torch.randint(0, 26, (5,), device="cuda")
+    total = 0.0
+    for step in range(steps):
+        total = total + teach(model, target)
+    return total
+"""
+
+
+def test_inner_copies_build_another_module_only_when_its_text_may_copy(tmp_path, monkeypatch) -> None:
+    # `dataflow.inner_copies` of `teach` asks what `str2tensor` (another local module's)
+    # copies: a module whose text makes no `.to(...)`/`.cuda(...)` in it, in a function it
+    # calls by name that gives one back, or in a lambda, is not built for it.
+    (tmp_path / "train.py").write_text(TEACH)
+    built: list[str] = []
+    original = project_index.ProjectIndex.model_of
+
+    def model_of(self, module, context_type):
+        if module.path not in self._models:
+            built.append(module.path.rsplit("/", 1)[-1])
+        return original(self, module, context_type)
+
+    monkeypatch.setattr(project_index.ProjectIndex, "model_of", model_of)
+
+    def lint(codec: str) -> list:
+        (tmp_path / "codec.py").write_text(codec)
+        built.clear()
+        found = lint_paths([str(tmp_path)], Overrides(select=["DL016"]), use_cache=False, jobs=1).findings
+        return [(f.path.rsplit("/", 1)[-1], f.line) for f in found]
+
+    body = "def str2tensor(text):\n    return {}(torch.LongTensor([ord(c) for c in text]))\n"
+    # No copy at all, and a helper giving back a copy that `str2tensor` never calls.
+    assert lint("import torch\n\n\n" + body.format("")) == [] and built == []
+    assert lint("import torch\n\n\ndef cuda_variable(t):\n    return t.cuda()\n\n\n"
+                "def str2tensor(text):\n    return torch.LongTensor([ord(c) for c in text])\n") == []
+    assert built == []
+    # Copied through a function of the module called by name, or through a lambda.
+    assert lint("import torch\n\n\ndef cuda_variable(t):\n    return t.cuda()\n\n\n"
+                + body.format("cuda_variable")) == [("train.py", 19)]
+    assert built == ["codec.py"]
+    assert lint("import torch\n\ncuda_variable = lambda t: t.cuda()\n\n\n"
+                + body.format("cuda_variable")) == [("train.py", 19)]
+    assert built == ["codec.py"]

@@ -1422,6 +1422,24 @@ def reaches_moved_return(index, module, name: str) -> bool:
     return look is None or look.returns_moved and (look.helper_escapes or name in look.helper_callers)
 
 
+def may_upload_param(index, module, name: str) -> bool:
+    """Whether a function `name` of another local module may make a copy `param_uploads`
+    accepts: a `.to(...)` / `.cuda(...)` call of its own, or a call of a wrapper giving back
+    its argument copied (`wrapper_move`: a function of the module, `reaches_moved_return`, or
+    a lambda: any lambda of the module that makes such a call). True when the text is not
+    looked at; when False, that module's model need not be built to know."""
+    look = _module_look(index, module)
+    return look is None or name in look.moving or look.lambda_moves \
+        or reaches_moved_return(index, module, name)
+
+
+def foreign_function_module(sem, call: cst.Call):
+    """(the other local module, the function's name) of the top-level function that
+    `sem.syncs.foreign_function(call)` finds, that module's model not built; else None."""
+    dotted = sem.syncs._foreign_dotted(call) if sem.project is not None else None
+    return sem.project.function_module(dotted) if dotted is not None else None
+
+
 @dataclass(frozen=True)
 class _Look:
     copying: frozenset      # functions making a call `_may_copy` accepts
@@ -1429,6 +1447,7 @@ class _Look:
     returns_moved: bool     # some `return` gives back a `.to(...)` / `.cuda(...)` call's result
     helper_callers: frozenset = frozenset()  # functions calling one such function by its name
     helper_escapes: bool = False  # such a function's name is used other than as a call's callee
+    lambda_moves: bool = False  # some lambda makes a `.to(...)` / `.cuda(...)` call
 
 
 def _module_look(index, module) -> Optional[_Look]:
@@ -1456,6 +1475,7 @@ def _module_look(index, module) -> Optional[_Look]:
             names: set[str] = set()
             moving: set[str] = set()
             helpers: set[str] = set()  # the functions whose `return` gives back such a call
+            lambda_moves = False
             stack: list[tuple[ast.AST, tuple[str, ...], bool]] = [(tree, (), False)]
             while stack:
                 node, owners, returned = stack.pop()
@@ -1463,6 +1483,9 @@ def _module_look(index, module) -> Optional[_Look]:
                     owners = owners + (node.name,)
                 elif isinstance(node, ast.Return):
                     returned = True
+                elif isinstance(node, ast.Lambda) and not lambda_moves:
+                    lambda_moves = any(isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+                                       and inner.func.attr in ("to", "cuda") for inner in ast.walk(node))
                 elif owners and _may_copy(node):
                     names.update(owners)
                     if isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
@@ -1472,7 +1495,8 @@ def _module_look(index, module) -> Optional[_Look]:
                 stack.extend((child, owners, returned) for child in ast.iter_child_nodes(node)
                              if _on_lines(child, lines))
             callers, escapes = _helper_uses(tree, text, helpers) if helpers else (set(), False)
-            found = _Look(frozenset(names), frozenset(moving), bool(helpers), frozenset(callers), escapes)
+            found = _Look(frozenset(names), frozenset(moving), bool(helpers), frozenset(callers), escapes,
+                          lambda_moves)
     index.derived[key] = found
     return found
 
@@ -1920,6 +1944,9 @@ def _inner_copies(sem, function: cst.FunctionDef) -> Iterator[InnerCopy]:
                 if made is not None:
                     yield made
                 continue
+            where = foreign_function_module(sem, call)
+            if where is not None and not may_upload_param(sem.project.index, *where):
+                continue  # its text makes no copy `param_uploads` accepts: its model is not built
             foreign = sem.syncs.foreign_function(call)
             if foreign is None:
                 made = _constructor_copy(sem, call)  # a class of another local module
