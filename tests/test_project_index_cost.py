@@ -295,6 +295,13 @@ def test_may_move_to_device_names_functions_that_copy_and_modules_that_give_back
     for escape in ("run = helper\n", "TABLE = {'h': helper}\n", "KEY = 'helper'\n", "apply(helper)\n"):
         assert look(returning + escape, "plain"), escape
     assert not look(returning + "y = helper(1)\n", "plain")
+    # Handed to a function the module only imports, in a statement whose result is dropped
+    # (`_log_api_usage_once(to_tensor)`): it comes back to no call of the module.
+    logged = "from util import log_usage\n" + returning.replace("    return x.to(", "    log_usage(helper)\n    return x.to(")
+    assert not look(logged, "plain") and look(logged, "moves")
+    # ... not when that name is also bound otherwise, or the result is kept.
+    assert look(logged + "log_usage = print\n", "plain")
+    assert look(logged.replace("    log_usage(helper)", "    kept = log_usage(helper)"), "plain")
     # Not looked at (does not parse): it may.
     assert look("def plain(x:\n", "plain")
 

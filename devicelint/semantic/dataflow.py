@@ -1510,11 +1510,26 @@ def _helper_uses(tree: ast.AST, text: str, helpers: set[str]) -> tuple[set[str],
     starts = line_starts(text)
     lines = sorted({bisect.bisect_right(starts, match.start()) for match in pattern.finditer(text)})
     callers: set[str] = set()
+    imported: Optional[frozenset] = None
     stack: list[tuple[ast.AST, tuple[str, ...]]] = [(tree, ())]
     while stack:
         node, owners = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             owners = owners + (node.name,)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Name) and node.value.func.id not in helpers \
+                and any(isinstance(arg, ast.Name) and arg.id in helpers
+                        for arg in (*node.value.args, *(k.value for k in node.value.keywords))):
+            # `_log_api_usage_once(to_tensor)`, a statement: the function handed to a function
+            # the module only imports, the result dropped, comes back to no call of the module
+            # (`syncs.callee` follows values of this module only)
+            if imported is None:
+                imported = _imported_only(tree)
+            call = node.value
+            if call.func.id in imported:
+                stack.extend((arg, owners) for arg in (*call.args, *(k.value for k in call.keywords))
+                             if not (isinstance(arg, ast.Name) and arg.id in helpers) and _on_lines(arg, lines))
+                continue
         elif isinstance(node, ast.Call):
             func = node.func
             written = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
@@ -1533,6 +1548,31 @@ def _helper_uses(tree: ast.AST, text: str, helpers: set[str]) -> tuple[set[str],
             return callers, True
         stack.extend((child, owners) for child in ast.iter_child_nodes(node) if _on_lines(child, lines))
     return callers, False
+
+
+def _imported_only(tree: ast.AST) -> frozenset:
+    """The names the module binds by an import and in no other way (no assignment, `def`,
+    class, parameter, loop or `with` target, ...: an `ast.Name` that stores or deletes it,
+    or any other node that binds a name)."""
+    imported: set[str] = set()
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif type(node).__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
+            bound.update(n for n in (getattr(node, "name", None), getattr(node, "rest", None)) if n)
+    return frozenset(imported - bound)
 
 
 # The words a call `_may_copy` accepts is written with (its attribute, or its keyword): the
