@@ -11,6 +11,11 @@ seconds of each, and their ratio. The issue's bound: at most 1.15.
 of an earlier commit, put first on PYTHONPATH), in the same rounds, alternating with this
 one: before/after figures taken side by side.
 
+`--instructions`: count instructions instead of timing (valgrind's cachegrind, summed over
+the lint and its worker processes, PYTHONHASHSEED=0): the same count on a busy machine as
+on a quiet one (a loaded CPU shifts CPU seconds by more than the 15% measured), ~40x slower;
+one round is enough (`--rounds 1`: counts repeat to ~0.1%). Needs `valgrind` on the PATH.
+
 `--cache`: lint as a first run does by default, with the result cache on and empty (a
 fresh cache directory each time): with the index, what each file used of other files is
 noted and stored, which `--no-cache` skips. Without it, runs use `--no-cache`.
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -79,6 +85,7 @@ PYCACHE = Path(tempfile.gettempdir()) / f"devicelint-bench-pyc-{os.getuid()}"
 def _launch(tree: Optional[Path]) -> dict:
     """How to start a Python that imports `tree`'s devicelint (None: this checkout's)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONHASHSEED"] = "0"  # set iteration orders, hence instruction counts, repeat
     env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)  # it mirrors each source path: one for all trees
     if tree is not None:  # first on the path, before what the environment already has
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), os.environ.get("PYTHONPATH", "")) if p)
@@ -101,8 +108,14 @@ def imported_from(tree: Optional[Path]) -> set[Path]:
     return {Path(line).resolve().parent.parent for line in found.stdout.split()}
 
 
+# Instructions of the lint and of each worker it forks (one "I refs" line per process).
+CACHEGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes",
+              "--cachegrind-out-file=/dev/null"]
+
+
 def one(mode: str, corpus: Path, tree: Optional[Path] = None, cache: bool = False,
-        jobs: Optional[int] = None) -> tuple[float, float]:
+        jobs: Optional[int] = None, instructions: bool = False) -> tuple[float, float]:
+    """(CPU seconds, or with `instructions` the instructions executed; wall seconds)."""
     # A baseline tree without rules/ of its own gets "" for them (no rebinding).
     rules = _rules(tree) or [""]
     # The cache directory must lie inside the project root (the tree measured).
@@ -111,13 +124,20 @@ def one(mode: str, corpus: Path, tree: Optional[Path] = None, cache: bool = Fals
     started = time.perf_counter()
     pin = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
     try:
-        subprocess.run([*pin, sys.executable, "-c", SNIPPET, mode, str(corpus.resolve()), *rules,
-                        *([scratch or ""] if scratch or jobs else []), *([str(jobs)] if jobs else [])],
-                       check=True, stdout=subprocess.DEVNULL, **_launch(tree))
+        done = subprocess.run([*pin, *(CACHEGRIND if instructions else []), sys.executable, "-c", SNIPPET, mode,
+                               str(corpus.resolve()), *rules,
+                               *([scratch or ""] if scratch or jobs else []), *([str(jobs)] if jobs else [])],
+                              check=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE if instructions else None, text=True, **_launch(tree))
     finally:
         wall = time.perf_counter() - started
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
+    if instructions:
+        counts = [int(found.replace(",", "")) for found in re.findall(r"I\s+refs:\s+([\d,]+)", done.stderr)]
+        if not counts:
+            sys.exit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
+        return float(sum(counts)), wall
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, wall
@@ -133,16 +153,23 @@ def main() -> None:
                         help="with the result cache on and empty (a first run by default), not --no-cache")
     parser.add_argument("--jobs", "-j", type=int, default=None,
                         help="worker processes of each lint (default: the program's, one per CPU it may run on: 2 under taskset -c 0,1)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under valgrind (cachegrind) instead of CPU seconds")
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        sys.exit("--instructions needs valgrind on the PATH")
     trees: dict[str, Optional[Path]] = {"this": None}
     for number, tree in enumerate(args.baseline, 1):
         trees[f"baseline{number}" if len(args.baseline) > 1 else "baseline"] = tree.resolve()
     for name, tree in trees.items():
         if imported_from(tree) != {tree or ROOT}:
             sys.exit(f"{name}: the run imports devicelint from {imported_from(tree)}, not {tree or ROOT}")
-    print(f"# {'cache on, empty' if args.cache else '--no-cache'}; -j {args.jobs or 'default'}; {args.rounds} rounds; CPU = user + system of "
-          "the lint and its workers, median (min ratio: of the fastest off and on runs)", flush=True)
-    print("tree\tcorpus\tfiles\tcpu off\tcpu on\tcpu ratio\tmin ratio\twall off\twall on\twall ratio")
+    measure = "instructions (G, cachegrind) of the lint and its workers" if args.instructions \
+        else "CPU = user + system of the lint and its workers"
+    print(f"# {'cache on, empty' if args.cache else '--no-cache'}; -j {args.jobs or 'default'}; {args.rounds} rounds; {measure}, "
+          "median (min ratio: of the fastest off and on runs)", flush=True)
+    unit = "instr" if args.instructions else "cpu"
+    print(f"tree\tcorpus\tfiles\t{unit} off\t{unit} on\t{unit} ratio\tmin ratio\twall off\twall on\twall ratio")
     for corpus in args.corpora:
         if not corpus.is_dir():
             print(f"{corpus}: missing, skipped", file=sys.stderr)
@@ -157,7 +184,8 @@ def main() -> None:
             modes = ("off", "on") if round_number % 2 == 0 else ("on", "off")
             for name, tree in trees.items():
                 for mode in modes:
-                    runs[name, mode].append(one(mode, corpus, tree, args.cache, args.jobs))
+                    found = one(mode, corpus, tree, args.cache, args.jobs, args.instructions)
+                    runs[name, mode].append((found[0] / 1e9, found[1]) if args.instructions else found)
         files = sum(1 for _ in corpus.rglob("*.py"))
         for name in trees:
             cpu = {m: statistics.median(c for c, _w in runs[name, m]) for m in ("off", "on")}
@@ -168,7 +196,7 @@ def main() -> None:
                   f"\t{wall['off']:.2f}\t{wall['on']:.2f}"
                   f"\t{wall['on'] / wall['off']:.3f}", flush=True)
             for mode in ("off", "on"):
-                print(f"#   {name} {mode}: CPU of each run " + " ".join(f"{c:.2f}" for c, _w in runs[name, mode]),
+                print(f"#   {name} {mode}: {unit} of each run " + " ".join(f"{c:.2f}" for c, _w in runs[name, mode]),
                       flush=True)
 
 
