@@ -6,10 +6,11 @@ when a rule asks: positions (only for nodes that produce findings), scope bindin
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 import libcst as cst
@@ -34,16 +35,27 @@ _BINDER_NAMES = frozenset({
 # What the traversal needs of a node class, worked out once per class (_shape): its name,
 # a function that reads its child fields (last first), and its role as bits.
 _SCOPE, _BINDS, _IMPORT, _IMPORT_FROM, _CLASS = 1, 2, 4, 8, 16
-_SHAPES: dict[type, tuple[str, Callable[[cst.CSTNode], tuple], int]] = {}
+_SHAPES: dict[type, tuple] = {}
 _LEAVING = object()  # a stack entry that leaves its node
 _first = itemgetter(0)
 
 
-def _shape(cls: type) -> tuple[str, Callable[[cst.CSTNode], tuple], int]:
+def _shape(cls: type) -> tuple[str, Optional[Callable[[cst.CSTNode], Any]], bool, int]:
+    """(name, reader, single, role): `reader` gives the values of the child fields that may
+    hold nodes, last first (a tuple; the one value itself when `single`), None when there is
+    none: a field annotated `str` (the text of a Name, an Integer, a string) holds no node."""
     name = cls.__name__
     role = (_SCOPE if name in _SCOPE_NAMES else 0) | (_BINDS if name in _BINDER_NAMES else 0)
     role |= {"Import": _IMPORT, "ImportFrom": _IMPORT_FROM, "ClassDef": _CLASS}.get(name, 0)
-    shape = _SHAPES[cls] = (name, field_reader(tuple(reversed(child_fields(cls)))), role)
+    types = {f.name: f.type for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
+    fields = tuple(f for f in reversed(child_fields(cls)) if types.get(f) is not str)
+    if not fields:
+        shape = (name, None, False, role)
+    elif len(fields) == 1:
+        shape = (name, attrgetter(fields[0]), True, role)
+    else:
+        shape = (name, field_reader(fields), False, role)
+    _SHAPES[cls] = shape
     return shape
 
 
@@ -103,6 +115,7 @@ class FileContext:
         self._orders_by_type: dict[type, list[int]] = {}
         self._by_type: dict[type, list[cst.CSTNode]] = {}
         self._semantic = None
+        self._loops_of: dict[int, list[cst.CSTNode]] = {}  # id(node) -> loops(node), indexed nodes
         # A notebook's cell map (devicelint.notebook.Notebook.locate): line of `source` ->
         # (cell, line within the cell); None for a Python file. Messages name lines by it.
         self.locate = locate
@@ -115,6 +128,7 @@ class FileContext:
         (devicelint/collector.py)."""
         self.reports = []
         self._positions = None
+        self._loops_of = {}
         if self._semantic is not None:
             vars(self._semantic).clear()
             self._semantic = None
@@ -141,8 +155,14 @@ class FileContext:
         orders_by_type = self._orders_by_type
         binders = self._binders
         calls: list[tuple[list[Callable], cst.CSTNode]] = []
-        shapes = _SHAPES
+        append_call = calls.append
+        append_node = nodes.append
+        append_parent = parents.append
         node_type = NODE_TYPE
+        # Per node class, for this walk: (fields, role, visit handlers or None, leave
+        # handlers or None, the class's list of orders), so that a node costs no lookups
+        # by name.
+        known_classes: dict[type, tuple] = {}
         counter = 0
         # (node, parent, scope, the parent's order)
         stack: list[tuple] = [(self.module, None, self.module, -1)]
@@ -151,25 +171,28 @@ class FileContext:
         while stack:
             node, parent, scope, parent_order = pop()
             if scope is _LEAVING:
-                calls.append((parent, node))  # parent: the node type's leave handlers
+                append_call((parent, node))  # parent: the node type's leave handlers
                 continue
             cls = type(node)
-            shape = shapes.get(cls) or _shape(cls)
-            name, fields, role = shape
+            entry = known_classes.get(cls)
+            if entry is None:
+                name, reader, one, kind_role = _SHAPES.get(cls) or _shape(cls)
+                of_type = orders_by_type.get(cls)
+                if of_type is None:
+                    of_type = orders_by_type[cls] = []
+                entry = known_classes[cls] = (reader, one, kind_role, visitors.get(name), leavers.get(name),
+                                              of_type)
+            fields, single, role, visit, leave, of_type = entry
             info[id(node)] = (parent, counter, scope)
-            parents.append(parent_order)
-            of_type = orders_by_type.get(cls)
-            if of_type is None:
-                orders_by_type[cls] = [counter]
-            else:
-                of_type.append(counter)
+            append_parent(parent_order)
+            of_type.append(counter)
             order = counter
             counter += 1
-            nodes.append(node)
-            if name in visitors:
-                calls.append((visitors[name], node))
-            if name in leavers:
-                push((node, leavers[name], _LEAVING, -1))
+            append_node(node)
+            if visit is not None:
+                append_call((visit, node))
+            if leave is not None:
+                push((node, leave, _LEAVING, -1))
             if role:
                 if role & _BINDS:
                     binders.append((node, scope))
@@ -184,6 +207,21 @@ class FileContext:
                 inner = scope
             # The children, last first (a stack): children(node), inlined, as this loop
             # runs once per node of every parsed file.
+            if fields is None:
+                continue  # a leaf: a Name, a number, a string
+            if single:
+                value = fields(node)
+                kind = type(value)
+                if kind is tuple or kind is list:
+                    for item in reversed(value):
+                        known = node_type.get(type(item))
+                        if known or (known is None and is_node(item)):
+                            push((item, node, inner, order))
+                else:
+                    known = node_type.get(kind)
+                    if known or (known is None and is_node(value)):
+                        push((value, node, inner, order))
+                continue
             for value in fields(node):
                 kind = type(value)
                 if kind is tuple or kind is list:
@@ -380,13 +418,21 @@ class FileContext:
     def loops(self, node: cst.CSTNode) -> list[cst.CSTNode]:
         """Loops (For, While, comprehensions) that re-run `node` on each iteration,
         innermost first. A loop's iterable is evaluated once and does not count; the
-        search stops at the enclosing function, lambda or class."""
+        search stops at the enclosing function, lambda or class.
+
+        Kept per node of the index (rules ask it of the same call several times: DL016's
+        checks each ask it); callers must not change the list."""
+        key = id(node)
+        known = self._loops_of.get(key)
+        if known is not None:
+            return known
         found = []
         child = node
         # The climb reads the index's entries itself (not ancestors()): rules ask this of
         # every call they look at, and most climbs meet no loop before the function.
         info = self._info
-        entry = info.get(id(node))
+        entry = info.get(key)
+        indexed = entry is not None
         while entry is not None:
             ancestor = entry[0]
             if ancestor is None:
@@ -419,6 +465,8 @@ class FileContext:
         for loop in found:
             if not unique or unique[-1] is not loop:
                 unique.append(loop)
+        if indexed:
+            self._loops_of[key] = unique
         return unique
 
     def _is_inner_for(self, comp_for: cst.CompFor) -> bool:
@@ -626,14 +674,14 @@ def _positions(module: cst.Module, statements: Optional[list] = None,
 
 def bound_names(target: cst.CSTNode) -> list[str]:
     """Names bound by an assignment/loop target (`a`, `a, b`, `(a, [b, *c])`)."""
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         names = []
         for element in target.elements:
             names.extend(bound_names(element.value))
         return names
-    if isinstance(target, cst.StarredElement):
+    if type(target) is cst.StarredElement:
         return bound_names(target.value)
     return []
 
@@ -657,34 +705,34 @@ def _collect_bindings(ctx: FileContext) -> dict[int, dict[str, list[Binding]]]:
             table.setdefault(key, []).append(Binding(key, kind, value, node, order))
 
     for node, scope in ctx._binders:
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             for target in node.targets:
                 add(scope, target.target, "assign", node.value, node)
-        elif isinstance(node, cst.AnnAssign):
+        elif type(node) is cst.AnnAssign:
             add(scope, node.target, "annassign", node.value, node)
-        elif isinstance(node, cst.AugAssign):
+        elif type(node) is cst.AugAssign:
             add(scope, node.target, "augassign", node.value, node)
-        elif isinstance(node, cst.For):
+        elif type(node) is cst.For:
             add(scope, node.target, "for", node.iter, node)
-        elif isinstance(node, cst.CompFor):
+        elif type(node) is cst.CompFor:
             add(scope, node.target, "comp", node.iter, node)
-        elif isinstance(node, cst.WithItem):
+        elif type(node) is cst.WithItem:
             if node.asname is not None:
                 add(scope, node.asname.name, "with", node.item, node)
-        elif isinstance(node, cst.NamedExpr):
+        elif type(node) is cst.NamedExpr:
             # `(x := ...)` in a comprehension binds in the enclosing function: close enough.
             add(scope, node.target, "walrus", node.value, node)
-        elif isinstance(node, cst.Param):
+        elif type(node) is cst.Param:
             add(scope, node.name, "param", node.default, node)
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        elif type(node) in (cst.FunctionDef, cst.ClassDef):
             add(scope, node.name, "def", node, node)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)):
-            if isinstance(node.names, cst.ImportStar):
+        elif type(node) in (cst.Import, cst.ImportFrom):
+            if type(node.names) is cst.ImportStar:
                 continue
             for alias in node.names:
                 bound = alias.asname.name if alias.asname is not None else alias.name
-                if isinstance(bound, cst.Attribute):  # `import a.b` binds `a`
-                    while isinstance(bound, cst.Attribute):
+                if type(bound) is cst.Attribute:  # `import a.b` binds `a`
+                    while type(bound) is cst.Attribute:
                         bound = bound.value
                 add(scope, bound, "import", None, node)
     return tables
