@@ -139,9 +139,9 @@ class TransferInLoop(Rule):
 
     def leave_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+        if type(func) is cst.Attribute and func.attr.value in ("to", "cuda"):
             pass
-        elif not isinstance(func, (cst.Attribute, cst.Name)) or keyword_arg(node, "device") is None:
+        elif type(func) not in (cst.Attribute, cst.Name) or keyword_arg(node, "device") is None:
             return  # neither a move nor a factory given a device: nothing to ask the model
         ctx = self.ctx
         loops = ctx.loops(node)

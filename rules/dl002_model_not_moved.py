@@ -102,7 +102,7 @@ class ModelNotMoved(Rule):
             return
         func = node.func
         module = sem.value(func)
-        if module.kind is not Kind.MODULE and isinstance(func, cst.Attribute) \
+        if module.kind is not Kind.MODULE and type(func) is cst.Attribute \
                 and func.attr.value == "forward":
             module = sem.value(func.value)  # `model.forward(x)`
         if module.kind is not Kind.MODULE or module.place is not Place.CPU or module.hint:
@@ -195,17 +195,17 @@ def _stateful_module(sem, node: cst.CSTNode) -> bool:
 def _plain_elements(value: cst.CSTNode, attr: str) -> Optional[list[cst.CSTNode]]:
     """The element expressions of a list/tuple/dict display or comprehension, or of what
     `self.attr + [...]` adds; None when the value is not a plain container."""
-    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+    if type(value) in (cst.List, cst.Tuple, cst.Set):
         return [e.value for e in value.elements]
-    if isinstance(value, cst.Dict):
-        return [e.value for e in value.elements if isinstance(e, cst.DictElement)]
-    if isinstance(value, (cst.ListComp, cst.SetComp)):
+    if type(value) is cst.Dict:
+        return [e.value for e in value.elements if type(e) is cst.DictElement]
+    if type(value) in (cst.ListComp, cst.SetComp):
         return [value.elt]
-    if isinstance(value, cst.DictComp):
+    if type(value) is cst.DictComp:
         return [value.value]
-    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Add, cst.Multiply)):
+    if type(value) is cst.BinaryOperation and type(value.operator) in (cst.Add, cst.Multiply):
         left = value.left
-        if isinstance(left, cst.Attribute) and left.attr.value == attr:
+        if type(left) is cst.Attribute and left.attr.value == attr:
             return _plain_elements(value.right, attr)  # `self.layers = self.layers + [...]`
         return _plain_elements(left, attr)
     return None

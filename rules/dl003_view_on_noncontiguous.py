@@ -96,7 +96,7 @@ class ViewOnNoncontiguous(Rule):
 
     def leave_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != "view" or not node.args:
+        if type(func) is not cst.Attribute or func.attr.value != "view" or not node.args:
             return
         sem = self.ctx.semantic
         receiver = sem.value(func.value)

@@ -253,7 +253,7 @@ class SyncInLoop(Rule):
         self.candidates.append(node)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, cst.Modulo):
+        if type(node.operator) is cst.Modulo:
             self.candidates.append(node)
 
     # -- judgement ------------------------------------------------------------------------
@@ -264,7 +264,7 @@ class SyncInLoop(Rule):
         helpers = sem.functions()
         groups: dict[int, list[tuple[cst.CSTNode, str]]] = {}
         for candidate in self.candidates:
-            if not ctx.loops(candidate) and not isinstance(candidate, cst.While):
+            if not ctx.loops(candidate) and type(candidate) is not cst.While:
                 continue
             found: list[tuple[cst.CSTNode, str]] = []
             for read in syncs.reads(candidate):
@@ -283,7 +283,7 @@ class SyncInLoop(Rule):
                     continue  # the action an environment loop hands to its host step: needed
                 if evidence is not None:
                     found.append((read.node, read.what, evidence))
-            if isinstance(candidate, cst.Call) and (_last_name(candidate.func) in helpers
+            if type(candidate) is cst.Call and (_last_name(candidate.func) in helpers
                                                     or syncs.runs_foreign_function(candidate)
                                                     or sem.loops.is_module_call(candidate)
                                                     or syncs.narrowed_method(candidate) is not None

@@ -202,7 +202,7 @@ class CreateThenMove(Rule):
 
     def leave_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda", "type", "type_as"):
+        if type(func) is not cst.Attribute or func.attr.value not in ("to", "cuda", "type", "type_as"):
             self._check_handed_fill(node)
             return
         if any(arg.star for arg in node.args):
@@ -212,7 +212,7 @@ class CreateThenMove(Rule):
             return
         device, hint = target
         sem = self.ctx.semantic
-        if isinstance(self.ctx.parent(node), cst.Expr) or not sem.on_gpu_path(node):
+        if type(self.ctx.parent(node)) is cst.Expr or not sem.on_gpu_path(node):
             return  # a discarded move (`x.to(dev)` as a statement) is DL006's
         suffix = self.hint_message.format(target=self.ctx.code(device).strip()) if hint else ""
         fill = dataflow.fresh_fill(sem, func.value, attributes=True)
@@ -264,8 +264,8 @@ class CreateThenMove(Rule):
         """A fill handed to a function of the file that gives it back copied to the device
         (`cuda_variable(torch.zeros(n))`, `images, z = f(images), f(z)` after `z =
         torch.randn(...)`): reported at the call, naming the copy."""
-        if not isinstance(call.func, (cst.Name, cst.Attribute)) or not call.args \
-                or isinstance(self.ctx.parent(call), cst.Expr):
+        if type(call.func) not in (cst.Name, cst.Attribute) or not call.args \
+                or type(self.ctx.parent(call)) is cst.Expr:
             return
         sem = self.ctx.semantic
         found = sem.syncs.callee(call)

@@ -139,13 +139,13 @@ class DeviceMismatch(Rule):
         op = ""
         if qual in _LIST_FUNCTIONS:
             first = node.args[0].value if node.args and not node.args[0].star else None
-            if isinstance(first, (cst.List, cst.Tuple)):
-                operands = [e.value for e in first.elements if isinstance(e, cst.Element)]
+            if type(first) in (cst.List, cst.Tuple):
+                operands = [e.value for e in first.elements if type(e) is cst.Element]
             op = qual
         elif qual in _OPERAND_FUNCTIONS:
             operands = [a.value for a in node.args if not a.star]
             op = qual
-        elif qual is None and isinstance(node.func, cst.Attribute) \
+        elif qual is None and type(node.func) is cst.Attribute \
                 and node.func.attr.value in _OPERAND_METHODS:
             if sem.value(node.func.value).kind is Kind.TENSOR:
                 operands = [node.func.value] + [a.value for a in node.args if not a.star]

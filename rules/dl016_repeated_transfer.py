@@ -312,14 +312,14 @@ class RepeatedTransfer(Rule):
 
     def leave_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "fill_":
+        if type(func) is cst.Attribute and func.attr.value == "fill_":
             self.check_written_back(node)
             return
-        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "cpu"):
+        if type(func) is cst.Attribute and func.attr.value in ("to", "cuda", "cpu"):
             pass
-        elif isinstance(func, cst.Name) and dataflow.wrapper_move(self.ctx.semantic, node) is not None:
+        elif type(func) is cst.Name and dataflow.wrapper_move(self.ctx.semantic, node) is not None:
             pass  # `Variable(x)` with `Variable` a lambda (or function) giving back `x.cuda()`
-        elif not isinstance(func, (cst.Attribute, cst.Name)) or keyword_arg(node, "device") is None:
+        elif type(func) not in (cst.Attribute, cst.Name) or keyword_arg(node, "device") is None:
             if not self.check_helper_round_trip(node) and not self.check_foreign_round_trip(node):
                 self.check_uploading_call(node)
             return  # neither a move nor a factory given a device

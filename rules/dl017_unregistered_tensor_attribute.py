@@ -457,14 +457,14 @@ def _attribute_stores(ctx, method: cst.FunctionDef, me: Optional[str]) -> dict[s
     if me is None:
         return found
     for node in _nodes(ctx, method, (cst.Assign, cst.AnnAssign)):
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
         for target in targets:
-            if isinstance(target, cst.Attribute) and _is_name(target.value, me):
+            if type(target) is cst.Attribute and _is_name(target.value, me):
                 found.setdefault(target.attr.value, []).append(node)
-            elif isinstance(target, (cst.Tuple, cst.List)):
+            elif type(target) in (cst.Tuple, cst.List):
                 for element in target.elements:
                     inner = element.value
-                    if isinstance(inner, cst.Attribute) and _is_name(inner.value, me):
+                    if type(inner) is cst.Attribute and _is_name(inner.value, me):
                         found.setdefault(inner.attr.value, []).append(_Unpacked(node))
     return found
 
@@ -480,11 +480,11 @@ class _Unpacked:
 def _plain_value(rule: UnregisteredTensorAttribute, value) -> bool:
     """False for a value that registers itself on assignment (a Parameter, an nn.Buffer),
     also as one arm of `a if c else b` or an operand of `a or b`."""
-    if isinstance(value, cst.Call):
+    if type(value) is cst.Call:
         return (rule.ctx.semantic.qualname(value.func) or "") not in _PARAMETER_CLASSES
-    if isinstance(value, cst.IfExp):
+    if type(value) is cst.IfExp:
         return _plain_value(rule, value.body) and _plain_value(rule, value.orelse)
-    if isinstance(value, cst.BooleanOperation):
+    if type(value) is cst.BooleanOperation:
         return _plain_value(rule, value.left) and _plain_value(rule, value.right)
     return True
 

@@ -218,8 +218,8 @@ class HostFillPerStep(Rule):
         the same step (inside the step loop around the move, or in the function that holds
         it)."""
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda") \
-                or any(arg.star for arg in node.args) or isinstance(self.ctx.parent(node), cst.Expr):
+        if type(func) is not cst.Attribute or func.attr.value not in ("to", "cuda") \
+                or any(arg.star for arg in node.args) or type(self.ctx.parent(node)) is cst.Expr:
             return None  # (a discarded move is DL006's)
         sem = self.ctx.semantic
         if func.attr.value == "to":
@@ -318,9 +318,9 @@ class HostFillPerStep(Rule):
             return qual.startswith("torch.cuda.") and qual.endswith("Tensor")
         # An arm or a binding that is a CUDA type is the one the code takes with a GPU,
         # whatever the flag that picks it (`if cuda`, `if opt.cuda`, `if x.is_cuda`).
-        if isinstance(func, cst.IfExp):
+        if type(func) is cst.IfExp:
             return any(self._cuda_tensor_type(arm, depth) for arm in (func.body, func.orelse))
-        if not isinstance(func, cst.Name) or depth <= 0:
+        if type(func) is not cst.Name or depth <= 0:
             return False
         defs = sem.defs(func)
         values = [d.value for d in defs if d.kind in ("assign", "annassign") and not d.path]
@@ -363,7 +363,7 @@ class HostFillPerStep(Rule):
     def _refill(self, node: cst.Call) -> Optional[tuple[str, str]]:
         """`device_tensor.copy_(torch.randn(...))` (or `.data.copy_`) of a new host fill."""
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != "copy_" or len(node.args) < 1:
+        if type(func) is not cst.Attribute or func.attr.value != "copy_" or len(node.args) < 1:
             return None
         sem = self.ctx.semantic
         target = sem.value(func.value)
@@ -385,19 +385,19 @@ class HostFillPerStep(Rule):
         model, down through its submodules (`self.sub.reset()`). (what, use, the call in the
         step loop)."""
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != "copy_" or len(node.args) != 1 \
+        if type(func) is not cst.Attribute or func.attr.value != "copy_" or len(node.args) != 1 \
                 or node.args[0].keyword is not None or node.args[0].star:
             return None
         sem = self.ctx.semantic
         target = func.value
-        if isinstance(target, cst.Attribute) and target.attr.value == "data":
+        if type(target) is cst.Attribute and target.attr.value == "data":
             target = target.value
         function = sem.function_of(node)
-        if function is None or not isinstance(target, cst.Attribute) \
+        if function is None or type(target) is not cst.Attribute \
                 or not self._is_self(target.value, function) or sem.loops.enclosing_loops(node):
             return None
         owner = sem.parent(sem.parent(function))
-        if not isinstance(owner, cst.ClassDef) or sem.module_classes().get(owner.name.value) is not owner \
+        if type(owner) is not cst.ClassDef or sem.module_classes().get(owner.name.value) is not owner \
                 or target.attr.value not in modules.registered_state(sem, owner) \
                 or sem.value(target).place is Place.DEVICE:
             return None  # (a tensor the model shows on the device: `_refill`'s)

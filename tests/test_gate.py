@@ -638,13 +638,13 @@ def _detection_digest(code: str) -> str:
 
 # The rules' detection code when their gates were last derived from it (devicelint/gate.py).
 GATES_DERIVED_FROM = {
-    "DL001": "e935b0d43d0d",
-    "DL002": "2f00010a1db5",
-    "DL003": "59f18a83dfe0",
-    "DL004": "39004f1fe3c8",
+    "DL001": "b1d958054215",
+    "DL002": "4cdb1039ce82",
+    "DL003": "b3d107607d72",
+    "DL004": "95e42c7be44e",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
-    "DL007": "65123b043bbd",
+    "DL007": "75eb60f5b140",
     "DL008": "faf1a7075065",
     "DL009": "f3f7d38e4d08",
     "DL010": "447fc8cbc355",
@@ -652,10 +652,10 @@ GATES_DERIVED_FROM = {
     "DL012": "dbed41075a40",
     "DL013": "ed7a868d6de0",
     "DL014": "8cd1d637754e",
-    "DL015": "2243e9009d60",
-    "DL016": "142f3f827fc6",
-    "DL017": "d02850f25635",
-    "DL018": "48dd36d75242",
+    "DL015": "ba36540f3180",
+    "DL016": "1f0f3fb6300d",
+    "DL017": "467da3361312",
+    "DL018": "290ee50b3dd1",
 }
 
 

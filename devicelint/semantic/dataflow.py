@@ -522,15 +522,15 @@ def _is_store(sem, target: cst.CSTNode) -> bool:
     """`target` is written: an assignment or `del` target (or part of one)."""
     child = target
     parent = sem.parent(target)
-    while isinstance(parent, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+    while type(parent) in (cst.Tuple, cst.List, cst.Element, cst.StarredElement):
         child, parent = parent, sem.parent(parent)
-    if isinstance(parent, cst.AssignTarget):
+    if type(parent) is cst.AssignTarget:
         return True
-    if isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is child:
+    if type(parent) in (cst.AugAssign, cst.AnnAssign) and parent.target is child:
         return True
-    if isinstance(parent, cst.Del):
+    if type(parent) is cst.Del:
         return True
-    if isinstance(parent, (cst.For, cst.CompFor)) and parent.target is child:
+    if type(parent) in (cst.For, cst.CompFor) and parent.target is child:
         return True
     return False
 
@@ -540,7 +540,7 @@ def _pure_call(sem, call: cst.Call) -> bool:
     PyTorch function or method from the API table (not an in-place one), a module, print."""
     if _builtin(sem, call.func, _PURE_BUILTINS | METADATA_BUILTINS | frozenset({"print"})):
         return True
-    if isinstance(call.func, cst.Attribute):
+    if type(call.func) is cst.Attribute:
         method = call.func.attr.value
         if method.endswith("_"):
             return False
@@ -1203,7 +1203,7 @@ def _legacy_constructor(sem, node: cst.BaseExpression) -> bool:
 
 def _unwrapped(sem, node: cst.BaseExpression) -> cst.BaseExpression:
     """`x` for `Variable(x)` (an identity wrapper: `result = "same"` in the table)."""
-    while isinstance(node, cst.Call) and len(node.args) == 1 and node.args[0].keyword is None \
+    while type(node) is cst.Call and len(node.args) == 1 and node.args[0].keyword is None \
             and not node.args[0].star:
         qual = sem.qualname(node.func)
         spec = sem.api.function(qual) if qual is not None else None
@@ -1229,7 +1229,7 @@ def returned_move(sem, function: cst.FunctionDef) -> Optional[tuple[str, cst.Cal
         if ret.value is None:
             return None
         node = _unwrapped(sem, ret.value)
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+        if type(node) is cst.Call and type(node.func) is cst.Attribute \
                 and node.func.attr.value in ("cuda", "to") and not any(a.star for a in node.args):
             if node.func.attr.value == "to":
                 target = keyword_arg(node, "device") or call_arg(node, 0, "\0")
@@ -1242,7 +1242,7 @@ def returned_move(sem, function: cst.FunctionDef) -> Optional[tuple[str, cst.Cal
             if sem.on_gpu_path(node) and move is None:
                 move = node
             node = _unwrapped(sem, node.func.value)
-        if not isinstance(node, cst.Name) or param is not None and node.value != param.value:
+        if type(node) is not cst.Name or param is not None and node.value != param.value:
             return None
         defs = sem.defs(node)
         if len(defs) != 1 or defs[0].kind != "param":
@@ -1265,14 +1265,14 @@ def wrapper_move(sem, call: cst.Call) -> Optional[tuple[cst.BaseExpression, cst.
     **kwargs)`, the RL notebooks' idiom): `Variable(proj_dist)` copies `proj_dist` to the
     device as `proj_dist.cuda()` would. None otherwise, and when the call passes its data by
     `*`/keyword."""
-    if not isinstance(call.func, cst.Name) or not call.args \
+    if type(call.func) is not cst.Name or not call.args \
             or call.args[0].star or call.args[0].keyword is not None:
         return None
     defs = sem.defs(call.func)
     if len(defs) != 1:
         return None
     d = defs[0]
-    if d.kind == "def" and isinstance(d.node, cst.FunctionDef):
+    if d.kind == "def" and type(d.node) is cst.FunctionDef:
         positional = [*d.node.params.posonly_params, *d.node.params.params]
         if not positional:
             return None
@@ -1280,7 +1280,7 @@ def wrapper_move(sem, call: cst.Call) -> Optional[tuple[cst.BaseExpression, cst.
         if moved is None or moved[0] != positional[0].name.value:
             return None
         return call.args[0].value, moved[1]
-    if d.kind == "assign" and isinstance(d.value, cst.Lambda):
+    if d.kind == "assign" and type(d.value) is cst.Lambda:
         move = _lambda_move(sem, d.value)
         return (call.args[0].value, move) if move is not None else None
     return None
@@ -1293,16 +1293,16 @@ def _lambda_move(sem, function: cst.Lambda) -> Optional[cst.Call]:
     else ...`, `sem.gpu_truth`), and given back as it is in the other arm."""
     params = function.params
     first = params.params[0].name.value if params.params else None
-    star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
+    star = params.star_arg.name.value if type(params.star_arg) is cst.Param else None
     if first is None and star is None or first is not None and params.posonly_params:
         return None
 
     def handed_on(node: cst.BaseExpression) -> bool:
         node = _unwrapped(sem, node)
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             return first is not None and node.value == first
-        if first is None and isinstance(node, cst.Call) and node.args and node.args[0].star == "*" \
-                and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == star \
+        if first is None and type(node) is cst.Call and node.args and node.args[0].star == "*" \
+                and type(node.args[0].value) is cst.Name and node.args[0].value.value == star \
                 and all(arg.star == "**" for arg in node.args[1:]):
             qual = sem.qualname(node.func)
             spec = sem.api.function(qual) if qual is not None else None
@@ -1311,7 +1311,7 @@ def _lambda_move(sem, function: cst.Lambda) -> Optional[cst.Call]:
 
     def moved(node: cst.BaseExpression) -> Optional[cst.Call]:
         node = _unwrapped(sem, node)
-        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute) \
+        if type(node) is not cst.Call or type(node.func) is not cst.Attribute \
                 or any(arg.star for arg in node.args):
             return None
         if node.func.attr.value == "cuda":
@@ -1329,7 +1329,7 @@ def _lambda_move(sem, function: cst.Lambda) -> Optional[cst.Call]:
         return node if handed_on(node.func.value) else None
 
     body = function.body
-    if isinstance(body, cst.IfExp):
+    if type(body) is cst.IfExp:
         truth = sem.gpu_truth(body.test)
         if truth is None:
             return None
@@ -1614,7 +1614,7 @@ def _per_call_uploads(sem, function: cst.FunctionDef) -> Iterator[CallUpload]:
             node = stack.pop()
             if isinstance(node, (cst.Lambda,) + COMPREHENSIONS):
                 continue
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 found = _constant_upload(sem, node, function, params)
                 if found is not None:
                     yield found
@@ -1928,10 +1928,10 @@ def _straight_line_calls(sem, function: cst.FunctionDef) -> Iterator[cst.Call]:
     """Calls that run once on every call of `function`: in its straight-line statements
     (not under a condition, loop, `try` or `with`), not in nested functions or lambdas."""
     body = function.body
-    if not isinstance(body, cst.IndentedBlock):
+    if type(body) is not cst.IndentedBlock:
         return
     for line in body.body:
-        if not isinstance(line, cst.SimpleStatementLine):
+        if type(line) is not cst.SimpleStatementLine:
             continue
         stack: list[cst.CSTNode] = list(line.body)
         while stack:

@@ -114,7 +114,7 @@ def _instance_flag(sem, flag: cst.BaseExpression) -> Optional[tuple[tuple, bool]
     attribute of one: `args.gpu_mode`), False when it is a flag's value itself."""
     from devicelint.semantic import modules
 
-    if not isinstance(flag, cst.Attribute) or not isinstance(flag.value, cst.Name):
+    if type(flag) is not cst.Attribute or type(flag.value) is not cst.Name:
         return None
     owner = modules.self_class(sem, flag.value)
     if owner is None:
@@ -122,7 +122,7 @@ def _instance_flag(sem, flag: cst.BaseExpression) -> Optional[tuple[tuple, bool]
     attr = flag.attr.value
     entries = modules.attribute_assignments(sem, owner).get(attr, ())
     if len(entries) > 1 and _attribute_name_stores(sem).get(attr, 0) == len(entries) \
-            and all(d.kind == "assign" and not d.path and isinstance(d.value, cst.Name)
+            and all(d.kind == "assign" and not d.path and type(d.value) is cst.Name
                     and d.value.value in _LITERALS for _target, d in entries) \
             and any(d.value.value == "True" for _target, d in entries):
         # `self.cuda = False` in `__init__`, `self.cuda = True` where a method moves the
@@ -135,10 +135,10 @@ def _instance_flag(sem, flag: cst.BaseExpression) -> Optional[tuple[tuple, bool]
     if d.kind != "assign" or d.path or d.value is None:
         return None
     store = sem.parent(sem.parent(target))   # AssignTarget -> Assign
-    line = sem.parent(store) if isinstance(store, cst.Assign) else None
+    line = sem.parent(store) if type(store) is cst.Assign else None
     init = sem.scope_of(target)
-    if not isinstance(line, cst.SimpleStatementLine) or len(store.targets) != 1 \
-            or not isinstance(init, cst.FunctionDef) or init.name.value != "__init__" \
+    if type(line) is not cst.SimpleStatementLine or len(store.targets) != 1 \
+            or type(init) is not cst.FunctionDef or init.name.value != "__init__" \
             or sem.parent(line) is not init.body:
         return None
     if sem.scope_of(flag) is init and sem.ctx.order(store) > sem.ctx.order(flag):
@@ -181,11 +181,11 @@ def _attribute_name_stores(sem) -> dict[str, int]:
             targets.append(node.target)
         while targets:
             part = targets.pop()
-            if isinstance(part, (cst.Tuple, cst.List)):
+            if type(part) in (cst.Tuple, cst.List):
                 targets += [e.value for e in part.elements]
-            elif isinstance(part, cst.StarredElement):
+            elif type(part) is cst.StarredElement:
                 targets.append(part.value)
-            elif isinstance(part, cst.Attribute):
+            elif type(part) is cst.Attribute:
                 memo[part.attr.value] = memo.get(part.attr.value, 0) + 1
         sem.__dict__["_dl_flag_name_stores"] = memo
     return memo
@@ -262,22 +262,22 @@ def _flag_value(sem, value: Optional[cst.BaseExpression]) -> bool:
     (`torch.cuda.is_available()`) and none is known False (`not args.no_cuda`); or an
     argparse on/off switch (`_switch_option`); or a conditional expression whose two arms
     are such values (`True if opt.test_mode == 'GPU' else False`: a boolean the user picks)."""
-    if isinstance(value, cst.IfExp):
+    if type(value) is cst.IfExp:
         return _flag_value(sem, value.body) and _flag_value(sem, value.orelse)
-    if isinstance(value, cst.Call):
+    if type(value) is cst.Call:
         return _is_switch(value)
-    if isinstance(value, cst.Name):
+    if type(value) is cst.Name:
         return value.value in _LITERALS
-    if not (isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.And)):
+    if not (type(value) is cst.BooleanOperation and type(value.operator) is cst.And):
         return False
     truths = [sem.gpu_truth(part) for part in and_operands(value)]
     return True in truths and False not in truths
 
 
 def _spelling(flag: cst.BaseExpression) -> Optional[str]:
-    if isinstance(flag, cst.Name):
+    if type(flag) is cst.Name:
         return flag.value
-    if isinstance(flag, cst.Attribute) and isinstance(flag.value, cst.Name):
+    if type(flag) is cst.Attribute and type(flag.value) is cst.Name:
         return f"{flag.value.value}.{flag.attr.value}"
     return None
 
@@ -286,9 +286,9 @@ def _bindings(sem, flag: cst.BaseExpression) -> Optional[tuple]:
     """The expressions `flag` may take its value from here: the reaching bindings' values
     (a name bound by a plain assignment only), or the one top-level assignment of an
     attribute; None when that is not all the code shows."""
-    if isinstance(flag, cst.Name):
+    if type(flag) is cst.Name:
         defs = sem.defs(flag)
-        if len(defs) == 1 and defs[0].kind == "param" and isinstance(defs[0].node, cst.Param):
+        if len(defs) == 1 and defs[0].kind == "param" and type(defs[0].node) is cst.Param:
             return _param_values(sem, defs[0].node)
         if not defs or not all(d.kind in ("assign", "annassign") and not d.path and d.value is not None
                                for d in defs):
@@ -308,11 +308,11 @@ def _bindings(sem, flag: cst.BaseExpression) -> Optional[tuple]:
     if len(stores) != 1:
         return None
     store = stores[0]
-    if not isinstance(store, cst.Assign) or len(store.targets) != 1 \
+    if type(store) is not cst.Assign or len(store.targets) != 1 \
             or sem.defs(store.targets[0].target.value) != base_defs:
         return None
     line = sem.parent(store)
-    if not isinstance(line, cst.SimpleStatementLine) or not _runs_as_script(sem, store) \
+    if type(line) is not cst.SimpleStatementLine or not _runs_as_script(sem, store) \
             or sem.ctx.order(store) > sem.ctx.order(flag):
         return None
     return (store.value,)
@@ -548,11 +548,11 @@ def _moves_to_device(sem, arm: cst.CSTNode) -> bool:
     `x.type(dtype)`)."""
     # The calls first: `.cuda()` decides without asking the model for any value (a value
     # asked here may read this very flag, whose answer is not known yet).
-    calls = [arm] if isinstance(arm, cst.Call) else []
+    calls = [arm] if type(arm) is cst.Call else []
     calls += sem.ctx.descendants(arm, cst.Call, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
     for call in calls:
         func = call.func
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             continue
         if func.attr.value == "cuda":
             return True
@@ -562,7 +562,7 @@ def _moves_to_device(sem, arm: cst.CSTNode) -> bool:
             if target is not None and sem.device_place(target)[0] is Place.DEVICE:
                 return True
     for node in [arm, *sem.ctx.descendants(arm, cst.Attribute, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]:
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             value = sem.value(node)
             if value.kind is Kind.TENSOR_TYPE and value.place is Place.DEVICE:
                 return True

@@ -294,9 +294,9 @@ class LoopModel:
         """`for layer in self.layers: x = layer(x)`: calling what the loop walks is a walk
         over modules (layers, ensemble members), not one step per iteration."""
         head = call.func
-        while isinstance(head, cst.Attribute):
+        while type(head) is cst.Attribute:
             head = head.value
-        if not isinstance(head, cst.Name):
+        if type(head) is not cst.Name:
             return False
         return any(d.kind == "for" and d.node is loop for d in self.model.defs(head))
 

@@ -40,6 +40,7 @@ from devicelint.semantic.values import (
 SCOPES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPREHENSIONS
 _MAX_DEPTH = 40
 _SCOPES = frozenset(FUNCTIONS + (cst.ClassDef,) + COMPREHENSIONS)
+_NESTED_EXPRESSION_SCOPES = frozenset(COMPREHENSIONS + (cst.Lambda,))
 _NOT_INDEXED = (None, -1, None)  # FileContext's index entry of a node it does not hold
 # The nodes _non_import_names reads besides the engine's binders (read per type, not by a
 # pass over every node).
@@ -176,13 +177,13 @@ def never_holds_tensor(node: cst.CSTNode) -> bool:
 
 
 def string_value(node: cst.CSTNode) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         try:
             value = node.evaluated_value
         except Exception:  # noqa: BLE001 - odd literals are just "unknown"
             return None
         return value if isinstance(value, str) else None
-    if isinstance(node, cst.ConcatenatedString):
+    if type(node) is cst.ConcatenatedString:
         left, right = string_value(node.left), string_value(node.right)
         return left + right if left is not None and right is not None else None
     return None
@@ -228,6 +229,7 @@ class SemanticModel:
         self._bound_names: Optional[dict[str, set[str]]] = None
         self._sites: dict[int, tuple[tuple, tuple]] = {}  # id(function) -> _call_sites
         self._gpu_exits: dict[int, int] = {}   # block -> index of an `if gpu: return` in it, or -1
+        self._gpu_truths: dict[int, Optional[bool]] = {}  # id(test) -> gpu_truth (kept as values are)
         self._summaries: dict = {}
         # Parameters bound to what one call of another file passes (a model made by
         # `returned_for`), and the returns worked out that way, by function and arguments.
@@ -277,17 +279,17 @@ class SemanticModel:
                 entry = info.get(id(parent))
                 parent = entry[0] if entry else None
                 continue
-            if isinstance(parent, FUNCTIONS):
-                if child is parent.body or (isinstance(parent, cst.FunctionDef) and child is parent.params) \
-                        or (isinstance(parent, cst.Lambda) and child is parent.params):
+            if type(parent) in FUNCTIONS:
+                if child is parent.body or (type(parent) is cst.FunctionDef and child is parent.params) \
+                        or (type(parent) is cst.Lambda and child is parent.params):
                     if child is parent.params and self._in_defaults(node, parent):
                         pass
                     else:
                         return parent
-            elif isinstance(parent, cst.ClassDef):
+            elif type(parent) is cst.ClassDef:
                 if child is parent.body:
                     return parent
-            elif isinstance(parent, COMPREHENSIONS):
+            elif type(parent) in COMPREHENSIONS:
                 if child is not parent.for_in:
                     return parent
                 # Inside the first clause: its iterable belongs outside, the rest inside.
@@ -361,13 +363,13 @@ class SemanticModel:
 
     def _self_class(self, node: cst.CSTNode, scope: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The class whose instance `node` is, when `node` is a method's first parameter."""
-        if not isinstance(node, cst.Name) or not isinstance(scope, cst.FunctionDef):
+        if type(node) is not cst.Name or type(scope) is not cst.FunctionDef:
             return None
         params = scope.params.posonly_params or scope.params.params
         if not params or params[0].name.value != node.value:
             return None
         owner = self.parent(self.parent(scope)) if self.parent(scope) is not None else None
-        if isinstance(owner, cst.ClassDef):
+        if type(owner) is cst.ClassDef:
             for decorator in scope.decorators:
                 if dotted_name(decorator.decorator) == "staticmethod":
                     return None
@@ -397,38 +399,44 @@ class SemanticModel:
         return sorted(found.values(), key=lambda d: self.ctx.order(d.node))
 
     def _reaching_defs(self, name: cst.Name) -> list[Def]:
-        scope = self.scope_of(name)
-        self.flow(scope)
-        found = self.reaching.get(id(name))
+        key = id(name)
+        # scope_of and flow, their memo tables read first (hot: every read of a name)
+        scope = self._scopes.get(key)
+        if scope is None:
+            scope = self.scope_of(name)
+        if id(scope) not in self._flows:
+            self.flow(scope)
+        found = self.reaching.get(key)
         if found is None:
             found = self._free_defs(name.value, scope)
         elif len(found) == 1:
             found = list(found)
         else:
             found = sorted(found, key=self._source_order)
-        if any(d.kind == "effect" and type(d.node) is cst.Assign for d in found):
-            found = self._moved_by_assignment(found)
+        for d in found:
+            if d.kind == "effect" and type(d.node) is cst.Assign:
+                return self._moved_by_assignment(found)
         return found
 
     def _free_defs(self, name: str, scope: cst.CSTNode) -> list[Def]:
         """A name read but not bound on any path of its own scope: a global, a closure
         variable, or a name bound only later (e.g. in a loop of the enclosing function)."""
         flow = self.flow(scope)
-        if name in flow.all_defs and not isinstance(scope, cst.Module):
+        if name in flow.all_defs and type(scope) is not cst.Module:
             return list(flow.all_defs[name])
         current = scope
         while current is not self.ctx.module:
             current = self.scope_of(current)
-            if isinstance(current, cst.ClassDef) or current is self.ctx.module:
+            if type(current) is cst.ClassDef or current is self.ctx.module:
                 continue
             outer = self.flow(current)
             if name in outer.globals:
                 break
             end = outer.end_state if outer.end_state is not None else {}
-            if name in end and not isinstance(current, cst.Module):
+            if name in end and type(current) is not cst.Module:
                 return sorted(end[name], key=self._source_order)
             if name in outer.all_defs:
-                if isinstance(current, cst.Module) and name in end:
+                if type(current) is cst.Module and name in end:
                     return sorted(end[name], key=self._source_order)
                 return list(outer.all_defs[name])
         module = self.flow(self.ctx.module)
@@ -593,7 +601,7 @@ class SemanticModel:
                         if b.kind == "import":
                             found.add(self._import_qualname(b.node, name) or _OTHER)
                         elif b.kind in ("assign", "annassign", "walrus") \
-                                and isinstance(b.value, (cst.Name, cst.Attribute)):
+                                and type(b.value) in (cst.Name, cst.Attribute):
                             found.add(_ALIAS)
                         else:
                             found.add(_OTHER)
@@ -604,10 +612,10 @@ class SemanticModel:
     def _import_qualname(node: cst.CSTNode, name: str) -> Optional[str]:
         """What `name`, bound by one import statement, stands for (`import torch.nn as nn`
         binds `nn` to `torch.nn`, `import torch.nn` binds `torch`)."""
-        if not isinstance(node, (cst.Import, cst.ImportFrom)) or isinstance(node.names, cst.ImportStar):
+        if type(node) not in (cst.Import, cst.ImportFrom) or type(node.names) is cst.ImportStar:
             return None
         module = ""
-        if isinstance(node, cst.ImportFrom):
+        if type(node) is cst.ImportFrom:
             if node.relative:
                 return None
             module = dotted_name(node.module) if node.module is not None else None
@@ -617,7 +625,7 @@ class SemanticModel:
             full = dotted_name(alias.name)
             if full is None:
                 continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 bound, target = alias.asname.name.value, full
             elif module:
                 bound, target = full, full
@@ -798,7 +806,7 @@ class SemanticModel:
         if self._functions is None:
             found: dict[str, list[cst.FunctionDef]] = {}
             for node, _scope in self.ctx._binders:
-                if isinstance(node, cst.FunctionDef):
+                if type(node) is cst.FunctionDef:
                     found.setdefault(node.name.value, []).append(node)
             self._functions = found
         return self._functions
@@ -809,9 +817,9 @@ class SemanticModel:
             table: dict[str, list[cst.Call]] = {}
             for node in self.ctx.iter_nodes(cst.Call):
                 func = node.func
-                if isinstance(func, cst.Name):
+                if type(func) is cst.Name:
                     table.setdefault(func.value, []).append(node)
-                elif isinstance(func, cst.Attribute):
+                elif type(func) is cst.Attribute:
                     table.setdefault(func.attr.value, []).append(node)
             self._calls_by_name = table
         return self._calls_by_name
@@ -819,7 +827,7 @@ class SemanticModel:
     def function_of(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
         current = self.parent(node)
         while current is not None:
-            if isinstance(current, cst.FunctionDef):
+            if type(current) is cst.FunctionDef:
                 return current
             current = self.parent(current)
         return None
@@ -827,7 +835,7 @@ class SemanticModel:
     def resolve_function(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
         """The file's own function a call target names: `f` bound by a `def`, or
         `self.f` for a method of the enclosing class."""
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             defs = self.defs(func)
             fns = [d.node for d in defs if d.kind == "def"]
             if len(fns) == 1 and len(defs) == 1:
@@ -837,7 +845,7 @@ class SemanticModel:
         if members is not None:
             fns = [d.node for d in members if d.kind == "def"]
             return fns[0] if len(fns) == 1 and len(members) == 1 else None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        if type(func) is cst.Attribute and type(func.value) is cst.Name:
             scope = self.scope_of(func)
             owner = self._self_class(func.value, self._function_scope(scope))
             if owner is not None:
@@ -873,23 +881,23 @@ class SemanticModel:
 
     def _is_this_module(self, d: Def) -> bool:
         value = d.value
-        if d.kind != "assign" or d.path or not isinstance(value, cst.Subscript) \
+        if d.kind != "assign" or d.path or type(value) is not cst.Subscript \
                 or self.qualname(value.value) != "sys.modules" or len(value.slice) != 1:
             return False
         index = value.slice[0].slice
-        return isinstance(index, cst.Index) and isinstance(index.value, cst.Name) \
+        return type(index) is cst.Index and type(index.value) is cst.Name \
             and index.value.value == "__name__" and not self.defs(index.value)
 
     def _function_scope(self, scope: cst.CSTNode) -> cst.CSTNode:
-        while isinstance(scope, COMPREHENSIONS + (cst.Lambda,)):
+        while type(scope) in _NESTED_EXPRESSION_SCOPES:
             scope = self.scope_of(scope)
         return scope
 
     def _method(self, owner: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
         body = owner.body
-        if isinstance(body, cst.IndentedBlock):
+        if type(body) is cst.IndentedBlock:
             for statement in body.body:
-                if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+                if type(statement) is cst.FunctionDef and statement.name.value == name:
                     return statement
         # Inherited from a base class in this file.
         for base in owner.bases:
@@ -904,9 +912,13 @@ class SemanticModel:
     # -- values ------------------------------------------------------------------------
     def value(self, node: cst.CSTNode) -> Value:
         key = id(node)
-        found = self._known(key)
+        found = self._values.get(key)
         if found is not None:
-            return found
+            if not self._short:
+                return found  # (_known, inlined for the common case: nothing cut short)
+            found = self._known(key)
+            if found is not None:
+                return found
         if self._depth > _MAX_DEPTH:
             return self._cut()
         return self._memoised(key, self._value, node)
@@ -1020,17 +1032,17 @@ class SemanticModel:
         if kind is cst.BinaryOperation:
             return self._binary(node)
         if kind is cst.UnaryOperation:
-            if isinstance(node.operator, cst.Not):
+            if type(node.operator) is cst.Not:
                 return BOOL
             inner = self.value(node.expression)
-            if isinstance(node.operator, cst.Minus) and inner.kind is Kind.NUMBER:
+            if type(node.operator) is cst.Minus and inner.kind is Kind.NUMBER:
                 literal = inner.literal
                 return NUMBER.with_(literal=-literal if isinstance(literal, int) else None)
             if inner.kind is Kind.TENSOR:
                 return inner.with_(layout=CONTIGUOUS, node=node, origin=Origin.NONE)
             return inner if inner.kind in (Kind.NUMBER, Kind.ARRAY) else UNKNOWN
         if kind is cst.Comparison:
-            if any(isinstance(c.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)) for c in node.comparisons):
+            if any(type(c.operator) in (cst.In, cst.NotIn, cst.Is, cst.IsNot) for c in node.comparisons):
                 return BOOL
             sides = [self.value(node.left)] + [self.value(c.comparator) for c in node.comparisons]
             for side in sides:
@@ -1059,7 +1071,7 @@ class SemanticModel:
         if kind is cst.Set:
             return Value(Kind.SEQUENCE, element=join_all(self.value(e.value) for e in node.elements))
         if kind is cst.Dict:
-            values = (self.value(e.value) for e in node.elements if isinstance(e, cst.DictElement))
+            values = (self.value(e.value) for e in node.elements if type(e) is cst.DictElement)
             return Value(Kind.MAPPING, element=join_all(values), node=node)  # UNKNOWN when empty
         if kind is cst.ListComp or kind is cst.GeneratorExp or kind is cst.SetComp:
             element = self.value(node.elt)
@@ -1149,17 +1161,17 @@ class SemanticModel:
         child = node
         parent = self.parent(node)
         while parent is not None:
-            if isinstance(parent, (cst.SimpleStatementLine, cst.Expr, cst.Assign, cst.AnnAssign,
+            if type(parent) in (cst.SimpleStatementLine, cst.Expr, cst.Assign, cst.AnnAssign,
                                    cst.AugAssign, cst.IndentedBlock, cst.SimpleStatementSuite,
-                                   cst.Call, cst.Attribute)):
+                                   cst.Call, cst.Attribute):
                 child = parent
                 parent = self.parent(parent)
                 continue
-            if isinstance(parent, cst.If) and child is parent.body:
+            if type(parent) is cst.If and child is parent.body:
                 return parent if self.gpu_truth(parent.test) is True else None
-            if isinstance(parent, cst.Else):
+            if type(parent) is cst.Else:
                 owner = self.parent(parent)
-                if isinstance(owner, cst.If) and owner.orelse is parent and self.gpu_truth(owner.test) is False:
+                if type(owner) is cst.If and owner.orelse is parent and self.gpu_truth(owner.test) is False:
                     return owner
             return None
         return None
@@ -1188,9 +1200,13 @@ class SemanticModel:
 
     def def_value(self, d: Def) -> Value:
         key = ("def", id(d))
-        found = self._known(key)
+        found = self._values.get(key)
         if found is not None:
-            return found
+            if not self._short:
+                return found  # (_known, inlined for the common case: nothing cut short)
+            found = self._known(key)
+            if found is not None:
+                return found
         if self._depth >= _MAX_DEPTH:
             return self._cut()
         return self._memoised(key, self._def_value, d)
@@ -1272,12 +1288,12 @@ class SemanticModel:
 
     def _import_value(self, d: Def) -> Value:
         node = d.node
-        if isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+        if type(node) in (cst.Import, cst.ImportFrom) and type(node.names) is not cst.ImportStar:
             for alias in node.names:
                 bound = alias.asname.name if alias.asname is not None else alias.name
-                while isinstance(bound, cst.Attribute):
+                while type(bound) is cst.Attribute:
                     bound = bound.value
-                if isinstance(bound, cst.Name) and bound.value == d.name:
+                if type(bound) is cst.Name and bound.value == d.name:
                     qual = self.ctx.imports.aliases.get(d.name)
                     if qual:
                         found = self._qualified_value(qual)
@@ -1289,8 +1305,8 @@ class SemanticModel:
     def _unpacked(self, value_node: cst.BaseExpression, path: tuple[int, ...]) -> Value:
         node = value_node
         rest = list(path)
-        while rest and isinstance(node, (cst.Tuple, cst.List)) and rest[0] >= 0 \
-                and not any(isinstance(e, cst.StarredElement) for e in node.elements) \
+        while rest and type(node) in (cst.Tuple, cst.List) and rest[0] >= 0 \
+                and not any(type(e) is cst.StarredElement for e in node.elements) \
                 and rest[0] < len(node.elements):
             node = node.elements[rest.pop(0)].value
         return self.part(self.value(node), tuple(rest))
@@ -1315,26 +1331,26 @@ class SemanticModel:
     def annotation_value(self, annotation) -> Value:
         if annotation is None:
             return UNKNOWN
-        node = annotation.annotation if isinstance(annotation, cst.Annotation) else annotation
-        if isinstance(node, cst.Subscript):
+        node = annotation.annotation if type(annotation) is cst.Annotation else annotation
+        if type(node) is cst.Subscript:
             head = self.ctx.qualname(node.value) or dotted_name(node.value) or ""
             if head.rsplit(".", 1)[-1] in ("Optional",) and node.slice:
                 inner = node.slice[0].slice
-                if isinstance(inner, cst.Index):
+                if type(inner) is cst.Index:
                     return self.annotation_value(inner.value)
             if head.rsplit(".", 1)[-1] in ("List", "list", "Sequence", "Tuple", "tuple", "Iterable"):
                 return Value(Kind.SEQUENCE)
             return UNKNOWN
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.BitOr:
             left, right = self.annotation_value(node.left), self.annotation_value(node.right)
             return right if left.kind is Kind.NONE else left if right.kind is Kind.NONE else join(left, right)
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        if type(node) in (cst.SimpleString, cst.ConcatenatedString):
             text = string_value(node) or ""
             try:
                 return self.annotation_value(cst.parse_expression(text))
             except Exception:  # noqa: BLE001 - an odd string annotation says nothing
                 return UNKNOWN
-        if isinstance(node, cst.Name) and node.value == "None":
+        if type(node) is cst.Name and node.value == "None":
             return NONE
         qual = self.ctx.qualname(node) or dotted_name(node) or ""
         last = qual.rsplit(".", 1)[-1]
@@ -1483,11 +1499,11 @@ class SemanticModel:
         call passes nothing, None where it has none either), the `spawn` calls that start
         `function`, and `param`'s position among the positional parameters; None for `self`,
         for a call with `*args`/`**kwargs`, or when `function` is no function definition."""
-        if not isinstance(function, cst.FunctionDef):
+        if type(function) is not cst.FunctionDef:
             return None
         params = function.params
         positional = [*params.posonly_params, *params.params]
-        is_method = isinstance(self.parent(self.parent(function)), cst.ClassDef)
+        is_method = type(self.parent(self.parent(function))) is cst.ClassDef
         if is_method and positional and positional[0] is param:
             return None  # `self`
         calls, spawns = self._call_sites(function, is_method)
@@ -1570,12 +1586,12 @@ class SemanticModel:
                 return Value(Kind.DTYPE)
             if attr in ("ndim", "is_cuda", "requires_grad", "is_leaf"):
                 return NUMBER
-            if attr in ("values", "indices") and isinstance(base.node, cst.Call) \
-                    and isinstance(base.node.func, cst.Attribute) \
+            if attr in ("values", "indices") and type(base.node) is cst.Call \
+                    and type(base.node.func) is cst.Attribute \
                     and base.node.func.attr.value in shapes.TUPLE_RESULTS:
                 # `x.topk(k).indices`: a field of the (values, indices) result, where `x` is
                 return tensor(base.place, layout=CONTIGUOUS, node=node)
-            if isinstance(base.node, cst.Call) and attr not in _TENSOR_ATTRIBUTES \
+            if type(base.node) is cst.Call and attr not in _TENSOR_ATTRIBUTES \
                     and self.api.method(attr) is None and self._module_called(base.node):
                 # A field a tensor does not have, of what a call returned: the call gave a
                 # structure of tensors (a namedtuple of features, a `ModelOutput`'s
@@ -1716,9 +1732,9 @@ class SemanticModel:
 
     def _ensure_class_flows(self, owner: cst.ClassDef) -> None:
         body = owner.body
-        if isinstance(body, cst.IndentedBlock):
+        if type(body) is cst.IndentedBlock:
             for statement in body.body:
-                if isinstance(statement, cst.FunctionDef):
+                if type(statement) is cst.FunctionDef:
                     self.flow(statement)
 
     # subscripts and iteration
@@ -1776,13 +1792,13 @@ class SemanticModel:
         if base.kind is Kind.TENSOR or base.kind is Kind.ARRAY:
             return self._tensor_index(base, elements, node)
         if base.kind is Kind.SIZE:
-            if base.items is not None and len(elements) == 1 and isinstance(elements[0].slice, cst.Index):
+            if base.items is not None and len(elements) == 1 and type(elements[0].slice) is cst.Index:
                 i = int_value(elements[0].slice.value)
                 if i is not None and -len(base.items) <= i < len(base.items):
                     return base.items[i]
             return NUMBER
         if base.kind in (Kind.SEQUENCE, Kind.MAPPING):
-            if len(elements) == 1 and isinstance(elements[0].slice, cst.Index):
+            if len(elements) == 1 and type(elements[0].slice) is cst.Index:
                 i = int_value(elements[0].slice.value)
                 if base.items is not None and i is not None and -len(base.items) <= i < len(base.items):
                     return base.items[i]
@@ -1849,7 +1865,7 @@ class SemanticModel:
 
     def iteration_element(self, iterable: cst.BaseExpression) -> Value:
         """What one iteration over `iterable` binds (before unpacking)."""
-        if isinstance(iterable, cst.Call):
+        if type(iterable) is cst.Call:
             name = self.qualname(iterable.func) or dotted_name(iterable.func) or ""
             args = positional_args(iterable)
             if name in ("range",):
@@ -1860,7 +1876,7 @@ class SemanticModel:
                 return Value(Kind.SEQUENCE, items=tuple(self.iteration_element(a) for a in args))
             if name in _PASS_THROUGH and args:
                 return self.iteration_element(args[0])
-            if isinstance(iterable.func, cst.Attribute):
+            if type(iterable.func) is cst.Attribute:
                 method = iterable.func.attr.value
                 receiver = self.value(iterable.func.value)
                 if method == "items" and receiver.kind is Kind.MAPPING:
@@ -1919,7 +1935,7 @@ class SemanticModel:
     # arithmetic
     def _binary(self, node: cst.BinaryOperation) -> Value:
         left, right = self.value(node.left), self.value(node.right)
-        if isinstance(node.operator, cst.MatrixMultiply):
+        if type(node.operator) is cst.MatrixMultiply:
             return self._matmul([left, right], node)
         return self._arith(left, right, node.operator, node)
 
@@ -1986,12 +2002,12 @@ class SemanticModel:
             found = self._qualified_call(node, qual)
             if found is not None:
                 return found
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             receiver = self.value(func.value)
             found = self._method_call(receiver, node)
             if found is not None:
                 return found
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             found = self._builtin_call(func.value, node)
             if found is not None:
                 return found
@@ -2002,9 +2018,9 @@ class SemanticModel:
             return self.module_output(callee.with_(kind=Kind.MODULE, cls=None), node)
         if callee.kind is Kind.MODULE_CLASS:
             return Value(Kind.MODULE, self.built_place(node), cls=callee.cls, node=node)
-        if callee.kind is Kind.CALLABLE and isinstance(callee.node, cst.FunctionDef):
+        if callee.kind is Kind.CALLABLE and type(callee.node) is cst.FunctionDef:
             return self.returned_value(callee.node)
-        if callee.kind is Kind.CALLABLE and isinstance(callee.node, cst.ClassDef) \
+        if callee.kind is Kind.CALLABLE and type(callee.node) is cst.ClassDef \
                 and self.dataset_classes().get(callee.node.name.value) is callee.node:
             return Value(Kind.DATASET, Place.CPU, cls=callee.node.name.value, node=node)
         foreign = self._project_loader(node)
@@ -2016,7 +2032,7 @@ class SemanticModel:
         function = self.resolve_function(func)
         if function is not None:
             return self.returned_value(function)
-        if isinstance(func, cst.Name) and func.value in self.module_classes():
+        if type(func) is cst.Name and func.value in self.module_classes():
             return Value(Kind.MODULE, self.built_place(node), cls=func.value, node=node)
         return UNKNOWN
 
@@ -2090,10 +2106,10 @@ class SemanticModel:
         text = string_value(node)
         if text is not None:
             return device_string_place(text), False
-        if isinstance(node, cst.FormattedString):
-            head = "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+        if type(node) is cst.FormattedString:
+            head = "".join(p.value for p in node.parts if type(p) is cst.FormattedStringText)
             return (device_string_place(head) if head else None), False
-        if isinstance(node, cst.Integer):
+        if type(node) is cst.Integer:
             return Place.DEVICE, False  # a CUDA device index
         value = self.value(node)
         if value.kind is Kind.DEVICE:
@@ -2106,7 +2122,7 @@ class SemanticModel:
             return None, False
         if value.kind is Kind.NUMBER and not isinstance(value.literal, float):
             return Place.DEVICE, False  # `.to(rank)`, `.cuda(index)`: a CUDA device index
-        if isinstance(node, cst.Name) and value.kind in (Kind.STRING, Kind.DEVICE, Kind.UNKNOWN) \
+        if type(node) is cst.Name and value.kind in (Kind.STRING, Kind.DEVICE, Kind.UNKNOWN) \
                 and id(node) not in self._placing:
             # `device = "cuda"` on one path, `device = f"cuda:{rank}"` on another: each binding
             # names the same place although their join has no literal.
@@ -2128,7 +2144,7 @@ class SemanticModel:
             return None
         places = set()
         for d in self.defs(node):
-            if d.kind == "for" and not d.path and isinstance(d.value, (cst.List, cst.Tuple)):
+            if d.kind == "for" and not d.path and type(d.value) in (cst.List, cst.Tuple):
                 places.add(self._device_pass(d.value))
                 continue
             if d.kind not in ("assign", "annassign") or d.value is None or d.path \
@@ -2160,7 +2176,7 @@ class SemanticModel:
             return Place.UNKNOWN
         current = self.parent(node)
         while current is not None:
-            if isinstance(current, cst.With):
+            if type(current) is cst.With:
                 for item in current.items:
                     value = self.value(item.item)
                     if value.kind is Kind.DEVICE:
@@ -2596,46 +2612,68 @@ class SemanticModel:
     def gpu_truth(self, node: cst.BaseExpression) -> Optional[bool]:
         """The value of a condition when the program runs with a GPU: True/False, or None
         when the code does not say (`torch.cuda.is_available()`, `not use_cuda`,
-        `device.type == "cpu"`, a name bound to one of those)."""
-        return self._gpu_truth(node, 0)
+        `device.type == "cpu"`, a name bound to one of those).
+
+        Remembered per node of the file as values are (`_memoised`): not when a value it
+        rests on was cut short at `_MAX_DEPTH`, reached a cycle through a value still being
+        computed outside this question, or was asked with bindings' places being read
+        (`_placing`, bounded in depth): such an answer is computed again when asked again.
+        Rules ask this of every test on the way up from each binding (`gpu_path_defs`), so
+        the same tests are asked again and again."""
+        key = id(node)
+        truths = self._gpu_truths
+        if key in truths:
+            return truths[key]
+        if self._placing or key not in self.ctx._info:
+            return self._gpu_truth(node, 0)
+        cuts = self._cuts
+        outer_low, self._low = self._low, _NO_CYCLE
+        try:
+            truth = self._gpu_truth(node, 0)
+        finally:
+            low = self._low
+            self._low = outer_low if outer_low < low else low
+        if low >= self._depth and self._cuts == cuts and not self._placing:
+            truths[key] = truth
+        return truth
 
     def _gpu_truth(self, node: cst.BaseExpression, depth: int) -> Optional[bool]:
         if depth > 6:
             return None
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        if type(node) is cst.UnaryOperation and type(node.operator) is cst.Not:
             inner = self._gpu_truth(node.expression, depth + 1)
             return None if inner is None else not inner
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             qual = self.qualname(node.func)
             if qual in ("torch.cuda.is_available", "torch.accelerator.is_available"):
                 return True
             return None
-        if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
+        if type(node) is cst.Attribute and node.attr.value == "is_cuda":
             # `model.fc.weight.is_cuda` of a model moved to the GPU (a tensor the model
             # places on the CPU may still be wrong about a default device: no answer then)
             receiver = self.value(node.value)
             return True if receiver.kind is Kind.TENSOR and receiver.place is Place.DEVICE else None
-        if isinstance(node, cst.IfExp):
+        if type(node) is cst.IfExp:
             # `use_cuda = True if torch.cuda.is_available() else False` (a literal flag alone,
             # `profile = False`, says nothing about the GPU)
             truth = self._gpu_truth(node.test, depth + 1)
             if truth is None:
                 return None
             arm = node.body if truth else node.orelse
-            if isinstance(arm, cst.Name) and arm.value in ("True", "False"):
+            if type(arm) is cst.Name and arm.value in ("True", "False"):
                 return arm.value == "True"
             return self._gpu_truth(arm, depth + 1)
-        if isinstance(node, cst.BooleanOperation):
+        if type(node) is cst.BooleanOperation:
             left = self._gpu_truth(node.left, depth + 1)
             right = self._gpu_truth(node.right, depth + 1)
-            if isinstance(node.operator, cst.And):
+            if type(node.operator) is cst.And:
                 if left is False or right is False:
                     return False
                 return True if left is True and right is True else None
             if left is True or right is True:
                 return True
             return False if left is False and right is False else None
-        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        if type(node) is cst.Comparison and len(node.comparisons) == 1:
             comparison = node.comparisons[0]
             sides = (node.left, comparison.comparator)
             text = next((string_value(s) for s in sides if string_value(s) is not None), None)
@@ -2644,12 +2682,12 @@ class SemanticModel:
                 place = self._denoted_place(other)
                 if place is not None and device_string_place(text) is not None:
                     same = place is device_string_place(text)
-                    if isinstance(comparison.operator, cst.Equal):
+                    if type(comparison.operator) is cst.Equal:
                         return same
-                    if isinstance(comparison.operator, cst.NotEqual):
+                    if type(comparison.operator) is cst.NotEqual:
                         return not same
             return None
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             flag = flag_truth(self, node)
             if flag is not None:
                 return flag  # `USE_CUDA = True` with `if USE_CUDA: model.cuda()` (False: `= False`)
@@ -2659,12 +2697,12 @@ class SemanticModel:
                 for d in defs:
                     if d.kind in ("assign", "annassign") and d.value is not None and not d.path:
                         truths.add(self._gpu_truth(d.value, depth + 1))
-                    elif d.kind == "param" and isinstance(d.node, cst.Param):
+                    elif d.kind == "param" and type(d.node) is cst.Param:
                         truths.add(self._param_gpu_truth(d.node, depth + 1))
                     else:
                         truths.add(None)
                 return truths.pop() if len(truths) == 1 else None
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             flag = flag_truth(self, node)
             if flag is not None:
                 return flag  # `args.cuda = not args.no_cuda and ...` with `if args.cuda: model.cuda()`
@@ -2734,12 +2772,12 @@ class SemanticModel:
     def branch_possible(self, owner: cst.CSTNode, branch: cst.CSTNode) -> bool:
         """False for an arm of an if/else or conditional expression that runs only without
         a GPU; True otherwise (the code does not say)."""
-        if isinstance(owner, cst.IfExp):
+        if type(owner) is cst.IfExp:
             truth = self.gpu_truth(owner.test)
             if truth is None:
                 return True
             return truth if branch is owner.body else not truth
-        if isinstance(owner, cst.If):
+        if type(owner) is cst.If:
             truth = self.gpu_truth(owner.test)
             if truth is None:
                 return True
@@ -2751,20 +2789,20 @@ class SemanticModel:
         child = node
         parent = self.parent(node)
         while parent is not None:
-            if isinstance(parent, cst.IfExp) and child in (parent.body, parent.orelse):
+            if type(parent) is cst.IfExp and child in (parent.body, parent.orelse):
                 if not self.branch_possible(parent, child):
                     return False
-            elif isinstance(parent, cst.If) and child is parent.body:
+            elif type(parent) is cst.If and child is parent.body:
                 if not self.branch_possible(parent, child):
                     return False
-            elif isinstance(parent, cst.Else):
+            elif type(parent) is cst.Else:
                 owner = self.parent(parent)
-                if isinstance(owner, cst.If) and owner.orelse is parent and not self.branch_possible(owner, parent):
+                if type(owner) is cst.If and owner.orelse is parent and not self.branch_possible(owner, parent):
                     return False
-            elif isinstance(parent, cst.If) and child is parent.orelse and isinstance(child, cst.If):
+            elif type(parent) is cst.If and child is parent.orelse and type(child) is cst.If:
                 if self.gpu_truth(parent.test) is True:
                     return False
-            elif isinstance(parent, cst.IndentedBlock) and self._after_gpu_exit(parent, child):
+            elif type(parent) is cst.IndentedBlock and self._after_gpu_exit(parent, child):
                 return False
             child = parent
             parent = self.parent(parent)
@@ -2777,7 +2815,7 @@ class SemanticModel:
         if exits is None:
             exits = -1
             for index, current in enumerate(block.body):
-                if isinstance(current, cst.If) and current.orelse is None \
+                if type(current) is cst.If and current.orelse is None \
                         and _always_leaves(current.body) and self.gpu_truth(current.test) is True:
                     exits = index
                     break

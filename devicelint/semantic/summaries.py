@@ -102,8 +102,8 @@ def _calls(function: cst.FunctionDef):
     stack = list(children(function.body))
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             yield node
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        if type(node) in (cst.FunctionDef, cst.ClassDef):
             continue
         stack.extend(children(node))

@@ -97,7 +97,7 @@ class SyncModel:
         call, the call; for an `if`/`while`/`assert`/conditional expression, its test's
         operands; for an f-string part, its expression."""
         model = self.model
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             func = node.func
             listed = self.list_elements(node)
             if listed:
@@ -116,7 +116,7 @@ class SyncModel:
                 # data, one wait per call (the tensors share a device, or the call raises).
                 given = [a.value for a in node.args if a.keyword is None and not a.star]
                 return [HostRead(node, f"`{answered}()`", given[0])] if given else []
-            if isinstance(func, cst.Attribute):
+            if type(func) is cst.Attribute:
                 method = func.attr.value
                 receiver = func.value
                 if method == "to":
@@ -141,10 +141,10 @@ class SyncModel:
                 if method == "synchronize" and self.is_synchronize(node):
                     return [HostRead(node, f"`{model.qualname(func)}()`", None)]
                 return []
-            if isinstance(func, cst.Name) and func.value == "print" and not model.defs(func):
+            if type(func) is cst.Name and func.value == "print" and not model.defs(func):
                 return [HostRead(node, "`print(tensor)`", a.value)
                         for a in node.args if a.keyword is None and not a.star]
-            if isinstance(func, cst.Name) and func.value in COMPARING and not model.defs(func):
+            if type(func) is cst.Name and func.value in COMPARING and not model.defs(func):
                 # `max(scores)` compares the elements pairwise on the host: the truth value
                 # of each `b > a` (the operand is what is iterated: `elements` of it).
                 given = [a.value for a in node.args if a.keyword is None and not a.star
@@ -152,34 +152,34 @@ class SyncModel:
                 what = f"`{func.value}()` comparing tensors"
                 return [HostRead(node, what, a) for a in given]
             return []
-        if isinstance(node, cst.FormattedStringExpression):
+        if type(node) is cst.FormattedStringExpression:
             return [HostRead(node.expression, "formatting a tensor in an f-string", node.expression)]
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             return self._percent_format(node)
-        if isinstance(node, (cst.If, cst.While, cst.IfExp, cst.Assert)):
+        if type(node) in (cst.If, cst.While, cst.IfExp, cst.Assert):
             test = node.test
             return [HostRead(o, "`if`/`while` on a tensor's value", o) for o in operands(test)]
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             # `attentions[i] = attention` with `attentions` a CPU tensor: a blocking copy of the
             # right-hand side to the host.
             for target in node.targets:
                 sliced = target.target
-                if isinstance(sliced, cst.Subscript):
+                if type(sliced) is cst.Subscript:
                     base = model.container(sliced.value)
                     if base.kind is Kind.TENSOR and base.place is Place.CPU:
                         return [HostRead(node.value, "copying a tensor into a CPU tensor", node.value)]
             return []
-        if isinstance(node, cst.Subscript):
+        if type(node) is cst.Subscript:
             # `counts[label]` with `counts` a Python list or a NumPy array and `label` a
             # tensor: the index goes through `__index__`, which reads the tensor on the host.
-            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            if len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
                 held = model.value(node.value).kind
                 index = node.slice[0].slice.value
                 if model.value(index).kind in (Kind.TENSOR, Kind.UNKNOWN) and (
                         held in (Kind.SEQUENCE, Kind.ARRAY) or (held is Kind.UNKNOWN and self.gives_text(node))):
                     return [HostRead(node, "indexing a Python list or NumPy array with a tensor", index)]
             return []
-        if isinstance(node, cst.CompIf):
+        if type(node) is cst.CompIf:
             # `[i for i, w in enumerate(words) if w != end]`: one truth value per element.
             return [HostRead(o, "a comprehension's `if` on a tensor's value", o) for o in operands(node.test)]
         return []
@@ -261,9 +261,9 @@ class SyncModel:
     def _conversion(self, func: cst.BaseExpression) -> Optional[str]:
         """The name of a Python function that makes a number of its argument (`float`,
         `chr`, `math.log10`: `[conversions]` in the table), as the file calls it."""
-        if isinstance(func, cst.Name) and func.value in self.api.converting_builtins:
+        if type(func) is cst.Name and func.value in self.api.converting_builtins:
             return func.value if not self.model.defs(func) else None
-        if isinstance(func, (cst.Name, cst.Attribute)):
+        if type(func) in (cst.Name, cst.Attribute):
             qual = self.model.qualname(func)
             if qual is not None and qual in self.api.converting_functions:
                 return dotted_name(func) or qual
@@ -273,7 +273,7 @@ class SyncModel:
         """The name of a PyTorch function that answers with a host value computed from the
         tensors it is given (`torch.equal`: `syncs` with a `bool`/`number` result in the
         table), as the file calls it; None for any other callee."""
-        if not isinstance(func, (cst.Name, cst.Attribute)):
+        if type(func) not in (cst.Name, cst.Attribute):
             return None
         qual = self.model.qualname(func)
         spec = self.api.function(qual) if qual is not None else None
@@ -296,9 +296,9 @@ class SyncModel:
         if not call.args or call.args[0].keyword is not None or call.args[0].star:
             return []
         data = call.args[0].value
-        if isinstance(data, cst.BinaryOperation) and isinstance(data.operator, cst.Multiply):
-            data = data.left if isinstance(data.left, (cst.List, cst.Tuple)) else data.right  # `[ni] * n`
-        if not isinstance(data, (cst.List, cst.Tuple)):
+        if type(data) is cst.BinaryOperation and type(data.operator) is cst.Multiply:
+            data = data.left if type(data.left) in (cst.List, cst.Tuple) else data.right  # `[ni] * n`
+        if type(data) not in (cst.List, cst.Tuple):
             return []
         qual = self.model.qualname(call.func)
         if qual is None or qual not in self.api.list_element_readers:
@@ -308,9 +308,9 @@ class SyncModel:
         while stack:
             display = stack.pop()
             for element in display.elements:
-                if isinstance(element, cst.StarredElement):
+                if type(element) is cst.StarredElement:
                     continue
-                if isinstance(element.value, (cst.List, cst.Tuple)):
+                if type(element.value) in (cst.List, cst.Tuple):
                     stack.append(element.value)
                 elif not self.model.never_tensor(element.value):
                     found.append(element.value)
@@ -353,13 +353,13 @@ class SyncModel:
         function: Optional[cst.FunctionDef] = None
         bound_self = False
         value = model.value(func)
-        if value.kind is Kind.CALLABLE and isinstance(value.node, cst.FunctionDef):
+        if value.kind is Kind.CALLABLE and type(value.node) is cst.FunctionDef:
             function = value.node
-            bound_self = isinstance(func, cst.Attribute) and self._is_method(function)
+            bound_self = type(func) is cst.Attribute and self._is_method(function)
         if function is None:
             function = model.resolve_function(func)
-            bound_self = function is not None and isinstance(func, cst.Attribute)
-        if function is None and isinstance(func, cst.Attribute):
+            bound_self = function is not None and type(func) is cst.Attribute
+        if function is None and type(func) is cst.Attribute:
             owner = self._instance_class(func.value)
             if owner is not None:
                 function = model._method(owner, func.attr.value)
@@ -373,22 +373,22 @@ class SyncModel:
     def _is_method(self, function: cst.FunctionDef) -> bool:
         parent = self.model.parent(function)
         owner = self.model.parent(parent) if parent is not None else None
-        if not isinstance(owner, cst.ClassDef):
+        if type(owner) is not cst.ClassDef:
             return False
         return not any(dotted_name(d.decorator) in ("staticmethod", "classmethod") for d in function.decorators)
 
     def _instance_class(self, node: cst.BaseExpression) -> Optional[cst.ClassDef]:
         """The class of this file that every binding of `node` instantiates (`m = Meter()`)."""
-        if not isinstance(node, cst.Name):
+        if type(node) is not cst.Name:
             return None
         defs = self.model.defs(node)
         owners = set()
         found = None
         for d in defs:
-            if d.kind not in ("assign", "annassign") or d.path or not isinstance(d.value, cst.Call):
+            if d.kind not in ("assign", "annassign") or d.path or type(d.value) is not cst.Call:
                 return None
             head = d.value.func
-            if isinstance(head, cst.Name):
+            if type(head) is cst.Name:
                 head_defs = self.model.defs(head)
             else:
                 head_defs = self.model.module_member_defs(head)   # `d2l.Accumulator(3)`
@@ -520,14 +520,14 @@ class SyncModel:
         this file or of another local module; else None."""
         model = self.model
         func = call.func
-        receiver = dotted_name(func.value) if isinstance(func, cst.Attribute) else None
+        receiver = dotted_name(func.value) if type(func) is cst.Attribute else None
         if receiver is None:
             return None
         child, parent = call, model.parent(call)
         while parent is not None and not isinstance(parent, _NESTED):
-            if isinstance(parent, cst.If) and child is parent.body:
+            if type(parent) is cst.If and child is parent.body:
                 test = parent.test
-                if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) \
+                if type(test) is cst.Call and type(test.func) is cst.Name \
                         and test.func.value == "isinstance" and not model.defs(test.func) \
                         and len(test.args) == 2 and dotted_name(test.args[0].value) == receiver:
                     return self._class_method(test.args[1].value, func.attr.value)
@@ -543,14 +543,14 @@ class SyncModel:
         class method)."""
         model = self.model
         func = call.func
-        if model.project is None or not isinstance(func, cst.Attribute) \
-                or not isinstance(func.value, cst.Name):
+        if model.project is None or type(func) is not cst.Attribute \
+                or type(func.value) is not cst.Name:
             return []
         found: dict = {}
         for made in self._instances(func.value, 0) or ():
             qual = model.qualname(made.func)
             owner = model._project_class(qual) if qual else None
-            if owner is None and qual is not None and isinstance(made.func, cst.Attribute):
+            if owner is None and qual is not None and type(made.func) is cst.Attribute:
                 # `import util.misc as utils` then `utils.MetricLogger()`: the index resolves
                 # the name as the file writes it (an import's, as the qualified name shows).
                 written = dotted_name(made.func)
@@ -572,20 +572,20 @@ class SyncModel:
         is a method or never called here."""
         out: list[cst.Call] = []
         for d in self.model.defs(name):
-            if d.kind in ("assign", "annassign") and not d.path and isinstance(d.value, cst.Call):
+            if d.kind in ("assign", "annassign") and not d.path and type(d.value) is cst.Call:
                 out.append(d.value)
                 continue
-            if d.kind != "param" or depth >= _MAX_SUMMARY_DEPTH or not isinstance(d.scope, cst.FunctionDef) \
+            if d.kind != "param" or depth >= _MAX_SUMMARY_DEPTH or type(d.scope) is not cst.FunctionDef \
                     or self._is_method(d.scope):
                 return None
             passed = self._param_arguments(d)
             if not passed:
                 return None
             for arg in passed:
-                if isinstance(arg, cst.Call):
+                if type(arg) is cst.Call:
                     out.append(arg)
                     continue
-                inner = self._instances(arg, depth + 1) if isinstance(arg, cst.Name) else None
+                inner = self._instances(arg, depth + 1) if type(arg) is cst.Name else None
                 if inner is None:
                     return None
                 out.extend(inner)
@@ -606,7 +606,7 @@ class SyncModel:
 
     def _shown_classes(self, node: cst.CSTNode, depth: int) -> set:
         model = self.model
-        if isinstance(node, cst.Call) and node.args and depth <= 6 \
+        if type(node) is cst.Call and node.args and depth <= 6 \
                 and model.resolved_qualname(node.func) in WRAPPERS:
             # `DistributedDataParallel(net, device_ids=[gpu])`: its forward runs net's.
             return self._shown_classes(node.args[0].value, depth + 1)
@@ -615,13 +615,13 @@ class SyncModel:
             return {value.cls} if value.kind in (Kind.MODULE, Kind.MODULE_CLASS) else set()
         if depth > 6 or value.kind not in (Kind.MODULE, Kind.TENSOR, Kind.UNKNOWN):
             return set()
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+            if type(func) is cst.Attribute and func.attr.value in ("to", "cuda"):
                 return self._shown_classes(func.value, depth + 1)
             made = model.value(func)
             return {made.cls} if made.kind is Kind.MODULE_CLASS and made.cls else set()
-        if not isinstance(node, cst.Name):
+        if type(node) is not cst.Name:
             return set()
         found: set = set()
         defs = list(model.defs(node))
@@ -716,14 +716,14 @@ class SyncModel:
         if dotted is None:
             return None
         head = call.func
-        while isinstance(head, cst.Attribute):
+        while type(head) is cst.Attribute:
             head = head.value
-        if not isinstance(head, cst.Name):
+        if type(head) is not cst.Name:
             return None
         defs = self.model.defs(head)
-        if isinstance(call.func, cst.Name) and len(defs) == 1 and defs[0].kind == "param":
+        if type(call.func) is cst.Name and len(defs) == 1 and defs[0].kind == "param":
             dotted = self._passed_function(defs[0])
-        elif any(d.kind != "import" and not isinstance(d.scope, cst.Module) for d in defs):
+        elif any(d.kind != "import" and type(d.scope) is not cst.Module for d in defs):
             return None
         if dotted is None:
             return None
