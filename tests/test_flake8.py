@@ -52,6 +52,28 @@ def test_flake8_reports_what_devicelint_reports_on_the_fixtures() -> None:
     assert from_flake8 == expected  # same findings, same 1-based columns once flake8 prints them
 
 
+def test_flake8_lints_each_file_as_devicelint_check_file_does() -> None:
+    # Facts from the file's own calls and from the local modules it imports come from the
+    # project index: a file linted by the engine alone missed both (bad_round_trip_cycles:54,
+    # a model handed in by the file's own __main__ block; project_crossfile/train.py's
+    # helpers of another file).
+    files = ["fixtures/DL016/bad_round_trip_cycles.py", "fixtures/project_crossfile/train.py",
+             "fixtures/DL004/project/bad_grad_clip.py"]
+    from_flake8 = set()
+    expected = set()
+    for path in files:  # one file per run, as an editor or pre-commit hands them
+        result = flake8("--select", "DL", path)
+        assert "Traceback" not in result.stderr, result.stderr
+        from_flake8 |= reported(result.stdout)
+        expected |= {(f["path"], f["line"], f["column"], f["code"])
+                     for f in devicelint_json("--select", "DL", path)}
+    assert ("fixtures/DL016/bad_round_trip_cycles.py", 54, 24, "DL004") in from_flake8
+    assert {(path, line) for path, line, _, _ in from_flake8} >= {
+        ("fixtures/project_crossfile/train.py", 33), ("fixtures/project_crossfile/train.py", 49),
+        ("fixtures/DL004/project/bad_grad_clip.py", 24)}
+    assert from_flake8 == expected
+
+
 def test_columns_are_not_off_by_one(tmp_path: Path) -> None:
     # TorchFix handed flake8 1-based columns; flake8 adds 1, so they printed one too far.
     (tmp_path / "m.py").write_text(
