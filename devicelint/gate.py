@@ -385,7 +385,8 @@ class FileFacts:
         """A value a construction method stores that the semantic model may find a tensor
         on the host (DL017's `_cpu_tensor`): `_HostTensors.host`, read where `method`
         reads it."""
-        return self._hosts_of().host(value, method)
+        hosts = self._hosts_of()
+        return hosts._least_answer(lambda: hosts.host(value, method))
 
     def _hosts_of(self) -> "_HostTensors":
         if self._hosts is None:
@@ -975,8 +976,13 @@ class _HostTensors:
     every `self.x = ...` of the class's methods (`self_attribute`), and a call through what
     its callee may be (`_call_value`: a class, a function of the file and its returns, a
     method of the class and its returns, an import none of whose names the API table or
-    the project knows). Anything else may be a host tensor. Depth-bounded; a value asked
-    again while it is being answered may be one (cycles answer "may")."""
+    the project knows). Anything else may be a host tensor. Depth-bounded. A value asked
+    again while it is being answered adds nothing (the least answer, as for DL003's layouts:
+    every path the gate follows here passes a value on unchanged, a name, a parameter, a
+    `self.x`, a return, an operand, and the model answers "unknown" on a cycle, never a
+    tensor on the host: such a tensor comes only from some source the gate cannot rule out,
+    reached through a path without cycles). DL002's module questions keep "may" on a
+    cycle."""
 
     MAX_DEPTH = 12
 
@@ -1002,7 +1008,7 @@ class _HostTensors:
         # answered "no" while one was assumed, kept once the whole question is answered.
         self._assumed = 0
         self._provisional: list = []
-        self._least = (self.strided,)
+        self._least = (self.strided, self.host)
         self._walk(facts._whole)
 
     # -- the file's shapes ------------------------------------------------------------------
@@ -1357,14 +1363,17 @@ class _HostTensors:
 
     def _self_attribute(self, owner: ast.ClassDef, attr: str, depth: int, ask) -> bool:
         """`SemanticModel.self_attribute`: what the class's methods store in `self.attr`
-        (plain `self.attr = value` statements only, every store of that name in the file
-        being one of them, none moved in place: `self.attr.cpu()`); without a store in the
-        class, may (a base's, another file's)."""
+        (plain `self.attr = value` statements only, every store of that name in the class's
+        methods being one of them, none moved in place: `self.attr.cpu()`); without a store in
+        the class, may (a base's, another file's). The model reads only the stores of the
+        class's own methods on their instance parameter (`attribute_defs`, recorded by
+        `record_attribute_binding` where `_self_class` names this class): a store of that
+        name in another class, a nested function or a plain function is never among them."""
         return self._once(("self", id(owner), attr, ask), ask,
                           lambda: self._self_attribute_uncached(owner, attr, depth, ask))
 
     def _self_attribute_uncached(self, owner: ast.ClassDef, attr: str, depth: int, ask) -> bool:
-        least = ask in self._least
+        least = ask == self.strided  # (the layout's own reading of the stores)
         if attr in self.attr_receivers and not least:
             return True  # (a move in place changes no layout)
         values = []
@@ -1391,8 +1400,8 @@ class _HostTensors:
             if not values:
                 return any(self._self_attribute(base, attr, depth + 1, ask) for base in self._file_bases(owner))
             return any(ask(value, method, depth + 1) for value, method in values)
-        if not values or len(values) != self.stores.get(attr, 0):
-            return True
+        if not values or in_class != len(values):
+            return True  # (none: a base's, another file's; `self.a, self.b = ...`: not followed)
         return any(ask(value, method, depth + 1) for value, method in values)
 
     def _file_bases(self, owner: ast.ClassDef) -> list[ast.ClassDef]:
@@ -1871,21 +1880,12 @@ class _HostTensors:
         return self._param(function, name, depth, self._callee_unsafe)
 
     def _returns(self, function: ast.AST, depth: int) -> bool:
-        """`returned_value`: any of its returns."""
-        key = ("returns", id(function))
-        if key in self._active:
-            return True
-        found = self._memo.get(key)
-        if found is None:
-            self._active.add(key)
-            try:
-                # (a generator's returns are none in the model: asked all the same)
-                found = any(self.host(node.value, function, depth + 1) for node in _own_nodes(function)
-                            if type(node) is ast.Return and node.value is not None)
-            finally:
-                self._active.discard(key)
-            self._memo[key] = found
-        return found
+        """`returned_value`: any of its returns (a function met again while its returns are
+        asked: the least answer, `_once`)."""
+        # (a generator's returns are none in the model: asked all the same)
+        return self._once(("returns", id(function)), self.host,
+                          lambda: any(self.host(node.value, function, depth + 1) for node in _own_nodes(function)
+                                      if type(node) is ast.Return and node.value is not None))
 
     def _method_returns(self, name: str, depth: int) -> bool:
         """`self.name(...)`: the model asks the receiver (`self`: of no known kind) first:

@@ -337,6 +337,16 @@ _DL017_NEAR_MISSES = {
         "    def __init__(self, norm=None):\n        if norm is None:\n"
         "            norm = partial(torch.nn.LayerNorm, eps=1e-6)\n        self.w = norm(3)\n"
         + _READ_W + "z = torch.zeros(3)\n",
+    "a cycle through `self.w`, a helper's return and a function's parameter (timm's `_setup_size`)":
+        "import torch\ndef setup(size):\n    if isinstance(size, int):\n        return size, size\n    return size\n"
+        "def crop(img, size):\n    size = setup(size)\n    return img[..., : size[0]]\n"
+        "class M(torch.nn.Module):\n    def __init__(self, size):\n        super().__init__()\n"
+        "        self.w = setup(size)\n    def forward(self, x):\n        return crop(x, self.w)\n"
+        "z = torch.zeros(3)\n",
+    "a store of the attribute's name in another class (`attribute_defs` is the class's own)":
+        "import torch\nclass Box:\n    def __init__(self):\n        self.v = torch.zeros(3)\n"
+        "class M(torch.nn.Module):\n    def __init__(self, n):\n        super().__init__()\n        self.v = n\n"
+        "        self.w = self.v * 2\n" + _READ_W + "m = M(4)\n",
     "what a method of the class returns: a module":
         "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        self.w = self._make(2)\n"
         "    def _make(self, n):\n        return torch.nn.Sequential(*[torch.nn.Linear(n, n)])\n"
@@ -351,6 +361,10 @@ _DL017_THROUGH_THE_FLOW = {
         "    def __init__(self):\n        super().__init__()\n        self.w = make()\n"
         "        self.v = self._init_v()\n    def _init_v(self):\n        return torch.zeros(3)\n"
         "    def forward(self, x):\n        return x + self.w + self.v\n",
+    "stores of a construction method that reads the attribute it stores (a cycle met first)":
+        "import torch\nclass M(torch.nn.Module):\n    def scale(self):\n        self.w = self.w * 2\n"
+        "    def __init__(self):\n        super().__init__()\n        self.w = torch.zeros(3)\n        self.scale()\n"
+        + _READ_W,
     "a parameter annotated Tensor, a host tensor passed":
         "import torch\nclass M(torch.nn.Module):\n    def __init__(self, w: torch.Tensor):\n"
         "        super().__init__()\n        self.w = w\n" + _READ_W + "m = M(torch.zeros(3))\n",
@@ -375,6 +389,22 @@ def test_dl017_gate_follows_the_flow_to_a_host_tensor(case, monkeypatch):
     assert [f for f in lint_source("m.py", text, enabled_rules(["DL017"])).findings if f.code == "DL017"]
 
 
+def test_dl017_host_question_on_a_cycle_takes_the_other_stores():
+    """`self.w * 2`, stored by a method that reads `self.w`: asked first, the question meets
+    itself (`self.w`) and says "no" there for now (the least answer), then finds the host
+    tensor `__init__` stores: "may"; asked again, the same (nothing provisional was kept)."""
+    import ast as _ast
+
+    text = _DL017_THROUGH_THE_FLOW["stores of a construction method that reads the attribute it stores (a cycle met first)"]
+    facts = gate.facts_of("m.py", text)
+    owner = next(c[2] for c in facts.classes if c[0] == "M")
+    scale = owner.body[0]
+    value = scale.body[0].value
+    assert _ast.unparse(value) == "self.w * 2"
+    assert facts._may_be_host_tensor(value, scale, owner)
+    assert facts._may_be_host_tensor(value, scale, owner)
+
+
 # DL002's containers: an element that may be a module, as the model follows it (gate._HostTensors
 # `module`): near misses the gate of session 12 let through, and containers the rule reports.
 _DL002_READ = "    def forward(self, x):\n        return self.{0}\n"
@@ -385,6 +415,10 @@ _DL002_NEAR_MISSES = {
     "arithmetic of parameters (a call passes a module: `/` makes no module)":
         "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, prob, total):\n"
         "        self.p = [prob / total]\n" + _DL002_READ.format("p") + "m = M(nn.Linear(1, 1), 2)\n",
+    "an attribute this class stores a number in, another class a module (`attribute_defs` is the class's own)":
+        "import torch.nn as nn\nclass Head:\n    def __init__(self):\n        self.act = nn.ReLU()\n"
+        "class M(nn.Module):\n    def __init__(self, act):\n        self.act = act\n        self.acts = [self.act]\n"
+        + _DL002_READ.format("acts") + "    def again(self):\n        return self.act\nm = M(4)\n",
     "elements of a list of numbers the calls pass":
         "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, patch_size):\n"
         "        self.ps = (patch_size[0], patch_size[1])\n" + _DL002_READ.format("ps") + "m = M([2, 4])\n",
