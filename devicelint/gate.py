@@ -1062,50 +1062,12 @@ class _HostTensors:
         """Every binding of a name in the function's own code: ("param", None), ("value",
         the expression a plain `name = value` assigns), or ("other", None) for any other
         (unpacking, loops, comprehensions, `with`, imports, `global`, augmented
-        assignments, `except ... as`, nested definitions, match captures)."""
+        assignments, `except ... as`, nested definitions, match captures). Collected with
+        `_flow_bindings` in one walk (`_scan`)."""
         found = self._locals.get(id(function))
-        if found is not None:
-            return found
-        found = self._locals[id(function)] = {}
-        for name in _parameters(function):
-            found.setdefault(name, []).append(("param", None))
-        plain: set[int] = set()
-        stored: list[ast.Name] = []
-        # (the body only: a walrus in a default or decorator binds in the enclosing scope)
-        for node in _own_nodes(function, function.body):
-            kind = type(node)
-            if kind is ast.Name:
-                if type(node.ctx) is not ast.Load:
-                    stored.append(node)
-            elif kind is ast.Assign:
-                for target in node.targets:
-                    if type(target) is ast.Name:
-                        plain.add(id(target))
-                        found.setdefault(target.id, []).append(("value", node.value))
-            elif kind is ast.AnnAssign:
-                if node.value is not None and type(node.target) is ast.Name:
-                    plain.add(id(node.target))
-                    found.setdefault(node.target.id, []).append(("value", node.value))
-            elif kind is ast.NamedExpr:
-                plain.add(id(node.target))
-                found.setdefault(node.target.id, []).append(("value", node.value))
-            elif kind is ast.ExceptHandler or kind is ast.MatchAs or kind is ast.MatchStar:
-                if node.name:
-                    found.setdefault(node.name, []).append(("other", None))
-            elif kind is ast.MatchMapping:
-                if node.rest:
-                    found.setdefault(node.rest, []).append(("other", None))
-            elif kind is ast.Import or kind is ast.ImportFrom:
-                for alias in node.names:
-                    found.setdefault(alias.asname or alias.name.partition(".")[0], []).append(("other", None))
-            elif kind is ast.Global or kind is ast.Nonlocal:
-                for name in node.names:
-                    found.setdefault(name, []).append(("other", None))
-            elif kind in _NESTED_SCOPES:
-                found.setdefault(node.name, []).append(("other", None))
-        for node in stored:
-            if id(node) not in plain:
-                found.setdefault(node.id, []).append(("other", None))
+        if found is None:
+            self._scan(function)
+            found = self._locals[id(function)]
         return found
 
     def _flow_bindings(self, function: ast.AST) -> tuple[dict[str, list[tuple]], list[tuple]]:
@@ -1116,15 +1078,27 @@ class _HostTensors:
         "other"; position: where the binding is made (the end of its statement; None: it
         may reach any read, as a parameter's or a `global`'s). And the spans of the
         function's loops (for, while, comprehensions): a binding reaches a read before it
-        only around one of them."""
+        only around one of them. Collected with `_bindings` in one walk (`_scan`)."""
         found = self._flows.get(id(function))
-        if found is not None:
-            return found
+        if found is None:
+            self._scan(function)
+            found = self._flows[id(function)]
+        return found
+
+    def _scan(self, function: ast.AST) -> None:
+        """One walk of the function's own code (the body only: a walrus in a default or
+        decorator binds in the enclosing scope) for both `_bindings` (kept in `_locals`)
+        and `_flow_bindings` (kept in `_flows`), each list in the order its own walk made
+        before (session 14's duplicate D5): the walk's bindings, then the other stores of a
+        name (a target no plain assignment, unpacking, loop or `+=` names)."""
+        local: dict[str, list[tuple[str, Optional[ast.AST]]]] = {}
         binds: dict[str, list[tuple]] = {}
         loops: list[tuple] = []
         for name in _parameters(function):
+            local.setdefault(name, []).append(("param", None))
             binds.setdefault(name, []).append(("param", None, None, None))
-        named: set[int] = set()
+        plain: set[int] = set()  # names a plain `name = value` binds (`_bindings`' "value")
+        named: set[int] = set()  # names `_flow_bindings` gives a kind of their own
         stored: list[ast.Name] = []
         for node in _own_nodes(function, function.body):
             kind = type(node)
@@ -1135,14 +1109,22 @@ class _HostTensors:
             if kind in _FOR_WHILE or kind in _COMPREHENSIONS:
                 loops.append((_start(node), _end(node)))
             if kind is ast.Assign or kind is ast.AnnAssign and node.value is not None:
+                value = node.value
+                end = _end(node)
                 for target in (node.targets if kind is ast.Assign else [node.target]):
-                    plain = type(target) is ast.Name
+                    if type(target) is ast.Name:
+                        plain.add(id(target))
+                        local.setdefault(target.id, []).append(("value", value))
+                        named.add(id(target))
+                        binds.setdefault(target.id, []).append(("value", value, end, node))
+                        continue
                     for name in _unpacked_names(target):
                         named.add(id(name))
-                        binds.setdefault(name.id, []).append(
-                            ("value" if plain else "inside", node.value, _end(node), node))
+                        binds.setdefault(name.id, []).append(("inside", value, end, node))
             elif kind is ast.NamedExpr:
+                plain.add(id(node.target))
                 named.add(id(node.target))
+                local.setdefault(node.target.id, []).append(("value", node.value))
                 binds.setdefault(node.target.id, []).append(("value", node.value, _end(node), node))
             elif kind is ast.AugAssign:
                 # (`x += y`: what x held before, its other bindings, and y)
@@ -1157,25 +1139,29 @@ class _HostTensors:
                     binds.setdefault(name.id, []).append(
                         ("inside" if kind is not ast.comprehension else "comprehension", node.iter,
                          _end(node.target), node.target))
-            elif kind is ast.ExceptHandler or kind is ast.MatchAs or kind is ast.MatchStar:
-                if node.name:
-                    binds.setdefault(node.name, []).append(("other", None, None, None))
-            elif kind is ast.MatchMapping:
-                if node.rest:
-                    binds.setdefault(node.rest, []).append(("other", None, None, None))
-            elif kind is ast.Import or kind is ast.ImportFrom:
-                for alias in node.names:
-                    binds.setdefault(alias.asname or alias.name.partition(".")[0], []).append(("other", None, None, None))
-            elif kind is ast.Global or kind is ast.Nonlocal:
-                for name in node.names:
+            else:
+                if kind is ast.ExceptHandler or kind is ast.MatchAs or kind is ast.MatchStar:
+                    names = (node.name,) if node.name else ()
+                elif kind is ast.MatchMapping:
+                    names = (node.rest,) if node.rest else ()
+                elif kind is ast.Import or kind is ast.ImportFrom:
+                    names = [alias.asname or alias.name.partition(".")[0] for alias in node.names]
+                elif kind is ast.Global or kind is ast.Nonlocal:
+                    names = node.names
+                elif kind in _NESTED_SCOPES:
+                    names = (node.name,)
+                else:
+                    continue
+                for name in names:
+                    local.setdefault(name, []).append(("other", None))
                     binds.setdefault(name, []).append(("other", None, None, None))
-            elif kind in _NESTED_SCOPES:
-                binds.setdefault(node.name, []).append(("other", None, None, None))
         for node in stored:
+            if id(node) not in plain:
+                local.setdefault(node.id, []).append(("other", None))
             if id(node) not in named:
                 binds.setdefault(node.id, []).append(("other", None, None, None))
-        found = self._flows[id(function)] = (binds, loops)
-        return found
+        self._locals[id(function)] = local
+        self._flows[id(function)] = (binds, loops)
 
     def _method_owner(self, function: ast.AST) -> Optional[ast.ClassDef]:
         scope = self.scope_of.get(id(function))
