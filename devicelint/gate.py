@@ -329,17 +329,21 @@ class FileFacts:
         return any(predicate(s) for s in self.strings)
 
     def device_source(self) -> bool:
-        """Something in the file may put a value on the accelerator: an identifier that
-        names a device, CUDA or an accelerator (also as a hint: a parameter `dev`), a move
-        (`.to(...)`, `.cuda()`), a device string (`"cuda:0"`, `"mps"`, `"meta"`, a legacy
-        `"torch.cuda.FloatTensor"`), or a call of another file's function that builds a
-        `torch.device` (semantic model `_project_loader`). Without one no value of the file
-        is on the device, and no rule that needs a device tensor or module can fire."""
+        """Something in the file may be a device on the accelerator (a value of kind
+        DEVICE whose place is the device, what `default_place` takes from a `with` item):
+        an identifier that names a device, CUDA or an accelerator (`torch.device(...)`,
+        `x.device`, `current_accelerator()`, `torch.cuda.current_device()`, a parameter
+        hint `dev`/`gpu`), a device string as a parameter's default (`def f(d="mps")`:
+        `_default_device`, the only place a string becomes a device value; a string elsewhere
+        stays a string, `"cuda"` as a move's target is `placing_calls`'), or a call of
+        another file's function that builds a `torch.device` (semantic model
+        `_project_loader`). A move (`.to(...)`) makes a tensor or a module, never a device.
+        (Session 15: torchvision's models/feature_extraction.py, whose `with
+        graph.inserting_after(...)` the gate took for a device before: it has `.to(...)`
+        calls and `getattr(self, "meta", {})`.)"""
         if any(_DEVICE_ID.search(i) for i in self.names()):
             return True
-        if "to" in self.attr_calls:
-            return True
-        for text in self.strings:
+        for text in self._default_strings():
             lowered = text.lower()
             if "cuda" in lowered or lowered.split(":", 1)[0].strip() in _DEVICE_STRING_HEADS:
                 return True
@@ -348,6 +352,16 @@ class FileFacts:
         # `torch.device(dev)` (each seen above) or as the default of a `with dev:` block.
         return self.has_with and self.calls_foreign(
             lambda symbol, view: symbol.kind == "function" and "torch.device" in view.calls_of(symbol))
+
+    def _default_strings(self) -> list[str]:
+        """The string literals that are parameters' defaults (of functions and lambdas)."""
+        found = []
+        for node in ast.walk(self._whole):
+            if type(node) is ast.arguments:
+                for default in [*node.defaults, *node.kw_defaults]:
+                    if type(default) is ast.Constant and type(default.value) is str:
+                        found.append(default.value)
+        return found
 
     def _may_be_module(self, element: ast.AST) -> bool:
         """An element of a container that may be a module (DL002's `_stateful_module`): not

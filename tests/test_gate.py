@@ -199,6 +199,33 @@ _NOT_PLACED = [
 ]
 
 
+# A `with` item is a device (`default_place`) only where the file may hold a device value:
+# a `.to(dtype)` and a string that is no parameter's default (`getattr(t, "meta")`) make none
+# (torchvision's models/feature_extraction.py: `with graph.inserting_after(node):`); a device
+# string as a parameter's default does (`_default_device`), and the rule reports there.
+_WITH_NO_DEVICE = (
+    "import torch\n\n\ndef f(t, graph, n):\n    name = getattr(t, 'meta', None)\n    w = torch.ones(n)\n"
+    "    with graph.inserting_after(n):\n        y = torch.zeros(n)\n    return y + w.to(torch.float16), name\n"
+)
+_WITH_DEFAULT_DEVICE = (
+    "import torch\n\n\ndef f(d='cuda'):\n    w = torch.ones(3)\n    with d:\n        y = torch.zeros(3)\n"
+    "    return y + w\n"
+)
+
+
+def test_a_with_item_is_no_device_without_a_device_value(monkeypatch):
+    facts = gate.facts_of("m.py", _WITH_NO_DEVICE)
+    assert not facts.device_placing()
+    assert not all_rules()["DL015"].gate(facts) and not all_rules()["DL002"].gate(facts)
+    facts = gate.facts_of("m.py", _WITH_DEFAULT_DEVICE)
+    assert facts.device_placing() and all_rules()["DL015"].gate(facts)
+    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")
+    assert not [f for f in lint_source("m.py", _WITH_NO_DEVICE, enabled_rules(list(all_rules()))).findings
+                if not f.code.startswith("DL9")]
+    assert [f.line for f in lint_source("m.py", _WITH_DEFAULT_DEVICE, enabled_rules(["DL015"])).findings
+            if f.code == "DL015"] == [8]
+
+
 @pytest.mark.parametrize("text", _PLACED)
 def test_device_placing_sees_each_way_to_the_device(text):
     facts = gate.facts_of("m.py", text)
