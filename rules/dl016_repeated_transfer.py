@@ -122,8 +122,10 @@ class RepeatedTransfer(Rule):
       torch.tensor([0], device=device)`): reported at the copy, naming the loader;
     - a function of this file (or, called in a loop, of another local module) that copies
       data its callers pass (`th.from_numpy(arr).to(t.device)`, a window its own helpers
-      build from a size argument, or a tensor parameter copied as it is, `window.to(x.device)`,
-      when the caller's argument is a host tensor), where a caller passes the same host data
+      build from a size argument, a tensor parameter copied as it is, `window.to(x.device)`,
+      when the caller's argument is a host tensor, or a factory given such data and a device,
+      `torch.tensor(mean, device=images.device)` in a `denormalize(images, mean, std)`, when
+      the caller's argument is host data), where a caller passes the same host data
       every time (a loop-invariant value, `self.x` bound in `__init__` alone, or nothing for
       a parameter with a default) and runs again and again: in a loop (reported at its call,
       naming the copy's line), or called from a loop of the file or a module's `forward` up

@@ -1424,12 +1424,13 @@ def reaches_moved_return(index, module, name: str) -> bool:
 
 def may_upload_param(index, module, name: str) -> bool:
     """Whether a function `name` of another local module may make a copy `param_uploads`
-    accepts: a `.to(...)` / `.cuda(...)` call of its own, or a call of a wrapper giving back
-    its argument copied (`wrapper_move`: a function of the module, `reaches_moved_return`, or
-    a lambda: any lambda of the module that makes such a call). True when the text is not
-    looked at; when False, that module's model need not be built to know."""
+    accepts: a `.to(...)` / `.cuda(...)` call or a factory given `device=` of its own (both
+    in `copying`), or a call of a wrapper giving back its argument copied (`wrapper_move`: a
+    function of the module, `reaches_moved_return`, or a lambda: any lambda of the module
+    that makes such a call). True when the text is not looked at; when False, that module's
+    model need not be built to know."""
     look = _module_look(index, module)
-    return look is None or name in look.moving or look.lambda_moves \
+    return look is None or name in look.copying or look.lambda_moves \
         or reaches_moved_return(index, module, name)
 
 
@@ -1882,8 +1883,12 @@ def _param_uploads(sem, function: cst.FunctionDef) -> Iterator[ParamUpload]:
             if data:
                 yield ParamUpload(call, data, frozenset({guard} if guard is not None else ()))
             continue
-        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")) \
-                or any(arg.star for arg in call.args):
+        if any(arg.star for arg in call.args):
+            continue
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")):
+            made = _param_factory_upload(sem, call, function, params, guard)
+            if made is not None:
+                yield made
             continue
         follows: set[str] = {guard} if guard is not None else set()
         if func.attr.value == "cuda" and call.args:
@@ -1919,6 +1924,38 @@ def _param_uploads(sem, function: cst.FunctionDef) -> Iterator[ParamUpload]:
         data = param_data(sem, func.value, function)
         if data:
             yield ParamUpload(call, data, frozenset(follows), passed)
+
+
+def _param_factory_upload(sem, call: cst.Call, function: cst.FunctionDef, params,
+                          guard: Optional[str]) -> Optional[ParamUpload]:
+    """`torch.tensor(weights, device=batch.device)` (a `[copies] data_to_device` factory) of
+    data computed from parameters alone, to the device of a parameter or to the accelerator:
+    a caller passing the same host data every time makes the same copy every time. A bare
+    parameter as the data is `passed` (the caller's argument must be on the host: a factory
+    given a tensor already on the device copies on the device)."""
+    if type(call.func) not in (cst.Name, cst.Attribute):
+        return None
+    device = keyword_arg(call, "device")
+    data = call_arg(call, 0, "data")
+    if device is None or data is None:
+        return None
+    if (sem.qualname(call.func) or sem.resolved_qualname(call.func)) not in sem.api.data_to_device:
+        return None
+    follows: set[str] = {guard} if guard is not None else set()
+    followed = _device_of_param(_alias_of(sem, device, function), params)
+    if followed is not None:
+        follows.add(followed)
+    elif sem.device_place(device)[0] is not Place.DEVICE:
+        return None
+    value = sem.value(data)
+    passed: frozenset = frozenset()
+    if type(data) is cst.Name and sem.defs(data) and all(d.kind == "param" for d in sem.defs(data)):
+        passed = frozenset((data.value,))
+    elif value.place is Place.DEVICE or value.kind not in (Kind.TENSOR, Kind.ARRAY, Kind.SEQUENCE, Kind.NUMBER) \
+            or value.kind is Kind.TENSOR and value.place is not Place.CPU:
+        return None
+    found = param_data(sem, data, function)
+    return ParamUpload(call, found, frozenset(follows), passed) if found else None
 
 
 _NOT_STRAIGHT_LINE = frozenset((cst.Lambda, cst.IfExp, cst.BooleanOperation) + COMPREHENSIONS)
