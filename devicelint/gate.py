@@ -83,6 +83,7 @@ class FileFacts:
         # None, flags, the method when an attribute call, whether the target is `x.dtype`)
         self._placing: list[tuple[Optional[str], int, Optional[str], bool]] = []
         self.stores_dtype = False               # `x.dtype = ...`: `.to(x.dtype)` may be a device
+        self.copies_into_attribute = False      # `x.attr.copy_(v)`, `x.attr.data.copy_(v)` (DL018)
         self.has_any_loop = False               # a for/while loop or a comprehension
         self.function_names: set[str] = set()   # names of the functions the file defines
         self.has_step_slice = False             # `x[::2]`
@@ -257,6 +258,15 @@ class FileFacts:
         if type(func) is ast.Attribute:
             flags |= ATTRIBUTE_CALL
             self.attr_calls[func.attr] = self.attr_calls.get(func.attr, 0) | flags
+            if func.attr == "copy_" and len(node.args) == 1 and not node.keywords \
+                    and type(node.args[0]) is not ast.Starred:
+                # (DL018's `_buffer_refill`: one positional argument, into `self.buf` or
+                # `self.buf.data`, `self` a name)
+                target = func.value
+                if type(target) is ast.Attribute and target.attr == "data":
+                    target = target.value
+                if type(target) is ast.Attribute and type(target.value) is ast.Name:
+                    self.copies_into_attribute = True
         dotted = _dotted(func)
         if dotted is not None:
             self.callees[dotted] = self.callees.get(dotted, 0) | flags

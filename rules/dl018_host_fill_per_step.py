@@ -148,12 +148,15 @@ class HostFillPerStep(Rule):
         file with a module class (its `forward` runs every step): a
         `torch.cuda.*Tensor` fill (`cuda` in the code or its aliases' targets), a
         `.copy_(...)` into a tensor on the device (`device_placing`) or into a module class's
-        buffer (another file may move the module and run the refill every step), or a move
-        whose result is used (`.to(...)`, `.cuda()`: a host draw moved) (devicelint/gate.py)."""
+        buffer (another file may move the module and run the refill every step:
+        `_buffer_refill`, whose call passes one positional argument into `self.buf` or
+        `self.buf.data`, `self` the method's first parameter: `copies_into_attribute`), or a
+        move whose result is used (`.to(...)`, `.cuda()`: a host draw moved)
+        (devicelint/gate.py)."""
         return (facts.has_step_loop or bool(facts.module_classes())) and (
             facts.mentions("cuda") or facts.moves(VALUE)
             or facts.calls_method(("copy_",), WITH_ARGS) and (
-                facts.device_placing() or bool(facts.module_classes())))
+                facts.device_placing() or facts.copies_into_attribute and bool(facts.module_classes())))
 
     def leave_Call(self, node: cst.Call) -> None:
         sem = self.ctx.semantic

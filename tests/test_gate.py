@@ -334,6 +334,29 @@ def test_gate_says_cannot_fire_on_these_near_misses(code, text):
     assert facts is not None and not all_rules()[code].gate(facts)
 
 
+# DL018's refill of a module class's buffer (`_buffer_refill`) copies one positional argument
+# into `self.buf` (or `self.buf.data`): a copy into a submodule's weight (timm's
+# layers/test_time_pool.py, in `__init__`) or one given `non_blocking=` is none, and with no
+# move, no `cuda` and nothing on the device in the file, the rule (gate off) is silent.
+_DL018_NOT_A_BUFFER_REFILL = {
+    "into a submodule's weight": "import torch\nclass Head(torch.nn.Module):\n    def __init__(self, base, n):\n"
+    "        super().__init__()\n        self.fc = torch.nn.Linear(n, n)\n"
+    "        self.fc.weight.data.copy_(base.weight.data)\n    def forward(self, x):\n        return self.fc(x)\n",
+    "with a keyword": "import torch\nclass J(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.register_buffer('eps', torch.zeros(3))\n    def reset(self):\n"
+    "        self.eps.copy_(torch.randn(3), non_blocking=True)\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_DL018_NOT_A_BUFFER_REFILL))
+def test_dl018_gate_needs_a_copy_into_a_buffer_of_the_instance(case, monkeypatch):
+    text = _DL018_NOT_A_BUFFER_REFILL[case]
+    facts = gate.facts_of("m.py", text)
+    assert facts is not None and not facts.copies_into_attribute and not all_rules()["DL018"].gate(facts)
+    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")
+    assert not [f for f in lint_source("m.py", text, enabled_rules(["DL018"])).findings if f.code == "DL018"]
+
+
 # DL017's gate follows the data flow the model follows (gate._HostTensors): near misses that
 # the gate of session 12 let through (each stored value "may be a host tensor" there) and
 # that the rule, run without the gate, does not report; and stores the rule does report,
