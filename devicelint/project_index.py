@@ -157,6 +157,12 @@ class ProjectIndex:
         self._link_free: dict[tuple[str, frozenset], bool] = {}
         self._walk_budget = _MAX_WALKED_NAMES
         self._cells: dict[str, Callable] = {}  # a notebook's path -> its cell map (model_of)
+        # A run's worker processes (`share_jobs`): each file's job, who lints it (a claim
+        # file per job in the shared directory), and the files of the run whose semantic
+        # model this process built since `follow_ups` last looked.
+        self._jobs: dict[str, tuple] = {}
+        self._claims: Optional[str] = None
+        self._built: list[str] = []
 
     # -- building ------------------------------------------------------------------------
     @classmethod
@@ -274,6 +280,57 @@ class ProjectIndex:
 
             shutil.rmtree(self._shared, ignore_errors=True)
             self._shared = None
+            self._claims = None
+
+    # -- which worker lints a file whose model it built (share_jobs) -------------------------
+    # A question of one file about another builds that file's semantic model, a whole libcst
+    # parse and walk (model_of). With one process, the file's own lint, later, takes the
+    # same tree (`parsed_tree`); with workers, the other one may be dealt it and parse it
+    # again (torchvision, `-j 2`: 4 of 9 models). So each job is claimed by the first
+    # process that starts it or builds its model: a worker that built the model of a file
+    # of the run nobody has started lints it right after the job that asked (`follow_ups`,
+    # its findings returned with that job's), and the worker then dealt it skips it.
+    def share_jobs(self, jobs: Iterable[tuple]) -> None:
+        """From now on, the processes forked from this one claim the run's `jobs` (the
+        runner's (path, key, data, codes)) before linting them (call after share_facts)."""
+        if self._shared is None:
+            return
+        claims = os.path.join(self._shared, "claims")
+        try:
+            os.mkdir(claims)
+        except OSError:
+            return  # no claims: every worker lints the jobs it is dealt
+        self._jobs = {job[1]: job for job in jobs}
+        self._claims = claims
+
+    def claim(self, key: str) -> bool:
+        """Whether this process is the one to lint the run's file `key`: the first to claim
+        it (always, when the jobs are not shared)."""
+        if self._claims is None:
+            return True
+        path = os.path.join(self._claims, _hash(key))
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            return False
+        except OSError:
+            return True  # cannot tell: linted here (the runner keeps one result per job)
+        return True
+
+    def follow_ups(self) -> list[tuple]:
+        """The jobs of the run's files whose models this process built since last asked and
+        that no process has claimed: claimed now, to be linted here on the trees the models
+        hold (none when the jobs are not shared)."""
+        built, self._built = self._built, []
+        if self._claims is None:
+            return []
+        found = []
+        for path in built:
+            info = self.modules.get(path)
+            job = self._jobs.get(info.key) if info is not None and info.key else None
+            if job is not None and job not in found and self.claim(info.key):
+                found.append(job)
+        return found
 
     def _shared_facts(self, cache_key: str) -> Optional[dict]:
         if self._shared is None:
@@ -893,6 +950,8 @@ class ProjectIndex:
         found = self._models.get(module.path)
         if found is None and module.path not in self._models:
             self._models[module.path] = None
+            if self._claims is not None:  # a worker of a run (share_jobs): see follow_ups
+                self._built.append(module.path)
             try:
                 from devicelint import safe_parse
 

@@ -177,11 +177,27 @@ def _cite(message: str, key: str, name: str) -> str:
     return re.sub(rf"(?<![\w./\\-]){re.escape(key)}(?![\w/\\-])", lambda _m: name, message)
 
 
-def _worker(job: tuple[str, str, bytes, tuple[str, ...]]) -> tuple[list[dict], list, dict]:
+def _worker(job: tuple[str, str, bytes, tuple[str, ...]]) -> Optional[tuple]:
     """(the file's findings, what they used of other files, the index facts read meanwhile:
-    devicelint.project_index.ProjectIndex.finish_job)."""
-    path, display, data, codes = job
+    devicelint.project_index.ProjectIndex.finish_job); in a run's worker process, None when
+    another worker claimed the file first (it built the file's model: ProjectIndex.share_jobs),
+    and with a fourth item, {key: such a triple}, for the files this one claimed so."""
     index = project_index.current()
+    if index is not None and not index.claim(job[1]):
+        return None  # the worker that claimed it returns its result
+    result = _lint_job(job, index)
+    extra: dict = {}
+    while index is not None:
+        follow = index.follow_ups()  # (their lints may build models of further files)
+        if not follow:
+            break
+        for other in follow:
+            extra[other[1]] = _lint_job(other, index)
+    return (*result, extra) if extra else result
+
+
+def _lint_job(job: tuple[str, str, bytes, tuple[str, ...]], index) -> tuple[list[dict], list, dict]:
+    path, display, data, codes = job
     if index is not None:
         index.start_job(display)
     try:
@@ -512,11 +528,17 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[tuple[list[dict], 
     # of them parsing a big file alone at the end.
     order = sorted(range(len(jobs_to_run)), key=lambda i: -len(jobs_to_run[i][2]))
     chunk = max(1, min(8, len(jobs_to_run) // (workers * 16)))
-    results: list = [([], [], {}) for _ in jobs_to_run]
+    if method == "fork" and project_index.current() is not None:
+        project_index.current().share_jobs(jobs_to_run)  # a model's file is linted where it was built
+    results: list = [None for _ in jobs_to_run]
+    claimed: dict[str, tuple] = {}  # key -> the result a worker gave with another job's
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                initializer=_worker_init, initargs=(os.getpid(),))
     try:
         for index, result in zip(order, pool.map(_worker, [jobs_to_run[i] for i in order], chunksize=chunk)):
+            if result is not None and len(result) > 3:
+                claimed.update(result[3])
+                result = result[:3]
             results[index] = result
     except BaseException:
         # Ctrl-C or an error: do not lint the remaining files before exiting (a `with`
@@ -524,6 +546,10 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[tuple[list[dict], 
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+    for index, job in enumerate(jobs_to_run):
+        if results[index] is None:  # claimed by the worker that built its model
+            found = claimed.get(job[1])
+            results[index] = found if found is not None else _lint_job(job, project_index.current())
     return results
 
 

@@ -432,3 +432,65 @@ def test_inner_copies_build_another_module_only_when_its_text_may_copy(tmp_path,
     assert lint("import torch\n\ncuda_variable = lambda t: t.cuda()\n\n\n"
                 + body.format("cuda_variable")) == [("train.py", 19)]
     assert built == ["codec.py"]
+
+
+def test_a_worker_that_built_a_files_model_claims_its_lint(tmp_path) -> None:
+    # Two workers of one run (two indexes sharing one directory): the first to start a job
+    # or build the model of its file lints it; the other skips it. Without shared jobs (one
+    # process, the language server) every job is this process's and none follows a model.
+    from devicelint.context import FileContext
+
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    (tmp_path / "user.py").write_text("from helpers import first\n")
+    files = [(str(tmp_path / n), n, (tmp_path / n).read_bytes()) for n in ("helpers.py", "user.py")]
+    jobs = [(path, key, data, ("DL004",)) for path, key, data in files]
+    alone = project_index.ProjectIndex.build(str(tmp_path), files, recording=False)
+    assert alone.claim("user.py") and alone.claim("user.py")
+    alone.model_of(alone.by_key["helpers.py"], FileContext)
+    assert alone.follow_ups() == [] and alone._built == []
+    first = project_index.ProjectIndex.build(str(tmp_path), files, recording=False)
+    first.share_facts()
+    try:
+        first.share_jobs(jobs)
+        second = project_index.ProjectIndex.build(str(tmp_path), files, recording=False)
+        second._shared, second._claims, second._jobs = first._shared, first._claims, first._jobs
+        assert first.claim("user.py") and not second.claim("user.py")
+        assert first.model_of(first.by_key["helpers.py"], FileContext) is not None
+        assert first.follow_ups() == [jobs[0]]  # built here, claimed by nobody: linted here
+        assert not second.claim("helpers.py") and first.follow_ups() == []
+        second.model_of(second.by_key["helpers.py"], FileContext)
+        assert second.follow_ups() == []  # claimed already: the other worker lints it
+    finally:
+        first.stop_sharing()
+
+
+def test_two_workers_lint_each_file_once_and_find_what_one_process_finds(tmp_path, monkeypatch) -> None:
+    # Every user file asks about `helpers.acc` (a host read per step, in another file):
+    # whichever worker builds helpers.py's model first lints it; each file is linted once.
+    import os
+
+    from devicelint import runner
+
+    helpers = "import torch\n\n\ndef acc(out, y):\n    return (out.argmax(1) == y).sum().item()\n"
+    user = ("import torch\nfrom helpers import acc\n\n\ndef train(model, loader, opt):\n"
+            "    for x, y in loader:\n        x, y = x.cuda(), y.cuda()\n        out = model(x)\n"
+            "        total = acc(out, y)\n        opt.step()\n")
+    (tmp_path / "helpers.py").write_text(helpers)
+    for number in range(24):
+        (tmp_path / f"user{number:02}.py").write_text(user)
+    log = tmp_path.parent / f"{tmp_path.name}-lints.log"
+    original = runner._lint_job
+
+    def logged(job, index):
+        with open(log, "a") as out:
+            out.write(f"{os.getpid()} {os.path.basename(job[1])}\n")
+        return original(job, index)
+
+    monkeypatch.setattr(runner, "_lint_job", logged)
+    one = lint_paths([str(tmp_path)], Overrides(select=["ALL"]), use_cache=False, jobs=1)
+    log.unlink()
+    two = lint_paths([str(tmp_path)], Overrides(select=["ALL"]), use_cache=False, jobs=2)
+    assert [f.to_dict() for f in two.findings] == [f.to_dict() for f in one.findings]
+    assert len([f for f in one.findings if f.code == "DL004"]) == 24
+    linted = [line.split()[1] for line in log.read_text().splitlines()]
+    assert sorted(linted) == sorted(["helpers.py", *(f"user{n:02}.py" for n in range(24))])
