@@ -26,6 +26,7 @@ COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _SCOPE_TYPES = frozenset(SCOPE_NODES)
 _LOOP_PARTS = frozenset(SCOPE_NODES + (cst.For, cst.While, cst.CompFor) + COMPREHENSIONS)
+_COMPREHENSION_TYPES = frozenset(COMPREHENSIONS)
 
 _SCOPE_NAMES = frozenset({"FunctionDef", "Lambda", "ClassDef"})
 _BINDER_NAMES = frozenset({
@@ -116,6 +117,7 @@ class FileContext:
         self._by_type: dict[type, list[cst.CSTNode]] = {}
         self._semantic = None
         self._loops_of: dict[int, list[cst.CSTNode]] = {}  # id(node) -> loops(node), indexed nodes
+        self._names_by_text: Optional[dict] = None  # names_by_text()
         # A notebook's cell map (devicelint.notebook.Notebook.locate): line of `source` ->
         # (cell, line within the cell); None for a Python file. Messages name lines by it.
         self.locate = locate
@@ -129,6 +131,7 @@ class FileContext:
         self.reports = []
         self._positions = None
         self._loops_of = {}
+        self._names_by_text = None
         if self._semantic is not None:
             vars(self._semantic).clear()
             self._semantic = None
@@ -259,6 +262,22 @@ class FileContext:
             nodes = self._nodes
             found = self._by_type[node_type] = [nodes[i] for i in self._orders_of(node_type)]
         return found
+
+    def names_by_text(self) -> dict[str, tuple[list[int], list[cst.Name]]]:
+        """The file's Names by their text: (their orders, the Names), in source order. Made
+        once per file, not per semantic model (another file's question builds a model of
+        this one for each call it follows: SemanticModel.returned_for)."""
+        table = self._names_by_text
+        if table is None:
+            table = self._names_by_text = {}
+            get = table.get
+            for order, name in zip(self._orders_of(cst.Name), self._of_type(cst.Name)):
+                entry = get(name.value)
+                if entry is None:
+                    entry = table[name.value] = ([], [])
+                entry[0].append(order)
+                entry[1].append(name)
+        return table
 
     def _orders_of(self, node_type: type) -> list[int]:
         """The orders of the nodes of a type (exactly that type), ascending."""
@@ -423,51 +442,57 @@ class FileContext:
         Kept per node of the index (rules ask it of the same call several times: DL016's
         checks each ask it); callers must not change the list."""
         key = id(node)
-        known = self._loops_of.get(key)
+        loops_of = self._loops_of
+        known = loops_of.get(key)
         if known is not None:
             return known
-        found = []
-        child = node
-        # The climb reads the index's entries itself (not ancestors()): rules ask this of
-        # every call they look at, and most climbs meet no loop before the function.
         info = self._info
-        entry = info.get(key)
-        indexed = entry is not None
-        while entry is not None:
-            ancestor = entry[0]
-            if ancestor is None:
+        if key not in info:
+            return []  # not a node of the tree: no climb (and no memo: its id is not its own)
+        # loops(x) is [] where x's parent is a scope (or x is the module), else what x's
+        # parent adds for x (the loop, when x is in its repeated part) before loops(parent):
+        # climb to the first ancestor whose list is known, then fill the lists back down.
+        # Every list on the way is kept, so the next climb from a sibling stops early.
+        pairs = []
+        child = node
+        while True:
+            parent = info[id(child)][0]
+            if parent is None or type(parent) in _SCOPE_TYPES:
+                current: list = []
+                loops_of[id(child)] = current
                 break
-            entry = info.get(id(ancestor))
-            kind = type(ancestor)  # exact types: isinstance() on libcst's ABCs is slow here
-            if kind not in _LOOP_PARTS:
-                child = ancestor
-                continue
-            if kind in _SCOPE_TYPES:
+            pairs.append((child, parent))
+            known = loops_of.get(id(parent))
+            if known is not None:
+                current = known
                 break
-            if isinstance(ancestor, cst.For):
-                if child is ancestor.body:
-                    found.append(ancestor)
-            elif isinstance(ancestor, cst.While):
-                if child is ancestor.body or child is ancestor.test:
-                    found.append(ancestor)
-            elif isinstance(ancestor, cst.CompFor):
-                if child is not ancestor.iter and child is not ancestor.target:
-                    # An `if` of this clause, or a nested clause: runs per element.
-                    found.append(self._comprehension_of(ancestor) or ancestor)
-                elif child is ancestor.iter and self._is_inner_for(ancestor):
-                    found.append(self._comprehension_of(ancestor) or ancestor)
-            elif isinstance(ancestor, COMPREHENSIONS):
-                if child is not ancestor.for_in:
-                    found.append(ancestor)
-            child = ancestor
-        # A comprehension reached both through an inner clause and its element once.
-        unique = []
-        for loop in found:
-            if not unique or unique[-1] is not loop:
-                unique.append(loop)
-        if indexed:
-            self._loops_of[key] = unique
-        return unique
+            child = parent
+        for child, parent in reversed(pairs):
+            if type(parent) in _LOOP_PARTS:
+                loop = self._loop_repeating(parent, child)
+                if loop is not None and not (current and current[0] is loop):
+                    current = [loop, *current]
+            loops_of[id(child)] = current
+        return current
+
+    def _loop_repeating(self, ancestor: cst.CSTNode, child: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The loop that `ancestor` (the parent of `child`, a loop or scope node) makes re-run
+        `child`, else None."""
+        kind = type(ancestor)  # exact types: isinstance() on libcst's ABCs is slow here
+        if kind is cst.For:
+            return ancestor if child is ancestor.body else None
+        if kind is cst.While:
+            return ancestor if child is ancestor.body or child is ancestor.test else None
+        if kind is cst.CompFor:
+            if child is not ancestor.iter and child is not ancestor.target:
+                # An `if` of this clause, or a nested clause: runs per element.
+                return self._comprehension_of(ancestor) or ancestor
+            if child is ancestor.iter and self._is_inner_for(ancestor):
+                return self._comprehension_of(ancestor) or ancestor
+            return None
+        if kind in _COMPREHENSION_TYPES:
+            return ancestor if child is not ancestor.for_in else None
+        return None
 
     def _is_inner_for(self, comp_for: cst.CompFor) -> bool:
         return isinstance(self.parent(comp_for), cst.CompFor)

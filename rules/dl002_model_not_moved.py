@@ -244,7 +244,7 @@ def _filled(sem, owner: cst.ClassDef, attr: str) -> list[cst.CSTNode]:
                 found.extend(a.value for a in node.args)
         else:
             for target in node.targets:
-                if isinstance(target.target, cst.Subscript) \
+                if type(target.target) is cst.Subscript \
                         and _is_self_attr(sem, target.target.value, attr):
                     found.append(node.value)
     return found

@@ -1060,7 +1060,7 @@ def _empty_list(value) -> bool:
 
 
 def _last_name(func: cst.BaseExpression) -> Optional[str]:
-    if isinstance(func, cst.Name):
+    if type(func) is cst.Name:
         return func.value
     if isinstance(func, cst.Attribute):
         return func.attr.value

@@ -117,7 +117,7 @@ class DeviceMismatch(Rule):
     runtime = RuntimeSpec(probe=device_mismatch, whole_file=True, finds=(Find.CPU_OPERAND,))
 
     def leave_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        op = "@" if isinstance(node.operator, cst.MatrixMultiply) else ""
+        op = "@" if type(node.operator) is cst.MatrixMultiply else ""
         self._check(node, [node.left, node.right], op)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
@@ -127,7 +127,7 @@ class DeviceMismatch(Rule):
     def leave_Comparison(self, node: cst.Comparison) -> None:
         left = node.left
         for target in node.comparisons:
-            if not isinstance(target.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+            if type(target.operator) not in (cst.In, cst.NotIn, cst.Is, cst.IsNot):
                 if self._check(node, [left, target.comparator], ""):
                     return
             left = target.comparator
@@ -158,7 +158,7 @@ class DeviceMismatch(Rule):
         # Only an index that may be a tensor can be on the device (`x[0]`, `x[:, 1:]`,
         # `d["k"]` cannot): looked at first, it spares the indexed value's analysis.
         indexes = [element.slice.value for element in node.slice
-                   if isinstance(element.slice, cst.Index) and not sem.never_tensor(element.slice.value)]
+                   if type(element.slice) is cst.Index and not sem.never_tensor(element.slice.value)]
         if not indexes:
             return
         indexed = sem.value(node.value)

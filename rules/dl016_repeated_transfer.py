@@ -526,7 +526,7 @@ class RepeatedTransfer(Rule):
         the copy goes to the device whatever the arguments or to the device of an argument
         that is on the device here."""
         loops = self.ctx.loops(call)
-        if not loops or not isinstance(call.func, (cst.Name, cst.Attribute)):
+        if not loops or type(call.func) not in (cst.Name, cst.Attribute):
             return
         loop = loops[0]
         sem = self.ctx.semantic
@@ -630,7 +630,7 @@ class RepeatedTransfer(Rule):
         (`dataflow.per_call_uploads` with no parameter followed). A copy made in `forward` or
         `__call__` itself is reported at the copy, in its own file (`check_per_call`)."""
         sem = self.ctx.semantic
-        if sem.project is None or not isinstance(call.func, cst.Name):
+        if sem.project is None or type(call.func) is not cst.Name:
             return None
         found = sem.syncs.module_forward(call)
         if found is None:
@@ -705,8 +705,8 @@ class RepeatedTransfer(Rule):
                         if node.value not in aliases or node.value in used:
                             continue
                         parent = self.ctx.parent(node)
-                        if not isinstance(parent, (cst.ImportAlias, cst.ImportFrom, cst.Attribute)) \
-                                or isinstance(parent, cst.Attribute) and parent.value is node:
+                        if type(parent) not in (cst.ImportAlias, cst.ImportFrom, cst.Attribute) \
+                                or type(parent) is cst.Attribute and parent.value is node:
                             used.add(node.value)
                     known = any(name in used and foreign(name) for name in aliases)
                 if not known:
@@ -726,7 +726,7 @@ class RepeatedTransfer(Rule):
         tokens[-1]))` with `predict` returning a sample drawn from `p.cpu()`). Reported at the
         call, naming the copy's line and the read."""
         loops = self.ctx.loops(call)
-        if not loops or not isinstance(call.func, (cst.Name, cst.Attribute)):
+        if not loops or type(call.func) not in (cst.Name, cst.Attribute):
             return False
         if all(arg.star for arg in call.args):
             return False  # no argument the callee's parameters bind (SyncModel._bind): none to follow

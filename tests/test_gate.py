@@ -723,9 +723,9 @@ def _detection_digest(code: str) -> str:
 # The rules' detection code when their gates were last derived from it (devicelint/gate.py).
 GATES_DERIVED_FROM = {
     "DL001": "b1d958054215",
-    "DL002": "4cdb1039ce82",
+    "DL002": "85689845668c",
     "DL003": "b3d107607d72",
-    "DL004": "95e42c7be44e",
+    "DL004": "047a159a51ce",
     "DL005": "0ffa8fd01782",
     "DL006": "0749b306b00f",
     "DL007": "75eb60f5b140",
@@ -736,8 +736,8 @@ GATES_DERIVED_FROM = {
     "DL012": "dbed41075a40",
     "DL013": "ed7a868d6de0",
     "DL014": "8cd1d637754e",
-    "DL015": "ba36540f3180",
-    "DL016": "1f0f3fb6300d",
+    "DL015": "a4881f80a7c6",
+    "DL016": "29fe8b5ed69c",
     "DL017": "467da3361312",
     "DL018": "290ee50b3dd1",
 }

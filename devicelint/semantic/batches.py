@@ -132,7 +132,7 @@ class BatchFlow:
             if key in seen:
                 continue
             seen.add(key)
-            if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)) or is_metadata_read(sem, node):
+            if type(node) in (cst.Lambda, cst.FunctionDef, cst.ClassDef) or is_metadata_read(sem, node):
                 continue
             value = sem.value(node)
             if value.kind in _NOT_DATA:

@@ -208,7 +208,7 @@ def data_nodes(sem, expr: cst.CSTNode, region: cst.CSTNode, depth: int = 4,
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+        if type(node) in (cst.Lambda, cst.FunctionDef, cst.ClassDef):
             continue
         if is_metadata_read(sem, node):
             continue
@@ -321,7 +321,7 @@ def list_additions(sem, d: Def) -> Optional[tuple[list, list]]:
         if not any(reaching is d for reaching in sem.defs(other)):
             continue
         parent = sem.parent(other)
-        if isinstance(parent, cst.Attribute) and parent.value is other:
+        if type(parent) is cst.Attribute and parent.value is other:
             call = sem.parent(parent)
             method = parent.attr.value
             given = [a.value for a in call.args if a.keyword is None and not a.star] \
@@ -334,14 +334,14 @@ def list_additions(sem, d: Def) -> Optional[tuple[list, list]]:
                 iterables.append(given[0])
             elif method in _LIST_ADDS:
                 return None
-        elif isinstance(parent, cst.Subscript) and parent.value is other:
+        elif type(parent) is cst.Subscript and parent.value is other:
             if _is_store(sem, parent):
                 return None
         elif isinstance(parent, cst.Arg) and parent.value is other:
             call = sem.parent(parent)
             if not isinstance(call, cst.Call) or not (_pure_call(sem, call) or _callee_leaves(sem, call, other)):
                 return None
-        elif isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and parent.value is other:
+        elif type(parent) in (cst.Assign, cst.AnnAssign, cst.NamedExpr) and parent.value is other:
             return None
     return (values, iterables) if values or iterables else None
 
@@ -402,7 +402,7 @@ def changes(sem, name: cst.Name, region: cst.CSTNode) -> list[tuple[str, cst.CST
         if not _same_variable(sem, name, other):
             continue
         parent = sem.parent(other)
-        if isinstance(parent, cst.Attribute) and parent.value is other:
+        if type(parent) is cst.Attribute and parent.value is other:
             owner = sem.parent(parent)
             if isinstance(owner, cst.Call) and owner.func is parent:
                 method = parent.attr.value
@@ -421,7 +421,7 @@ def changes(sem, name: cst.Name, region: cst.CSTNode) -> list[tuple[str, cst.CST
             if _is_store(sem, parent):
                 found.append(("store", parent))
             continue
-        if isinstance(parent, cst.Subscript) and parent.value is other:
+        if type(parent) is cst.Subscript and parent.value is other:
             if _is_store(sem, parent):
                 found.append(("store", parent))
             continue
@@ -487,17 +487,7 @@ def _names_in(sem, region: cst.CSTNode, text: str) -> list[cst.Name]:
     ctx = sem.ctx
     span = ctx.span(region)
     if span is not None:
-        table = sem.__dict__.get("_names_by_text")
-        if table is None:
-            table = {}
-            order = ctx.order
-            for name in ctx.iter_nodes(cst.Name):  # in source order: orders ascending
-                entry = table.get(name.value)
-                if entry is None:
-                    entry = table[name.value] = ([], [])
-                entry[0].append(order(name))
-                entry[1].append(name)
-            sem.__dict__["_names_by_text"] = table
+        table = ctx.names_by_text()
         entry = table.get(text)
         if entry is None:
             return []
@@ -746,11 +736,11 @@ def _attribute_invariant(sem, node: cst.Attribute, region: cst.CSTNode) -> bool:
     stack = [region]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Attribute):
+        if type(current) is cst.Attribute:
             text = dotted_name(current)
             if text == chain and _is_store(sem, current):
                 return False
-        if isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute) \
+        if type(current) is cst.Call and type(current.func) is cst.Attribute \
                 and dotted_name(current.func.value) == owner:
             callee = sem.value(current.func)
             if callee.kind is not Kind.MODULE and not _pure_call(sem, current):
@@ -1613,7 +1603,7 @@ def _per_call_uploads(sem, function: cst.FunctionDef) -> Iterator[CallUpload]:
         stack: list[cst.CSTNode] = list(line.body)
         while stack:
             node = stack.pop()
-            if isinstance(node, (cst.Lambda,) + COMPREHENSIONS):
+            if type(node) in ((cst.Lambda,) + COMPREHENSIONS):
                 continue
             if type(node) is cst.Call:
                 found = _constant_upload(sem, node, function, params)
@@ -2173,7 +2163,7 @@ def first_pass_only(sem, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
     """`node` runs on the first pass of `loop` only: an `if`/`a if t else b` between them,
     outside nested loops and functions, whose arm holding `node` is taken just for the
     counter's first value (as `_first_pass_arms` lists them; walked up from `node`)."""
-    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
+    if type(loop) is not cst.For or type(loop.target) is not cst.Name:
         return False
     start = _range_start(sem, loop.iter)
     if start is None:
@@ -2219,7 +2209,7 @@ def _first_pass_arms(sem, loop: cst.For) -> Iterator[cst.CSTNode]:
     stack: list[cst.CSTNode] = [loop.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if type(node) in (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda):
             continue
         if isinstance(node, (cst.IfExp, cst.If)):
             first = _first_value_test(node.test, counter, start)
@@ -2264,7 +2254,7 @@ def _guarded_calls(sem, function: cst.FunctionDef, params) -> Iterator[tuple[cst
     if not isinstance(body, cst.IndentedBlock):
         return
     for line in body.body:
-        if not isinstance(line, cst.If) or not isinstance(line.body, cst.IndentedBlock):
+        if type(line) is not cst.If or type(line.body) is not cst.IndentedBlock:
             continue
         test = line.test
         if not (isinstance(test, cst.Attribute) and test.attr.value == "is_cuda"
@@ -2354,7 +2344,7 @@ def may_name_collate_fn(sem) -> bool:
     """A loader of the file may take a `collate_fn=` (its text says so): else
     `collate_loader` is None for every function, and what it would be asked after
     need not be worked out."""
-    return "collate_fn" in sem.ctx.source
+    return sem.names_collate_fn
 
 
 def collate_loader(sem, function: cst.FunctionDef, depth: int = 2) -> Optional[cst.Call]:

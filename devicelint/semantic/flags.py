@@ -151,7 +151,7 @@ def _instance_flag(sem, flag: cst.BaseExpression) -> Optional[tuple[tuple, bool]
 def _given_to(sem, value: cst.BaseExpression, function: cst.FunctionDef) -> bool:
     """`value` is a parameter of `function` other than its first (`use_cuda`), with no
     default or a literal boolean one, or an attribute of such a parameter (`args.gpu_mode`)."""
-    while isinstance(value, cst.Attribute):
+    while type(value) is cst.Attribute:
         value = value.value
     if not isinstance(value, cst.Name):
         return False

@@ -145,7 +145,7 @@ class ScopeFlow:
     def _run(self) -> None:
         scope = self.scope
         state: State = {}
-        if isinstance(scope, FUNCTIONS):
+        if type(scope) in FUNCTIONS:
             params = scope.params
             for param in (*params.posonly_params, *params.params, *params.kwonly_params):
                 self._define(state, Def(param.name.value, "param", param, param.default, scope=scope))
@@ -160,7 +160,7 @@ class ScopeFlow:
             body = scope.body
             statements = body.body if type(body) is cst.IndentedBlock else [body]
             self.end_state = self._block(statements, state)
-        elif isinstance(scope, COMPREHENSIONS):
+        elif type(scope) in COMPREHENSIONS:
             state = dict(self.model.comprehension_entry_state.get(id(scope), {}))
             self.end_state = self._comprehension(scope, state)
         else:  # Module / ClassDef

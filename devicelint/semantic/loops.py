@@ -193,7 +193,7 @@ class LoopModel:
     def is_training_call(self, call: cst.Call) -> bool:
         """`loss.backward()`, `optimizer.step()`, `scaler.step(opt)`, `accelerator.backward(loss)`."""
         func = call.func
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return False
         method = func.attr.value
         if method == "backward":
@@ -219,7 +219,7 @@ class LoopModel:
         the iterable is (a parameter, an iterator the file does not show)."""
         model = self.model
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+        if type(func) is cst.Attribute and func.attr.value in ("to", "cuda"):
             if not self._reads_target(func.value, loop):
                 return False
             if func.attr.value == "cuda":
@@ -361,7 +361,7 @@ class LoopModel:
         value = self.model.value(call.func)
         if value.kind is Kind.MODULE or self.model.moved_callable(value):
             return True
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value not in self.model.api.module_api_methods:
+        if type(call.func) is cst.Attribute and call.func.attr.value not in self.model.api.module_api_methods:
             # `model.forward(x)`, `model.decode(ys, memory)`: a module's own code, not
             # nn.Module's API (`.parameters()`, `.train()`, `.state_dict()`).
             receiver = self.model.value(call.func.value)
@@ -509,9 +509,9 @@ class LoopModel:
         parent = model.parent(node)
         leaves = None  # "break" or "exit" once a block that ends by leaving is found
         while parent is not None and parent is not loop:
-            if isinstance(parent, (cst.Try, cst.TryStar, cst.ExceptHandler, cst.FunctionDef, cst.Lambda)):
+            if type(parent) in (cst.Try, cst.TryStar, cst.ExceptHandler, cst.FunctionDef, cst.Lambda):
                 return False  # a handler between the block and the loop may catch the raise
-            if isinstance(parent, (cst.For, cst.While)) and leaves == "break":
+            if type(parent) in (cst.For, cst.While) and leaves == "break":
                 return False  # that `break` leaves an inner loop only
             if leaves is None and isinstance(parent, cst.IndentedBlock) and parent.body and child in parent.body:
                 leaves = self._leaves(parent.body[-1])

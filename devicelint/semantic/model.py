@@ -198,6 +198,7 @@ def device_string_place(text: str) -> Optional[Place]:
     return None
 
 
+_NOT_KNOWN = object()  # a memo table's "not asked yet" where None is an answer
 _ALIAS, _OTHER = "<alias>", "<other>"  # not qualified names: they hold "<"
 _NOT_IMPORTS = frozenset({_ALIAS, _OTHER})
 
@@ -240,8 +241,16 @@ class SemanticModel:
         self._batches = None
         # ScopeFlow looks for `global`/`nonlocal` statements only where the text has them.
         self.declares_names = "global" in ctx.source or "nonlocal" in ctx.source
+        # A loader of the file may take a `collate_fn=` (its text says so): looked up once,
+        # not per parameter asked (`_collate_input`, dataflow.may_name_collate_fn).
+        self.names_collate_fn = "collate_fn" in ctx.source
         self._declarations: Optional[dict[int, list]] = None
         self._scopes: dict[int, cst.CSTNode] = {}  # id(node) -> scope_of(node)
+        self._defs_of: dict[int, tuple] = {}  # id(Name read) -> defs(), where final (_reaching_defs)
+        self._qualnames: dict[int, Optional[str]] = {}  # id(node) -> qualname(node), where final
+        self._method_owners: dict[int, Optional[cst.ClassDef]] = {}  # id(function) -> _self_class's owner
+        self._class_flows_built: set[int] = set()  # classes whose methods' flows are built
+        self._free: dict[tuple[str, int], list] = {}  # (name, id(scope)) -> _free_defs, where final
         self._module_aliases: Optional[frozenset] = None
         self._item_stores: Optional[dict] = None  # (id(function), name) -> [(key, value)]
         self._non_imports: Optional[frozenset] = None
@@ -305,14 +314,15 @@ class SemanticModel:
     def _in_expression(self, node: cst.CSTNode, expression: cst.CSTNode) -> bool:
         """`_within(node, expression)` for an expression of a simple statement: the climb
         stops at the first statement line or block, which an expression never holds."""
-        parent_of = self.parent
+        info = self.ctx._info  # the index's (parent, order, scope) by id: read directly (hot)
         current: Optional[cst.CSTNode] = node
         while current is not None:
             if current is expression:
                 return True
             if type(current) in _STATEMENT_CONTAINERS:
                 return False
-            current = parent_of(current)
+            entry = info.get(id(current))
+            current = entry[0] if entry else None
         return False
 
     def _in_defaults(self, node: cst.CSTNode, function) -> bool:
@@ -368,20 +378,29 @@ class SemanticModel:
         params = scope.params.posonly_params or scope.params.params
         if not params or params[0].name.value != node.value:
             return None
-        owner = self.parent(self.parent(scope)) if self.parent(scope) is not None else None
-        if type(owner) is cst.ClassDef:
-            for decorator in scope.decorators:
-                if dotted_name(decorator.decorator) == "staticmethod":
-                    return None
-            return owner
-        return None
+        owner = self._method_owners.get(id(scope), _NOT_KNOWN)
+        if owner is _NOT_KNOWN:
+            # The class of a method (not a staticmethod), once per function.
+            owner = self.parent(self.parent(scope)) if self.parent(scope) is not None else None
+            if type(owner) is not cst.ClassDef or any(
+                    dotted_name(decorator.decorator) == "staticmethod" for decorator in scope.decorators):
+                owner = None
+            if id(scope) in self.ctx._info:
+                self._method_owners[id(scope)] = owner
+        return owner
 
     # -- names -------------------------------------------------------------------------
     def defs(self, name: cst.Name) -> list[Def]:
         """Bindings that may reach this read of a name, in source order; empty for names
         bound nowhere in the file (imports are bindings too)."""
-        if name.value not in self._bound_names_anywhere():
+        bound = self._bound_anywhere
+        if bound is None:
+            bound = self._bound_names_anywhere()
+        if name.value not in bound:
             return []  # a builtin, a star import's name: no flow to build to learn that
+        known = self._defs_of.get(id(name))
+        if known is not None:
+            return list(known)  # a list of its own: callers may change theirs
         return self._reaching_defs(name)
 
     def _moved_by_assignment(self, defs: list[Def]) -> list[Def]:
@@ -409,18 +428,40 @@ class SemanticModel:
         found = self.reaching.get(key)
         if found is None:
             found = self._free_defs(name.value, scope)
+            # Kept unless `global`/`nonlocal` may add bindings as other scopes' flows are
+            # built (foreign_defs): without them the enclosing flows' answer is final.
+            keep = not self.declares_names
         elif len(found) == 1:
             found = list(found)
+            keep = True  # the scope's flow is built: what reaches this read is final
         else:
             found = sorted(found, key=self._source_order)
+            keep = True
         for d in found:
             if d.kind == "effect" and type(d.node) is cst.Assign:
+                # Decided by a value (`_moved_by_assignment`): computed again when asked,
+                # as a value met in a cycle is.
                 return self._moved_by_assignment(found)
+        if keep and key in self.ctx._info:  # (a node of the tree: its id stays its own)
+            self._defs_of[key] = tuple(found)
         return found
 
     def _free_defs(self, name: str, scope: cst.CSTNode) -> list[Def]:
         """A name read but not bound on any path of its own scope: a global, a closure
-        variable, or a name bound only later (e.g. in a loop of the enclosing function)."""
+        variable, or a name bound only later (e.g. in a loop of the enclosing function).
+        Kept per name and scope where final: without `global`/`nonlocal` in the file, the
+        flows it reads answer the same whenever asked."""
+        if self.declares_names:
+            return self._free_defs_of(name, scope)
+        key = (name, id(scope))
+        found = self._free.get(key)
+        if found is None:
+            found = self._free_defs_of(name, scope)
+            if id(scope) in self.ctx._info:
+                self._free[key] = found
+        return list(found)  # a list of its own: callers may change theirs
+
+    def _free_defs_of(self, name: str, scope: cst.CSTNode) -> list[Def]:
         flow = self.flow(scope)
         if name in flow.all_defs and type(scope) is not cst.Module:
             return list(flow.all_defs[name])
@@ -463,14 +504,34 @@ class SemanticModel:
         """`torch.nn.Linear` for `nn.Linear` when `nn` is an import not rebound since;
         through module-level aliases the project index knows (`zeros = torch.zeros`,
         `d2l = sys.modules[__name__]` then `d2l.zeros`)."""
+        key = id(node)
+        known = self._qualnames.get(key, _NOT_KNOWN)
+        if known is not _NOT_KNOWN:
+            return known
         head = node
         while type(head) is cst.Attribute:
             head = head.value
-        if type(head) is cst.Name and head.value in self._non_import_names():
+        non_imports = self._non_imports
+        if non_imports is None:
+            non_imports = self._non_import_names()
+        if type(head) is cst.Name and head.value in non_imports:
             defs = self.defs(head)
+            final = id(head) in self._defs_of  # else asked again: defs() may change
             if defs and any(d.kind != "import" for d in defs):
-                return self._alias_qualname(node, defs)
-        return self.ctx.qualname(node)
+                module = self.ctx.module
+                if not final or all(d.kind == "assign" and self.scope_of(d.node) is module for d in defs):
+                    return self._alias_qualname(node, defs)  # the project index's alias: asked again
+                found = None  # a local variable, a parameter (`self.fc`): not an import's
+            else:
+                found = self.ctx.qualname(node)
+        else:
+            final = True
+            found = self.ctx.qualname(node)
+        # Kept per node of the tree (rules ask it of the same callee again and again),
+        # where what it rests on is final: the import table, and the bindings of the name.
+        if final and key in self.ctx._info:
+            self._qualnames[key] = found
+        return found
 
     def _non_import_names(self) -> frozenset:
         """Every name something other than an import binds somewhere in the file (a superset:
@@ -1090,7 +1151,7 @@ class SemanticModel:
     def _sequence(self, node) -> Value:
         items = []
         for element in node.elements:
-            if isinstance(element, cst.StarredElement):
+            if type(element) is cst.StarredElement:
                 inner = self.value(element.value)
                 return Value(Kind.SEQUENCE, element=inner.element or UNKNOWN, node=node)
             items.append(self.value(element.value))
@@ -1420,7 +1481,7 @@ class SemanticModel:
         construction of the file takes as its `collate_fn=` (by name, the name bound to that
         function alone): the loader calls it with a list of samples, on the host (the
         samples a dataset returns)."""
-        if not isinstance(function, cst.FunctionDef) or "collate_fn" not in self.ctx.source:
+        if type(function) is not cst.FunctionDef or not self.names_collate_fn:
             return False
         params = [*function.params.posonly_params, *function.params.params]
         if not params or params[0] is not param \
@@ -1452,7 +1513,7 @@ class SemanticModel:
 
     def _function_of_param(self, param: cst.Param) -> Optional[cst.CSTNode]:
         current = self.parent(param)
-        while current is not None and not isinstance(current, FUNCTIONS):
+        while current is not None and type(current) not in FUNCTIONS:
             current = self.parent(current)
         return current
 
@@ -1731,11 +1792,15 @@ class SemanticModel:
         return False
 
     def _ensure_class_flows(self, owner: cst.ClassDef) -> None:
+        if id(owner) in self._class_flows_built:
+            return  # (asked for every `self.x` read: its methods' flows are built already)
         body = owner.body
         if type(body) is cst.IndentedBlock:
             for statement in body.body:
                 if type(statement) is cst.FunctionDef:
                     self.flow(statement)
+        if id(owner) in self.ctx._info:
+            self._class_flows_built.add(id(owner))
 
     # subscripts and iteration
     def _item_read(self, read: Value, node: cst.Subscript) -> Value:
@@ -1968,7 +2033,7 @@ class SemanticModel:
             return STRING
         if left.kind is Kind.SEQUENCE and right.kind is Kind.SEQUENCE and isinstance(operator, cst.Add):
             return join(left.with_(items=None), right.with_(items=None))
-        if isinstance(operator, cst.Multiply) and {left.kind, right.kind} == {Kind.SEQUENCE, Kind.NUMBER}:
+        if type(operator) is cst.Multiply and {left.kind, right.kind} == {Kind.SEQUENCE, Kind.NUMBER}:
             # `[0.0] * n`: the list repeated.
             return (left if left.kind is Kind.SEQUENCE else right).with_(items=None, node=node)
         return UNKNOWN

@@ -407,7 +407,7 @@ class SyncModel:
         positional = [*params.posonly_params, *params.params]
         if bound_self and positional:
             positional = positional[1:]
-        star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
+        star = params.star_arg.name.value if type(params.star_arg) is cst.Param else None
         names = {p.name.value for p in (*positional, *params.kwonly_params)}
         # `**kwargs`: the keywords it gathers (one value each) and the mappings a call unpacks
         # into it are what it holds: under "**kwargs" as (value, is_a_mapping), judged only
@@ -524,7 +524,7 @@ class SyncModel:
         if receiver is None:
             return None
         child, parent = call, model.parent(call)
-        while parent is not None and not isinstance(parent, _NESTED):
+        while parent is not None and type(parent) not in _NESTED:
             if type(parent) is cst.If and child is parent.body:
                 test = parent.test
                 if type(test) is cst.Call and type(test.func) is cst.Name \
@@ -880,7 +880,7 @@ class SyncModel:
         stack = list(reversed(model.children(function.body)))
         while stack:
             node = stack.pop()
-            if isinstance(node, _NESTED):
+            if type(node) in _NESTED:
                 continue
             yield node
             stack.extend(reversed(model.children(node)))
@@ -1056,9 +1056,9 @@ def _joins_text(call: cst.Call) -> bool:
 
 def operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The parts of a condition whose truth value Python takes (`a and not b` -> a, b)."""
-    if isinstance(test, cst.BooleanOperation):
+    if type(test) is cst.BooleanOperation:
         return operands(test.left) + operands(test.right)
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         return operands(test.expression)
     return [test]
 

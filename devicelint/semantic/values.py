@@ -8,7 +8,7 @@ survives a join only when both sides agree on it.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Optional, Union
 
 
@@ -117,8 +117,20 @@ class Value:
         return self.place is Place.CPU
 
     def with_(self, **changes) -> "Value":
-        return replace(self, **changes)
+        """`dataclasses.replace(self, **changes)`, without its per-call walk of the fields
+        and keyword call (the model makes one of these per value it refines)."""
+        if not changes.keys() <= _VALUE_FIELDS:
+            return replace(self, **changes)  # (raises as replace does)
+        new = _new_object(self.__class__)
+        for name in _VALUE_FIELD_ORDER:
+            _set_field(new, name, changes[name] if name in changes else getattr(self, name))
+        return new
 
+
+_VALUE_FIELD_ORDER = tuple(f.name for f in fields(Value))  # every field is an init field
+_VALUE_FIELDS = frozenset(_VALUE_FIELD_ORDER)
+_new_object = object.__new__
+_set_field = object.__setattr__  # as the frozen dataclass's own __init__ sets its fields
 
 UNKNOWN = Value()
 NUMBER = Value(Kind.NUMBER)
