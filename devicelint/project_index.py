@@ -318,9 +318,10 @@ class ProjectIndex:
         return True
 
     def follow_ups(self) -> list[tuple]:
-        """The jobs of the run's files whose models this process built since last asked and
-        that no process has claimed: claimed now, to be linted here on the trees the models
-        hold (none when the jobs are not shared)."""
+        """The jobs of the run's files whose models this process built, or whose `ast` it
+        read and kept for their gate (`_keep_ast`), since last asked and that no process has
+        claimed: claimed now, to be linted here on the trees the models hold and the `ast`
+        kept (none when the jobs are not shared)."""
         built, self._built = self._built, []
         if self._claims is None:
             return []
@@ -579,6 +580,9 @@ class ProjectIndex:
         if self.gate_reads is not None and not self.gate_reads(text):
             return
         self._asts[key] = (text, tree)
+        info = self.by_key.get(key)
+        if self._claims is not None and info is not None:  # its gate's `ast`: linted here (follow_ups)
+            self._built.append(info.path)
         self._ast_chars += len(text)
         while self._ast_chars > _KEPT_AST_CHARS and self._asts:
             oldest = next(iter(self._asts))

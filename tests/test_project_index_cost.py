@@ -494,3 +494,22 @@ def test_two_workers_lint_each_file_once_and_find_what_one_process_finds(tmp_pat
     assert len([f for f in one.findings if f.code == "DL004"]) == 24
     linted = [line.split()[1] for line in log.read_text().splitlines()]
     assert sorted(linted) == sorted(["helpers.py", *(f"user{n:02}.py" for n in range(24))])
+
+
+def test_a_worker_that_read_a_files_ast_for_its_gate_claims_its_lint(tmp_path) -> None:
+    # The `ast` a worker read of a run file (its facts, asked about before its lint) is
+    # kept for the file's gate: that worker lints it, not the other, which would parse again.
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    (tmp_path / "user.py").write_text("from helpers import first\n")
+    files = [(str(tmp_path / n), n, (tmp_path / n).read_bytes()) for n in ("helpers.py", "user.py")]
+    jobs = [(path, key, data, ("DL004",)) for path, key, data in files]
+    first = project_index.ProjectIndex.build(str(tmp_path), files, recording=False,
+                                             gate_reads=lambda text: True)
+    first.share_facts()
+    try:
+        first.share_jobs(jobs)
+        assert first.claim("user.py") and first.ready(first.by_key["helpers.py"])
+        assert first.kept_ast("helpers.py", HELPERS) is not None
+        assert first.follow_ups() == [jobs[0]]
+    finally:
+        first.stop_sharing()
