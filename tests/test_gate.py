@@ -17,6 +17,18 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
 
+def _gate_then_rule(code: str, text: str, monkeypatch) -> tuple[bool, list[int]]:
+    """(what `code`'s gate says of the file `text`, the lines the rule reports there with the
+    gate off): a near miss is (False, []); a path the gate must keep open has findings."""
+    facts = gate.facts_of("m.py", text)
+    assert facts is not None
+    says = bool(all_rules()[code].gate(facts))
+    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")
+    lines = [f.line for f in lint_source("m.py", text, enabled_rules([code])).findings if f.code == code]
+    monkeypatch.delenv("DEVICELINT_NO_GATE")
+    return says, lines
+
+
 def _index_over(folder: Path):
     """The project index the runner builds for `devicelint <folder>` (keys: paths from the
     repository root)."""
@@ -351,10 +363,8 @@ _DL018_NOT_A_BUFFER_REFILL = {
 @pytest.mark.parametrize("case", sorted(_DL018_NOT_A_BUFFER_REFILL))
 def test_dl018_gate_needs_a_copy_into_a_buffer_of_the_instance(case, monkeypatch):
     text = _DL018_NOT_A_BUFFER_REFILL[case]
-    facts = gate.facts_of("m.py", text)
-    assert facts is not None and not facts.copies_into_attribute and not all_rules()["DL018"].gate(facts)
-    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")
-    assert not [f for f in lint_source("m.py", text, enabled_rules(["DL018"])).findings if f.code == "DL018"]
+    assert not gate.facts_of("m.py", text).copies_into_attribute
+    assert _gate_then_rule("DL018", text, monkeypatch) == (False, [])
 
 
 # DL017's gate follows the data flow the model follows (gate._HostTensors): near misses that
@@ -423,20 +433,13 @@ _DL017_THROUGH_THE_FLOW = {
 
 @pytest.mark.parametrize("case", sorted(_DL017_NEAR_MISSES))
 def test_dl017_gate_follows_the_flow_to_no_host_tensor(case, monkeypatch):
-    text = _DL017_NEAR_MISSES[case]
-    facts = gate.facts_of("m.py", text)
-    assert facts is not None and not all_rules()["DL017"].gate(facts)
-    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")  # a near miss: the rule itself is silent
-    assert not [f for f in lint_source("m.py", text, enabled_rules(["DL017"])).findings if f.code == "DL017"]
+    assert _gate_then_rule("DL017", _DL017_NEAR_MISSES[case], monkeypatch) == (False, [])  # a near miss
 
 
 @pytest.mark.parametrize("case", sorted(_DL017_THROUGH_THE_FLOW))
 def test_dl017_gate_follows_the_flow_to_a_host_tensor(case, monkeypatch):
-    text = _DL017_THROUGH_THE_FLOW[case]
-    facts = gate.facts_of("m.py", text)
-    assert facts is not None and all_rules()["DL017"].gate(facts)
-    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")  # the rule reports there
-    assert [f for f in lint_source("m.py", text, enabled_rules(["DL017"])).findings if f.code == "DL017"]
+    says, lines = _gate_then_rule("DL017", _DL017_THROUGH_THE_FLOW[case], monkeypatch)
+    assert says and lines  # the rule reports there
 
 
 def test_dl017_host_question_on_a_cycle_takes_the_other_stores():
@@ -487,20 +490,13 @@ _DL002_THROUGH_THE_FLOW = {
 
 @pytest.mark.parametrize("case", sorted(_DL002_NEAR_MISSES))
 def test_dl002_gate_follows_container_elements_to_no_module(case, monkeypatch):
-    text = _DL002_NEAR_MISSES[case]
-    facts = gate.facts_of("m.py", text)
-    assert facts is not None and not all_rules()["DL002"].gate(facts)
-    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")  # a near miss: the rule itself is silent
-    assert not [f for f in lint_source("m.py", text, enabled_rules(["DL002"])).findings if f.code == "DL002"]
+    assert _gate_then_rule("DL002", _DL002_NEAR_MISSES[case], monkeypatch) == (False, [])  # a near miss
 
 
 @pytest.mark.parametrize("case", sorted(_DL002_THROUGH_THE_FLOW))
 def test_dl002_gate_follows_container_elements_to_a_module(case, monkeypatch):
-    text = _DL002_THROUGH_THE_FLOW[case]
-    facts = gate.facts_of("m.py", text)
-    assert facts is not None and all_rules()["DL002"].gate(facts)
-    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")  # the rule reports there
-    assert [f for f in lint_source("m.py", text, enabled_rules(["DL002"])).findings if f.code == "DL002"]
+    says, lines = _gate_then_rule("DL002", _DL002_THROUGH_THE_FLOW[case], monkeypatch)
+    assert says and lines  # the rule reports there
 
 
 # DL003's gate follows the layout flow the model follows (gate._HostTensors `strided`): near misses the
@@ -649,21 +645,15 @@ _DL003_THROUGH_THE_FLOW = {
 def test_dl003_gate_follows_the_layout_to_no_strided_view(case, monkeypatch):
     text = _DL003_NEAR_MISSES[case]
     facts = gate.facts_of("m.py", text)
-    rule = all_rules()["DL003"]
-    assert facts is not None and not rule.gate(facts)
     # (the gate before this one let it through: a view, and a layout op somewhere in the file)
     assert facts.calls_method(("view",), gate.WITH_ARGS) and facts.mentions("t", "transpose", "permute", "chunk")
-    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")  # a near miss: the rule itself is silent
-    assert not [f for f in lint_source("m.py", text, enabled_rules(["DL003"])).findings if f.code == "DL003"]
+    assert _gate_then_rule("DL003", text, monkeypatch) == (False, [])  # a near miss
 
 
 @pytest.mark.parametrize("case", sorted(_DL003_THROUGH_THE_FLOW))
 def test_dl003_gate_follows_the_layout_to_a_strided_view(case, monkeypatch):
-    text = _DL003_THROUGH_THE_FLOW[case]
-    facts = gate.facts_of("m.py", text)
-    assert facts is not None and all_rules()["DL003"].gate(facts)
-    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")  # the rule reports there
-    assert [f for f in lint_source("m.py", text, enabled_rules(["DL003"])).findings if f.code == "DL003"]
+    says, lines = _gate_then_rule("DL003", _DL003_THROUGH_THE_FLOW[case], monkeypatch)
+    assert says and lines  # the rule reports there
 
 
 def test_files_ast_cannot_read_are_not_gated():
