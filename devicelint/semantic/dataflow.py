@@ -169,6 +169,19 @@ def data_to_device(sem, call: cst.Call) -> Optional[DataToDevice]:
     """The host data a factory call copies to the device in one go (`torch.tensor(rows,
     device=dev)`, `torch.as_tensor(x, device="cuda")`), else None: not such a factory, no
     data argument, or a `device=` that is not the accelerator (the CPU, unknown)."""
+    found = _factory_copy(sem, call)
+    if found is None:
+        return None
+    data, device, qual = found
+    place, named = sem.device_place(device)
+    if place is not Place.DEVICE:
+        return None
+    return DataToDevice(data, device, qual, named)
+
+
+def _factory_copy(sem, call: cst.Call) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression, str]]:
+    """(data, the `device=` argument, the factory) of a `[copies] data_to_device` factory call
+    given data and a device, wherever the device is; else None."""
     func = call.func
     if not isinstance(func, (cst.Name, cst.Attribute)) or any(arg.star for arg in call.args):
         return None
@@ -181,12 +194,7 @@ def data_to_device(sem, call: cst.Call) -> Optional[DataToDevice]:
     if qual not in sem.api.data_to_device:
         return None
     data = call_arg(call, 0, "data")
-    if data is None:
-        return None
-    place, named = sem.device_place(device)
-    if place is not Place.DEVICE:
-        return None
-    return DataToDevice(data, device, qual, named)
+    return (data, device, qual) if data is not None else None
 
 
 def data_nodes(sem, expr: cst.CSTNode, region: cst.CSTNode, depth: int = 4,
@@ -1891,12 +1899,7 @@ def _param_uploads(sem, function: cst.FunctionDef) -> Iterator[ParamUpload]:
                 continue
         if func.attr.value == "to":
             target = keyword_arg(call, "device") or call_arg(call, 0, "\0")
-            if target is None:
-                continue
-            followed = _device_of_param(_alias_of(sem, target, function), params)
-            if followed is not None:
-                follows.add(followed)
-            elif sem.device_place(target)[0] is not Place.DEVICE:
+            if target is None or not _to_param_device_or_accelerator(sem, target, function, params, follows):
                 continue
         value = sem.value(func.value)
         passed: frozenset = frozenset()
@@ -1916,6 +1919,17 @@ def _param_uploads(sem, function: cst.FunctionDef) -> Iterator[ParamUpload]:
             yield ParamUpload(call, data, frozenset(follows), passed)
 
 
+def _to_param_device_or_accelerator(sem, target: cst.BaseExpression, function: cst.FunctionDef,
+                                    params, follows: set) -> bool:
+    """Whether a copy to `target` goes to a parameter's device (`x.device`, through a local
+    bound once: the parameter is added to `follows`) or to the accelerator."""
+    followed = _device_of_param(_alias_of(sem, target, function), params)
+    if followed is not None:
+        follows.add(followed)
+        return True
+    return sem.device_place(target)[0] is Place.DEVICE
+
+
 def _param_factory_upload(sem, call: cst.Call, function: cst.FunctionDef, params,
                           guard: Optional[str]) -> Optional[ParamUpload]:
     """`torch.tensor(weights, device=batch.device)` (a `[copies] data_to_device` factory) of
@@ -1923,19 +1937,12 @@ def _param_factory_upload(sem, call: cst.Call, function: cst.FunctionDef, params
     a caller passing the same host data every time makes the same copy every time. A bare
     parameter as the data is `passed` (the caller's argument must be on the host: a factory
     given a tensor already on the device copies on the device)."""
-    if type(call.func) not in (cst.Name, cst.Attribute):
+    found = _factory_copy(sem, call)
+    if found is None:
         return None
-    device = keyword_arg(call, "device")
-    data = call_arg(call, 0, "data")
-    if device is None or data is None:
-        return None
-    if (sem.qualname(call.func) or sem.resolved_qualname(call.func)) not in sem.api.data_to_device:
-        return None
+    data, device, _qual = found
     follows: set[str] = {guard} if guard is not None else set()
-    followed = _device_of_param(_alias_of(sem, device, function), params)
-    if followed is not None:
-        follows.add(followed)
-    elif sem.device_place(device)[0] is not Place.DEVICE:
+    if not _to_param_device_or_accelerator(sem, device, function, params, follows):
         return None
     value = sem.value(data)
     passed: frozenset = frozenset()
