@@ -26,6 +26,13 @@ def _may_upload_in(index, module, _name: str) -> bool:
     return copying is None or bool(copying)
 
 
+def _class_cannot_copy(sem, qualified: str) -> bool:
+    """Whether `qualified`, a class of another local module (`project_class_symbol`), lies in
+    a module whose text makes no call a copy question accepts."""
+    symbol = sem.project_class_symbol(qualified)
+    return symbol is not None and not _may_upload_in(sem.project.index, symbol.module, symbol.name)
+
+
 class RepeatedTransfer(Rule):
     """## What it does
     Flags host↔device copies that a loop repeats for nothing:
@@ -632,6 +639,8 @@ class RepeatedTransfer(Rule):
         sem = self.ctx.semantic
         if sem.project is None or type(call.func) is not cst.Name:
             return None
+        if self._calls_a_class_that_cannot_copy(call):
+            return None
         found = sem.syncs.module_forward(call)
         if found is None:
             methods = {}
@@ -643,6 +652,8 @@ class RepeatedTransfer(Rule):
                 made_by = sem.syncs.importer_instances(call.func) or []
             for where, made in made_by:
                 qual = where.qualname(made.func)
+                if qual and _class_cannot_copy(where, qual):
+                    return None  # its methods copy nothing: no `uploads`, or several classes
                 owner = where._project_class(qual) if qual else None
                 method = owner[0]._method(owner[1], "__call__") if owner is not None else None
                 if method is None:
@@ -738,7 +749,8 @@ class RepeatedTransfer(Rule):
             # whose model is built only when its text may copy what it is handed
             where = self._foreign_where(call) if sem.project is not None else None
             foreign = sem.syncs.foreign_function(call) if where is not None \
-                and dataflow.may_move_to_device(sem.project.index, *where) else None
+                and dataflow.may_move_to_device(sem.project.index, *where) \
+                and self._reads_back_an_argument(call, loops) else None
             if foreign is None or foreign[0] is sem:
                 return False
             other, function = foreign
@@ -767,6 +779,29 @@ class RepeatedTransfer(Rule):
                         return True
         return False
 
+    def _passes_device_data(self, call: cst.Call) -> bool:
+        """Whether an argument `call` binds to a parameter is on the device here: each of
+        `check_foreign_round_trip`'s paths reports a round trip on such an argument (bound to
+        a parameter other than `self`; only the call's own unstarred arguments are bound:
+        SyncModel._bind)."""
+        return any(self._on_device(arg.value) for arg in call.args if not arg.star)
+
+    def _calls_a_class_that_cannot_copy(self, call: cst.Call) -> bool:
+        """Whether `call` calls an instance of one module class (`syncs.shown_class`,
+        the class `module_forward` would read) of another local module whose text makes no
+        call a copy question accepts (`_may_upload_in`): its `forward`, `__call__` and the
+        methods they call copy nothing, so that module's model is not built to find that
+        out (issue 13: the index's cost)."""
+        sem = self.ctx.semantic
+        cls = sem.syncs.shown_class(call)
+        return cls is not None and cls not in sem.module_classes() and _class_cannot_copy(sem, cls)
+
+    def _reads_back_an_argument(self, call: cst.Call, loops: list) -> bool:
+        """Whether some argument `call` binds to a parameter (`SyncModel._bind`: the
+        unstarred ones) is data the loop read back from the device (`_read_back_into`): what
+        a helper round trip needs, asked before another file's model is built for it."""
+        return any(self._read_back_into(call, arg.value, loops) is not None for arg in call.args if not arg.star)
+
     def check_foreign_round_trip(self, call: cst.Call) -> bool:
         """A call, on every iteration of a loop, of a function of another local module (or
         of a module whose class another local module defines: `criterion(preds, targets)`
@@ -782,12 +817,13 @@ class RepeatedTransfer(Rule):
         sem = self.ctx.semantic
         if sem.project is None:
             return False
+        cls = sem.syncs.shown_class(call)
+        if cls is not None and cls not in sem.module_classes() and (
+                _class_cannot_copy(sem, cls) or not self._passes_device_data(call)):
+            return False  # no other file's model is built to find that out (issue 13)
         found = sem.syncs.module_forward(call)
         bound_self = found is not None
-        if found is None and self._foreign_may_copy(call, _may_upload_in) \
-                and any(self._on_device(arg.value) for arg in call.args if not arg.star):
-            # (only the call's own unstarred arguments are bound to the function's
-            # parameters: without one on the device, no round trip is reported)
+        if found is None and self._foreign_may_copy(call, _may_upload_in) and self._passes_device_data(call):
             found = sem.syncs.foreign_function(call)
         if found is None and isinstance(call.func, cst.Attribute):
             # `ada_augment.tune(real_pred)`: a method of an object whose class another local

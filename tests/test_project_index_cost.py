@@ -4,6 +4,8 @@ index cost")."""
 
 from __future__ import annotations
 
+import pytest
+
 from devicelint import project_index
 from devicelint.runner import Overrides, lint_paths
 
@@ -102,7 +104,7 @@ def test_copying_functions_walks_only_the_lines_that_may_copy(monkeypatch) -> No
 
     asked: list = []
     original = dataflow._may_copy
-    monkeypatch.setattr(dataflow, "_may_copy", lambda node: asked.append(node) or original(node))
+    monkeypatch.setattr(dataflow, "_may_copy", lambda node, *rest: asked.append(node) or original(node, *rest))
     index = SimpleNamespace(derived={}, identity=lambda module: "", kept_ast=lambda key, text: None)
     found = dataflow._copying_functions(index, SimpleNamespace(path="m.py", key="m.py", text=COPYING))
     # A decorator's call names its function, a call split over lines names every function
@@ -513,3 +515,97 @@ def test_a_worker_that_read_a_files_ast_for_its_gate_claims_its_lint(tmp_path) -
         assert first.follow_ups() == [jobs[0]]
     finally:
         first.stop_sharing()
+
+
+NOT_COPYING = '''import torch
+
+
+def grid(n, device):
+    return torch.arange(n, device=device).to(torch.float32)
+
+
+def cast(x, like):
+    return x.to(like.dtype), x.to(dtype=torch.float16), x.to(memory_format=torch.channels_last)
+
+
+def build(layer, n, device):
+    return layer.make(n, device=device), torch.nn.Linear(n, n, device=device)
+'''
+
+
+@pytest.mark.parametrize("line, copies", [
+    ("    return torch.tensor([1.0, 2.0], device=device)", True),   # a [copies] data_to_device factory
+    ("    return x.to(device)", True),                             # a `.to()` that may name a device
+    ("    return x.to(dtype, device=device)", True),
+    ("    return x.to(*args)", True),
+    ("    return make(x, device=device)", True),                    # a bare name may be an import's rename
+    ("    return T.zeros(x, device=device)", True),                 # `T` assigned at top level: the index's alias
+    ("    return torch.zeros(x, device=device)", False),
+    ("    return grid(x, device=device)", False),                   # bound only by `def`: no qualified name
+    ("    return x.to(x.dtype)", False),
+    ("    return x.to(torch.bfloat16)", False),
+])
+def test_the_copying_look_reads_dtype_casts_and_size_factories_as_no_copy(line, copies) -> None:
+    """`_copying_functions`: a `.to()` given only a dtype (or nothing a device could be) and a
+    call given `device=` whose callee (written `h.name`, or a name the module binds only with
+    `def`/`class`) cannot stand for a `[copies] data_to_device` factory copy nothing: their functions are not listed, and a loop calling
+    them builds no model of their module."""
+    from types import SimpleNamespace
+
+    from devicelint.semantic import dataflow
+
+    text = NOT_COPYING + "\n\nT = torch.nn.functional\n\n\ndef probe(x, device, dtype, args):\n" + line + "\n"
+    index = SimpleNamespace(derived={}, identity=lambda module: "", kept_ast=lambda key, text: None)
+    found = dataflow._copying_functions(index, SimpleNamespace(path="m.py", key="m.py", text=text))
+    assert found == ({"probe"} if copies else set())
+
+
+CRITERION_LOOP = """import torch
+from losses import Criterion
+
+crit = Criterion().cuda()
+
+
+def train(net, loader):
+    for x, y in loader:
+        x = x.cuda()
+        loss = crit(net(x), y.cuda())
+        loss.backward()
+"""
+CRITERION = """import torch
+import torch.nn as nn
+
+
+class Criterion(nn.Module):
+    def forward(self, a, b):
+        w = self.weights()
+        return ((a - b).abs() * w).mean()
+
+    def weights(self):
+        return {weights}
+"""
+
+
+def test_a_looped_call_of_an_object_whose_class_module_copies_nothing_builds_no_model(tmp_path,
+                                                                                       monkeypatch) -> None:
+    # DL016's copies and round trips through a module object of another file's class
+    # (`_object_call_uploads`, `check_foreign_round_trip` through `module_forward`) need a
+    # copy in that file: a class whose module makes none is not built for them.
+    (tmp_path / "train.py").write_text(CRITERION_LOOP)
+    (tmp_path / "losses.py").write_text(CRITERION.format(weights="torch.ones(2, device=\"cuda\")"))
+    built: list[str] = []
+    original = project_index.ProjectIndex.model_of
+
+    def model_of(self, module, context_type):
+        if module.path not in self._models:
+            built.append(module.path.rsplit("/", 1)[-1])
+        return original(self, module, context_type)
+
+    monkeypatch.setattr(project_index.ProjectIndex, "model_of", model_of)
+    found = lint_paths([str(tmp_path)], Overrides(select=["DL016"]), use_cache=False, jobs=1).findings
+    assert not found and built == []
+    # The same class copying a constant list on every call: built, reported at the call.
+    (tmp_path / "losses.py").write_text(CRITERION.format(weights="torch.tensor([1.0, 2.0], device=\"cuda\")"))
+    found = lint_paths([str(tmp_path)], Overrides(select=["DL016"]), use_cache=False, jobs=1).findings
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found] == [("train.py", 10, "DL016")]
+    assert built == ["losses.py"]

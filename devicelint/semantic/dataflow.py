@@ -1471,6 +1471,7 @@ def _module_look(index, module) -> Optional[_Look]:
             # walk nested ones again): a call that may copy names all of them. Only into
             # the nodes whose lines hold one of the words such a call is written with.
             lines = _word_lines(text)
+            assigned, defined_only = _bindings_at_top(tree)
             names: set[str] = set()
             moving: set[str] = set()
             helpers: set[str] = set()  # the functions whose `return` gives back such a call
@@ -1485,7 +1486,7 @@ def _module_look(index, module) -> Optional[_Look]:
                 elif isinstance(node, ast.Lambda) and not lambda_moves:
                     lambda_moves = any(isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
                                        and inner.func.attr in ("to", "cuda") for inner in ast.walk(node))
-                elif owners and _may_copy(node):
+                elif owners and _may_copy(node, assigned, defined_only):
                     names.update(owners)
                     if isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
                         moving.update(owners)
@@ -1598,10 +1599,119 @@ def _on_lines(node: ast.AST, lines: list[int]) -> bool:
     return at < len(lines) and lines[at] <= (getattr(node, "end_lineno", None) or first)
 
 
-def _may_copy(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and (
-        isinstance(node.func, ast.Attribute) and node.func.attr in ("new_tensor", "to", "cuda")
-        or any(keyword.arg == "device" for keyword in node.keywords))
+def _may_copy(node: ast.AST, assigned: frozenset = frozenset(), defined_only: frozenset = frozenset()) -> bool:
+    """Whether a call, read with `ast`, may be one the copy questions accept: `.new_tensor`,
+    `.cuda`, a `.to(...)` that may name a device, or a call given `device=` that may be a
+    `[copies] data_to_device` factory (`_factory_copy`, `data_to_device`). `assigned`: the
+    names the module binds by a top-level assignment (`SemanticModel._alias_qualname` reads
+    such a name's attributes through the project index's aliases); `defined_only`: the names
+    it binds only with `def` / `class` (`_bindings_at_top`)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in ("new_tensor", "cuda"):
+        return True
+    if isinstance(func, ast.Attribute) and func.attr == "to":
+        return _may_name_a_device(node)
+    return any(keyword.arg == "device" for keyword in node.keywords) \
+        and _may_be_data_factory(func, assigned, defined_only)
+
+
+# dtypes written `torch.<name>`: a `.to()` target the semantic model reads as a dtype.
+_TORCH_DTYPES = frozenset((
+    "float", "float16", "float32", "float64", "bfloat16", "half", "double", "int", "int8", "int16",
+    "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble"))
+
+
+def _may_name_a_device(call: ast.Call) -> bool:
+    """Whether `x.to(...)` may be given a device: every question reads its target as the
+    `device=` keyword or the first positional argument, and a dtype-only `.to()` has neither
+    (`.to(dtype=d)`), or gives a dtype (`.to(torch.float32)`, `.to(x.dtype)`)."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args) \
+            or any(keyword.arg is None or keyword.arg == "device" for keyword in call.keywords):
+        return True
+    if not call.args:
+        return False
+    target = call.args[0]
+    if isinstance(target, ast.Attribute) and target.attr == "dtype":
+        return False
+    return not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == "torch" and target.attr in _TORCH_DTYPES)
+
+
+def _may_be_data_factory(func: ast.AST, assigned: frozenset, defined_only: frozenset) -> bool:
+    """Whether a callee given `device=` may stand for a `[copies] data_to_device` factory.
+    A callee written `h.….name` stands for a qualified name ending in `.name` (an import of
+    `h` and the attributes after it, `qualname` / `resolved_qualname`), or for none, unless
+    `h` is bound by a top-level assignment (then the project index's aliases may rename it):
+    not such a factory when `name` is not one's last name. A bare name may be an import's
+    rename (`from torch import tensor as T`): it may, unless the module binds it only with
+    `def` or `class` (`defined_only`: the semantic model gives such a name no qualified name)."""
+    if isinstance(func, ast.Name):
+        return func.id not in defined_only
+    if not isinstance(func, ast.Attribute):
+        return True
+    head = func.value
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    if isinstance(head, ast.Name) and head.id in assigned:
+        return True
+    return func.attr in _data_factory_names()
+
+
+_DATA_FACTORY_NAMES: Optional[frozenset] = None
+
+
+def _data_factory_names() -> frozenset:
+    """The last names of the API table's `[copies] data_to_device` factories (`tensor`,
+    `as_tensor`, `asarray`)."""
+    global _DATA_FACTORY_NAMES
+    if _DATA_FACTORY_NAMES is None:
+        from devicelint.semantic.api import torch_api
+
+        _DATA_FACTORY_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in torch_api().data_to_device)
+    return _DATA_FACTORY_NAMES
+
+
+def _bindings_at_top(tree: ast.Module) -> tuple[frozenset, frozenset]:
+    """(the names a module binds by a top-level assignment, also in top-level `if`/`try`; the
+    names it binds only with `def` or `class`, at any depth: no import, assignment, parameter,
+    loop or `with` target, `except ... as`, `global` anywhere)."""
+    assigned: set[str] = set()
+    stack = list(tree.body)
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, (ast.If, ast.Try)):
+            stack.extend(statement.body)
+            stack.extend(statement.orelse)
+            stack.extend(getattr(statement, "finalbody", ()))
+            for handler in getattr(statement, "handlers", ()):
+                stack.extend(handler.body)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                assigned.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    defined: set[str] = set()
+    other: set[str] = set()
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            defined.add(node.name)
+        elif kind is ast.Name:
+            if type(node.ctx) is not ast.Load:
+                other.add(node.id)
+        elif kind is ast.arg:
+            other.add(node.arg)
+        elif kind is ast.alias:
+            other.add(node.asname or node.name.partition(".")[0])
+        elif kind is ast.ExceptHandler:
+            if node.name:
+                other.add(node.name)
+        elif kind in (ast.Global, ast.Nonlocal):
+            other.update(node.names)
+        elif kind.__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
+            other.update(n for n in (getattr(node, "name", None), getattr(node, "rest", None)) if n)
+    return frozenset(assigned), frozenset(defined - other)
 
 
 def _per_call_uploads(sem, function: cst.FunctionDef) -> Iterator[CallUpload]:

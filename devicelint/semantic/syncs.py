@@ -499,11 +499,10 @@ class SyncModel:
         moved to the device, here or in another local module): the only module class its
         bindings, through `.to()`/`.cuda()` and the parameters' call sites, construct (a
         binding the code does not show, `checkpoint["decoder"]`, adds none); else None."""
-        found = self._shown_classes(call.func, 0)
-        if len(found) != 1:
+        cls = self.shown_class(call)
+        if cls is None:
             return None
         model = self.model
-        cls = found.pop()
         owner = model.module_classes().get(cls)
         if owner is not None:
             forward = model._method(owner, "forward")
@@ -513,6 +512,13 @@ class SyncModel:
             return None
         forward = other[0]._method(other[1], "forward")
         return (other[0], forward) if forward is not None else None
+
+    def shown_class(self, call: cst.Call) -> Optional[str]:
+        """The one module class whose instance `call` calls, as `module_forward` finds it
+        (its qualified name, or the name of a class of this file), without reading another
+        file's model; None when the code shows none, or several."""
+        found = self._shown_classes(call.func, 0)
+        return found.pop() if len(found) == 1 else None
 
     def narrowed_method(self, call: cst.Call):
         """(the model of the file that defines it, the method) for `obj.method(...)` under
