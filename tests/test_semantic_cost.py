@@ -291,9 +291,10 @@ def test_copying_functions_in_one_pass_as_one_walk_per_function():
             tree = ast.parse(text)
         except SyntaxError:
             continue
+        bound = dataflow._ModuleNames(tree)
         walked = frozenset(node.name for node in ast.walk(tree)
                            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                           and any(dataflow._may_copy(inner) for inner in ast.walk(node)))
+                           and any(dataflow._may_copy(inner, bound) for inner in ast.walk(node)))
         assert dataflow._copying_functions(Index(), Module(str(number), text)) == walked
     assert walked == {"outer", "inner", "decorated"}
 

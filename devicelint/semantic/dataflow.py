@@ -19,6 +19,7 @@ import ast
 import bisect
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Iterator, Optional
 
 import libcst as cst
@@ -1471,7 +1472,7 @@ def _module_look(index, module) -> Optional[_Look]:
             # walk nested ones again): a call that may copy names all of them. Only into
             # the nodes whose lines hold one of the words such a call is written with.
             lines = _word_lines(text)
-            assigned, defined_only = _bindings_at_top(tree)
+            bound = _ModuleNames(tree)
             names: set[str] = set()
             moving: set[str] = set()
             helpers: set[str] = set()  # the functions whose `return` gives back such a call
@@ -1486,7 +1487,7 @@ def _module_look(index, module) -> Optional[_Look]:
                 elif isinstance(node, ast.Lambda) and not lambda_moves:
                     lambda_moves = any(isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
                                        and inner.func.attr in ("to", "cuda") for inner in ast.walk(node))
-                elif owners and _may_copy(node, assigned, defined_only):
+                elif owners and _may_copy(node, bound):
                     names.update(owners)
                     if isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
                         moving.update(owners)
@@ -1599,13 +1600,11 @@ def _on_lines(node: ast.AST, lines: list[int]) -> bool:
     return at < len(lines) and lines[at] <= (getattr(node, "end_lineno", None) or first)
 
 
-def _may_copy(node: ast.AST, assigned: frozenset = frozenset(), defined_only: frozenset = frozenset()) -> bool:
+def _may_copy(node: ast.AST, bound: Optional["_ModuleNames"] = None) -> bool:
     """Whether a call, read with `ast`, may be one the copy questions accept: `.new_tensor`,
     `.cuda`, a `.to(...)` that may name a device, or a call given `device=` that may be a
-    `[copies] data_to_device` factory (`_factory_copy`, `data_to_device`). `assigned`: the
-    names the module binds by a top-level assignment (`SemanticModel._alias_qualname` reads
-    such a name's attributes through the project index's aliases); `defined_only`: the names
-    it binds only with `def` / `class` (`_bindings_at_top`)."""
+    `[copies] data_to_device` factory (`_factory_copy`, `data_to_device`). `bound`: what the
+    module binds (`_ModuleNames`); None: not known, every such call may."""
     if not isinstance(node, ast.Call):
         return False
     func = node.func
@@ -1614,7 +1613,7 @@ def _may_copy(node: ast.AST, assigned: frozenset = frozenset(), defined_only: fr
     if isinstance(func, ast.Attribute) and func.attr == "to":
         return _may_name_a_device(node)
     return any(keyword.arg == "device" for keyword in node.keywords) \
-        and _may_be_data_factory(func, assigned, defined_only)
+        and _may_be_data_factory(func, bound)
 
 
 # dtypes written `torch.<name>`: a `.to()` target the semantic model reads as a dtype.
@@ -1639,7 +1638,7 @@ def _may_name_a_device(call: ast.Call) -> bool:
                 and target.value.id == "torch" and target.attr in _TORCH_DTYPES)
 
 
-def _may_be_data_factory(func: ast.AST, assigned: frozenset, defined_only: frozenset) -> bool:
+def _may_be_data_factory(func: ast.AST, bound: Optional["_ModuleNames"]) -> bool:
     """Whether a callee given `device=` may stand for a `[copies] data_to_device` factory.
     A callee written `h.….name` stands for a qualified name ending in `.name` (an import of
     `h` and the attributes after it, `qualname` / `resolved_qualname`), or for none, unless
@@ -1648,13 +1647,13 @@ def _may_be_data_factory(func: ast.AST, assigned: frozenset, defined_only: froze
     rename (`from torch import tensor as T`): it may, unless the module binds it only with
     `def` or `class` (`defined_only`: the semantic model gives such a name no qualified name)."""
     if isinstance(func, ast.Name):
-        return func.id not in defined_only
+        return bound is None or func.id not in bound.defined_only
     if not isinstance(func, ast.Attribute):
         return True
     head = func.value
     while isinstance(head, ast.Attribute):
         head = head.value
-    if isinstance(head, ast.Name) and head.id in assigned:
+    if bound is None or isinstance(head, ast.Name) and head.id in bound.assigned:
         return True
     return func.attr in _data_factory_names()
 
@@ -1673,45 +1672,57 @@ def _data_factory_names() -> frozenset:
     return _DATA_FACTORY_NAMES
 
 
-def _bindings_at_top(tree: ast.Module) -> tuple[frozenset, frozenset]:
-    """(the names a module binds by a top-level assignment, also in top-level `if`/`try`; the
-    names it binds only with `def` or `class`, at any depth: no import, assignment, parameter,
-    loop or `with` target, `except ... as`, `global` anywhere)."""
-    assigned: set[str] = set()
-    stack = list(tree.body)
-    while stack:
-        statement = stack.pop()
-        if isinstance(statement, (ast.If, ast.Try)):
-            stack.extend(statement.body)
-            stack.extend(statement.orelse)
-            stack.extend(getattr(statement, "finalbody", ()))
-            for handler in getattr(statement, "handlers", ()):
-                stack.extend(handler.body)
-        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            for target in targets:
-                assigned.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-    defined: set[str] = set()
-    other: set[str] = set()
-    for node in ast.walk(tree):
-        kind = type(node)
-        if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            defined.add(node.name)
-        elif kind is ast.Name:
-            if type(node.ctx) is not ast.Load:
-                other.add(node.id)
-        elif kind is ast.arg:
-            other.add(node.arg)
-        elif kind is ast.alias:
-            other.add(node.asname or node.name.partition(".")[0])
-        elif kind is ast.ExceptHandler:
-            if node.name:
-                other.add(node.name)
-        elif kind in (ast.Global, ast.Nonlocal):
-            other.update(node.names)
-        elif kind.__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
-            other.update(n for n in (getattr(node, "name", None), getattr(node, "rest", None)) if n)
-    return frozenset(assigned), frozenset(defined - other)
+class _ModuleNames:
+    """What a module read with `ast` binds, each worked out when first asked (most looks meet
+    no call that asks: `_may_be_data_factory`)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self._tree = tree
+
+    @cached_property
+    def assigned(self) -> frozenset:
+        """The names the module binds by a top-level assignment (also in top-level `if`/`try`)."""
+        names: set[str] = set()
+        stack = list(self._tree.body)
+        while stack:
+            statement = stack.pop()
+            if isinstance(statement, (ast.If, ast.Try)):
+                stack.extend(statement.body)
+                stack.extend(statement.orelse)
+                stack.extend(getattr(statement, "finalbody", ()))
+                for handler in getattr(statement, "handlers", ()):
+                    stack.extend(handler.body)
+            elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                for target in targets:
+                    names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        return frozenset(names)
+
+    @cached_property
+    def defined_only(self) -> frozenset:
+        """The names the module binds only with `def` or `class`, at any depth: no import,
+        assignment, parameter, loop or `with` target, `except ... as`, `global` anywhere."""
+        defined: set[str] = set()
+        other: set[str] = set()
+        for node in ast.walk(self._tree):
+            kind = type(node)
+            if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                defined.add(node.name)
+            elif kind is ast.Name:
+                if type(node.ctx) is not ast.Load:
+                    other.add(node.id)
+            elif kind is ast.arg:
+                other.add(node.arg)
+            elif kind is ast.alias:
+                other.add(node.asname or node.name.partition(".")[0])
+            elif kind is ast.ExceptHandler:
+                if node.name:
+                    other.add(node.name)
+            elif kind in (ast.Global, ast.Nonlocal):
+                other.update(node.names)
+            elif kind.__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
+                other.update(n for n in (getattr(node, "name", None), getattr(node, "rest", None)) if n)
+        return frozenset(defined - other)
 
 
 def _per_call_uploads(sem, function: cst.FunctionDef) -> Iterator[CallUpload]:
