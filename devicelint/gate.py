@@ -40,6 +40,9 @@ WITH_ARGS = 32        # the call passes some argument
 ATTRIBUTE_CALL = 64   # the callee is an attribute (`x.f(...)`)
 WITHOUT_DEVICE = 128  # no `device=` keyword (`**kwargs` may hold one: the API reads it not)
 IN_FUNCTION = 256     # in the body of a function (or lambda), not at module or class level
+# How `FileFacts.uses_foreign` says a name is used other than as a call's callee:
+VALUE_USE = 512       # read as a value (an argument, a base, a decorator, an alias: not an annotation)
+TYPE_TEST = 1024      # `isinstance(x, Cls)` / `issubclass`'s second argument
 
 # Deeper than this (ast nesting), libcst's recursive parse or code generation may fail where
 # CPython's parser does not (a DL900 the gate would hide): such files are not gated.
@@ -675,6 +678,152 @@ class FileFacts:
             if name in self.ids and self._foreign_symbol(view, name):
                 return True
         return False
+
+    def uses_foreign(self, accept) -> bool:
+        """Some use of a function or class of another local module (`imports_foreign`'s,
+        through a name an import or a module-level alias binds: `_may_be_imported`) for which `accept(symbol, flags, view)` holds:
+        `flags` are those of its calls (`callees`: IN_ANY_LOOP, IN_FUNCTION, ...) when it is
+        a callee, VALUE_USE where it is read as a value (passed, aliased, a base, a
+        decorator), TYPE_TEST as the class of an `isinstance` that is an `if`'s whole test
+        (`syncs.narrowed_method`). A name met only in annotations or as the class of
+        another `isinstance`/`issubclass` test is no use. A star import counts whatever `accept` says (what it binds is not looked at)."""
+        if not self.import_names and not self.alias_heads and not self.star_import:
+            return False
+        view = self.view()
+        if view is None:
+            return False
+        if self.star_import:
+            return True
+        uses: dict[str, int] = {}
+        for dotted, flags in self.callees.items():
+            if self._may_be_imported(dotted):
+                uses[dotted] = flags
+        values, tests = self._value_uses()
+        for dotted in values:
+            uses[dotted] = uses.get(dotted, 0) | VALUE_USE
+        for dotted in tests:
+            uses[dotted] = uses.get(dotted, 0) | TYPE_TEST
+        for dotted in sorted(uses):
+            symbol = self._foreign_symbol(view, dotted)
+            if symbol is not None and accept(symbol, uses[dotted], view):
+                return True
+        return False
+
+    def _value_uses(self) -> tuple[set[str], set[str]]:
+        """(dotted names with a head an import binds read as values, those tested as a class
+        by an `if isinstance(x, Cls):`); and the attribute names the file stores (kept as
+        `stored_attributes`). Not annotations, not callees (`callees` has those)."""
+        found = self.__dict__.get("_values")
+        if found is not None:
+            return found
+        heads = self.import_names | self.alias_heads
+        values: set[str] = set()
+        tests: set[str] = set()
+        stored: set[str] = set()
+        stack: list[ast.AST] = [self._whole]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is ast.Call:
+                func = node.func
+                if _dotted(func) is None:
+                    stack.append(func)
+                args = node.args
+                if type(func) is ast.Name and func.id in ("isinstance", "issubclass") and len(args) == 2:
+                    # the class a value is tested against: no value the model takes
+                    stack.append(args[0])
+                    classes = args[1].elts if type(args[1]) is ast.Tuple else [args[1]]
+                    stack.extend(cls for cls in classes if _dotted(cls) is None)
+                else:
+                    stack.extend(args)
+                stack.extend(k.value for k in node.keywords)
+                continue
+            if kind is ast.If:
+                test = node.test
+                if type(test) is ast.Call and type(test.func) is ast.Name and test.func.id == "isinstance" \
+                        and len(test.args) == 2 and not test.keywords:
+                    # `if isinstance(obj, Cls):` then `obj.method(...)` in its body
+                    # (`syncs.narrowed_method`: one class, the `if`'s whole test)
+                    dotted = _dotted(test.args[1])
+                    if dotted is not None and dotted.partition(".")[0] in heads:
+                        tests.add(dotted)
+            if kind is ast.Name or kind is ast.Attribute:
+                if kind is ast.Attribute and type(node.ctx) is not ast.Load:
+                    stored.add(node.attr)
+                dotted = _dotted(node)
+                if dotted is None:
+                    stack.append(node.value)
+                elif dotted.partition(".")[0] in heads:
+                    values.add(dotted)
+                continue
+            if kind in _FUNCTIONS:
+                stack.extend(node.decorator_list)
+                stack.extend(node.args.defaults)
+                stack.extend(d for d in node.args.kw_defaults if d is not None)
+                stack.extend(node.body)
+                continue
+            if kind is ast.AnnAssign:
+                stack.append(node.target)
+                if node.value is not None:
+                    stack.append(node.value)
+                continue
+            if kind is ast.Lambda:
+                stack.extend(node.args.defaults)
+                stack.extend(d for d in node.args.kw_defaults if d is not None)
+                stack.append(node.body)
+                continue
+            if kind is ast.Import or kind is ast.ImportFrom or kind is ast.arg:
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+        found = self.__dict__["_values"] = (values, tests)
+        self.__dict__["stored_attributes"] = stored
+        return found
+
+    def may_call_own_in_loop(self, flags: int = IN_ANY_LOOP) -> bool:
+        """Some call with every bit of `flags` may run a function of this file (what
+        `syncs.callee` finds: a name the file binds other than by an import, a method
+        `x.m()` with `m` a function of the file, an attribute it stores, `self.fn = helper`,
+        or a name it binds, a class attribute, unless `x` is a name only an import binds),
+        or a name the file does not bind that no builtin has (a superset: which function a
+        name holds is not followed here)."""
+        import builtins
+
+        bound = self.binding_counts()
+        for dotted, call_flags in self.callees.items():
+            if call_flags & flags != flags:
+                continue
+            head, dot, last = dotted.rpartition(".")
+            if not dot:
+                if last in self.function_names or bound.get(last, 0) > (1 if last in self.import_names else 0) \
+                        or last not in bound and not hasattr(builtins, last):
+                    return True
+                continue
+            first = head.partition(".")[0]
+            if first in self.import_names and bound.get(first, 0) == 1:
+                continue  # `torch.tensor(...)`, `F_t.resize(...)`: what the import names
+            self._value_uses()
+            if last in self.function_names or last in self.__dict__["stored_attributes"] or last in bound:
+                return True  # (a name bound anywhere: a class attribute `fn = helper` too)
+        return False
+
+    def calls_parameter_in_loop(self) -> bool:
+        """Some call, in a loop (for/while or a comprehension, at any depth) inside a function
+        defined directly at the module's top level, of a bare name that is one of that
+        function's parameters (`compute_loss(pred, targets)` in `run(..., compute_loss)`):
+        the only calls whose object `syncs.importer_instances` looks for in the files that
+        import the function (a superset: nested scopes count, shadowing is not looked at)."""
+        found = self.__dict__.get("_calls_parameter_in_loop")
+        if found is None:
+            found = False
+            for statement in self._whole.body:
+                if type(statement) not in _FUNCTIONS:
+                    continue
+                params = _parameters(statement)
+                if params and _calls_name_in_loop(statement, params):
+                    found = True
+                    break
+            self.__dict__["_calls_parameter_in_loop"] = found
+        return found
 
     def _foreign_symbol(self, view, dotted: str):
         if dotted not in self._foreign:
@@ -2250,3 +2399,327 @@ def _fills(owner: ast.ClassDef) -> list[tuple[ast.AST, ast.AST]]:
     return found
 
 
+
+
+def _calls_name_in_loop(function: ast.AST, names: set[str]) -> bool:
+    """Some call inside `function` whose callee is a bare name of `names`, in the body of a
+    for/while loop or in a comprehension (any loop at any depth below `function`)."""
+    stack: list[tuple[ast.AST, bool]] = [(child, False) for child in ast.iter_child_nodes(function)]
+    while stack:
+        node, in_loop = stack.pop()
+        kind = type(node)
+        if in_loop and kind is ast.Call and type(node.func) is ast.Name and node.func.id in names:
+            return True
+        inner = in_loop or kind in _FOR_WHILE or kind in _COMPREHENSIONS
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return False
+
+
+# -- what another local module's code may do, unit by unit (DL016's and DL004's foreign paths)
+#
+# A unit is a function or class defined at a module's top level (also inside a top-level
+# `if`/`try`/`with`), with everything in it (methods, nested functions, lambdas, decorators,
+# bases, defaults); the module's other statements (imports left out) are one more unit, "".
+# From a function or class another file imports, the code its model may run or read is in
+# units reached through the identifiers the unit mentions: a unit of the same module of that
+# name (a call, a method `self.f()`, an alias, a constructor, a base), the module's other
+# statements when it reads a name they bind (a module-level constant, a lambda bound at top
+# level), the units that declare it `global`, and what the module's imports resolve it to in
+# the project index (a function or class of a further module; a module: its units whose
+# names the unit mentions). The semantic model follows calls and values only by names
+# written in the code (`syncs.callee`, `foreign_function`, `_project_class`, `defs`: never a
+# string, `getattr` or an attribute of an object it does not show), so what it runs when the
+# unit runs lies in that closure.
+
+_UNITS_MAX_CHARS = 1_000_000  # over this, no look: every unit may (as dataflow's first look)
+_PLACING_ID = re.compile(r"cuda|device|accelerator|synchroni[sz]e|(^|_)(dev|gpu)$", re.I)
+
+
+class _Units:
+    __slots__ = ("mentions", "dotted", "copies", "places", "bound", "globals", "factories", "dtype_to",
+                 "stores_dtype", "copying")
+
+    def __init__(self) -> None:
+        # unit name -> identifiers it mentions / dotted names it reads / flags
+        self.mentions: dict[str, set[str]] = {}
+        self.dotted: dict[str, set[str]] = {}
+        # `.cuda(...)`, `.new_tensor(...)`, or `.to(...)` to what may be a device (not a
+        # dtype: `_may_be_device_target`)
+        self.copies: dict[str, bool] = {}
+        # the callees (dotted, None when not a name) of the unit's other calls given `device=`
+        # what may be a device: copies only where the callee may be a `[copies] data_to_device`
+        # factory (`_factory_copy`, `_constant_upload`: to a parameter's device or one
+        # `device_place` finds), asked when the unit is reached (the index resolves them then)
+        self.factories: dict[str, list[Optional[str]]] = {}
+        self.dtype_to: dict[str, bool] = {}       # a `.to(x.dtype)`: a device where `stores_dtype`
+        self.stores_dtype = False                 # `x.dtype = ...` or a string "dtype" (`placing_calls`)
+        self.places: dict[str, bool] = {}
+        self.bound: set[str] = set()              # names the other statements ("") bind
+        self.globals: dict[str, set[str]] = {}    # name -> units declaring it `global`
+        # dataflow's first look (`_copying_functions`): the names of the functions, at any
+        # depth, around a call `_may_copy` accepts
+        self.copying: set[str] = set()
+
+
+def _module_units(index, module) -> Optional[_Units]:
+    """The units of another local module (see above), kept by the index; None when its text
+    is not looked at (too long, or `ast` cannot read it): then every unit may."""
+    key = ("gate units", module.path, index.identity(module))
+    if key in index.derived:
+        return index.derived[key]  # type: ignore[return-value]
+    text = module.text or ""
+    found: Optional[_Units] = None
+    if len(text) <= _UNITS_MAX_CHARS:
+        own = getattr(module, "key", None)
+        tree = index.kept_ast(own, text) if own else None
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+        if tree is not None:
+            try:
+                found = _read_units(tree)
+            except RecursionError:
+                found = None
+    index.derived[key] = found
+    return found
+
+
+def _read_units(tree: ast.Module) -> _Units:
+    units = _Units()
+    owners_of: list[tuple[ast.AST, tuple[str, ...]]] = [(tree, ())]
+    while owners_of:
+        node, owners = owners_of.pop()
+        if type(node) in _FUNCTIONS:
+            owners = owners + (node.name,)
+        elif owners and type(node) is ast.Call and (
+                type(node.func) is ast.Attribute and node.func.attr in ("new_tensor", "to", "cuda")
+                or any(k.arg == "device" for k in node.keywords)):
+            units.copying.update(owners)
+        owners_of.extend((child, owners) for child in ast.iter_child_nodes(node))
+    rest: list[ast.AST] = []
+    pending = list(reversed(tree.body))
+    while pending:
+        statement = pending.pop()
+        kind = type(statement)
+        if kind in _NESTED_SCOPES:
+            _add_unit(units, statement.name, statement)
+        elif kind in (ast.Import, ast.ImportFrom):
+            continue  # the index's facts bind them (resolved when mentioned)
+        elif kind is ast.If:
+            rest.append(statement.test)
+            pending.extend(reversed(statement.body + statement.orelse))
+        elif kind in (ast.Try, getattr(ast, "TryStar", ast.Try)):
+            rest.extend(h.type for h in statement.handlers if h.type is not None)
+            rest.extend(ast.Name(id=h.name, ctx=ast.Store()) for h in statement.handlers if h.name)
+            pending.extend(reversed(statement.body + [s for h in statement.handlers for s in h.body]
+                                    + statement.orelse + statement.finalbody))
+        elif kind in (ast.With, ast.AsyncWith):
+            rest.extend(statement.items)
+            pending.extend(reversed(statement.body))
+        else:
+            rest.append(statement)
+    other = _Units()
+    for node in rest:
+        _add_unit(other, "", node)
+    if rest:
+        units.mentions[""] = other.mentions[""]
+        units.dotted[""] = other.dotted[""]
+        units.copies[""] = other.copies[""]
+        units.factories[""] = other.factories[""]
+        units.dtype_to[""] = other.dtype_to[""]
+        units.places[""] = other.places[""]
+        units.stores_dtype |= other.stores_dtype
+        for name, owners in other.globals.items():
+            units.globals.setdefault(name, set()).update(owners)
+        for node in rest:
+            for inner in ast.walk(node):
+                if type(inner) is ast.Name and type(inner.ctx) is not ast.Load:
+                    units.bound.add(inner.id)
+                elif type(inner) in _NESTED_SCOPES:
+                    units.bound.add(inner.name)
+                elif type(inner) is ast.alias:
+                    units.bound.add((inner.asname or inner.name).partition(".")[0])
+    return units
+
+
+def _add_unit(units: _Units, name: str, root: ast.AST) -> None:
+    mentions = units.mentions.setdefault(name, set())
+    dotted = units.dotted.setdefault(name, set())
+    factories = units.factories.setdefault(name, [])
+    copies = units.copies.get(name, False)
+    dtype_to = units.dtype_to.get(name, False)
+    places = units.places.get(name, False)
+    for node in ast.walk(root):
+        kind = type(node)
+        if kind is ast.Name:
+            mentions.add(node.id)
+            if not places and _PLACING_ID.search(node.id):
+                places = True
+        elif kind is ast.Attribute:
+            mentions.add(node.attr)
+            if not places and _PLACING_ID.search(node.attr):
+                places = True
+            if node.attr == "dtype" and type(node.ctx) is not ast.Load:
+                units.stores_dtype = True
+            text = _dotted(node)
+            if text is not None:
+                dotted.add(text)
+        elif kind is ast.Call:
+            func = node.func
+            method = func.attr if type(func) is ast.Attribute else None
+            if not places:
+                # (`device_placing`'s calls: a `.cuda(...)`, a `.to(...)` or any call's
+                # `device=` given what may be a device; a dtype's attribute counted too)
+                target = _device_target(node)
+                places = target is not None and _may_be_device_target(target)
+            if method in ("cuda", "new_tensor"):
+                copies = True
+            elif method == "to":
+                target = _device_target(node)
+                if target is not None and _may_be_device_target(target):
+                    if type(target) is ast.Attribute and target.attr == "dtype":
+                        dtype_to = True
+                    else:
+                        copies = True
+            elif any(k.arg == "device" and _may_be_device_target(k.value) for k in node.keywords):
+                factories.append(_dotted(func))  # (`device="cpu"`, `device=None`: no copy)
+        elif kind is ast.Constant:
+            if isinstance(node.value, str):
+                if node.value == "dtype":
+                    units.stores_dtype = True
+                if not places and (_CUDA_OR_DEVICE.search(node.value) or _names_accelerator(node.value)):
+                    places = True
+        elif kind is ast.arg:
+            if not places and _PLACING_ID.search(node.arg):
+                places = True
+        elif kind is ast.alias:
+            if not places and _PLACING_ID.search(node.name + " " + (node.asname or "")):
+                places = True
+            mentions.add((node.asname or node.name).partition(".")[0])
+        elif kind in (ast.Global, ast.Nonlocal):
+            for declared in node.names:
+                units.globals.setdefault(declared, set()).add(name)
+        elif kind in _NESTED_SCOPES or kind is ast.keyword:
+            text = node.name if kind in _NESTED_SCOPES else node.arg
+            if text and not places and _PLACING_ID.search(text):
+                places = True
+    units.copies[name] = copies
+    units.dtype_to[name] = dtype_to
+    units.places[name] = places
+
+
+def may_copy_through(symbol, view) -> bool:
+    """Whether running or building `symbol` (a function or class of another local module,
+    from `FileFacts.uses_foreign`) may reach code that copies to the device as DL016 finds
+    it: a call `.cuda(...)`, `.new_tensor(...)`, `.to(...)` to what may be a device, or a
+    `[copies] data_to_device` factory given `device=` (every copy DL016's `upload`,
+    `dataflow._constant_upload`, `_param_uploads`, `_factory_copy` and `wrapper_move`
+    accept is written so, in the file whose model finds it: `_unit_copies`) in a unit of
+    its module that it reaches (its own body, a helper, a method, a constructor, a lambda
+    bound at top level). DL016 follows a call into a further module only from a function
+    that `dataflow.foreign_call_uploads` takes (its module's first look names it or an
+    `__init__`), through `inner_copies`: then a unit of the whole closure."""
+    if _reaches(view, symbol, "copies", False):
+        return True
+    if symbol.kind != "function":
+        return False
+    units = _module_units(view.index, symbol.module)
+    if units is not None and symbol.name not in units.copying and "__init__" not in units.copying:
+        return False
+    return _reaches(view, symbol, "copies", True)
+
+
+def may_place_through(symbol, view) -> bool:
+    """Whether running or building `symbol` may reach code that puts a value on the device
+    or waits for it, as `FileFacts.device_placing` and `mentions("synchronize")` ask of a
+    file: a `.to(...)`/`.cuda(...)` call, a `device=` keyword, an identifier naming a device,
+    CUDA, an accelerator or a synchronize (`torch.device`, `x.device`, a `dev`/`gpu` hint, a
+    legacy `torch.cuda` type), or a string naming a device, in a unit of its closure."""
+    return _reaches(view, symbol, "places", True)
+
+
+def _reaches(view, symbol, flag: str, imports: bool) -> bool:
+    """Whether a unit that `symbol`'s unit reaches has `flag` ("copies", "places"): in its
+    own module, or with `imports` through the module's imports into further ones."""
+    index = view.index
+    if view.deps is None:
+        return _reaches_noted(index, symbol, flag, imports)
+    return index._noting(view.deps, _reaches_noted, index, symbol, flag, imports)
+
+
+def _reaches_noted(index, symbol, flag: str, imports: bool) -> bool:
+    if symbol.module is None:
+        return False
+    stack = [(symbol.module, symbol.name)]
+    seen: set[tuple[str, str]] = set()
+    while stack:
+        module, name = stack.pop()
+        if (module.path, name) in seen:
+            continue
+        seen.add((module.path, name))
+        # the answer rests on this module's text, as its model's would
+        index._deps[("model", module.path)] = (index.identity(module), "")
+        if not index.ready(module):
+            return True  # (facts unread: `ast` cannot read it; nothing is known of it)
+        units = _module_units(index, module)
+        if units is None or name not in units.mentions and name in module.functions | set(module.classes):
+            return True  # not looked at, or a unit the look did not find: it may
+        if name not in units.mentions:
+            continue
+        if units.places[name] if flag == "places" else _unit_copies(index, module, units, name):
+            return True
+        mentions = units.mentions[name]
+        for other in mentions:
+            if other in units.mentions and other != name:
+                stack.append((module, other))
+            if other in units.bound and "" in units.mentions:
+                stack.append((module, ""))
+            for owner in units.globals.get(other, ()):
+                stack.append((module, owner))
+        if not imports:
+            continue
+        bound = module.imports.keys() | module.aliases.keys() | module.self_names
+        asked = [m for m in mentions if m in bound or module.stars and m not in units.mentions]
+        asked += [d for d in units.dotted[name] if d.partition(".")[0] in bound]
+        for dotted in asked:
+            found = index.resolve(module, dotted)
+            if found is None or found.module is None:
+                continue
+            if found.kind in ("function", "class"):
+                stack.append((found.module, found.name))
+            elif found.kind == "module":
+                inner = _module_units(index, found.module)
+                if inner is None:
+                    return True
+                index._deps[("model", found.module.path)] = (index.identity(found.module), "")
+                stack.extend((found.module, m) for m in mentions if m in inner.mentions)
+                if "" in inner.mentions and mentions & inner.bound:
+                    stack.append((found.module, ""))
+    return False
+
+
+def _unit_copies(index, module, units: _Units, name: str) -> bool:
+    """Whether a unit may copy to the device (`may_copy_through`): a `.cuda()`, a
+    `.new_tensor(...)`, a `.to(...)` to what may be a device (to `x.dtype` only where the
+    module stores a `dtype` attribute), or a call given `device=` of what may be a `[copies]
+    data_to_device` factory (`torch.tensor`, `as_tensor`, ...): its last name is one, or the
+    index does not resolve its name to a class or function of the project nor to another
+    name outside it (a local variable, a parameter, an attribute: whatever it holds)."""
+    if units.copies[name] or units.dtype_to[name] and units.stores_dtype:
+        return True
+    factories = units.factories[name]
+    if not factories:
+        return False
+    data = _data_to_device_names()
+    from devicelint.semantic.api import torch_api
+
+    api = torch_api()
+    for dotted in factories:
+        if dotted is None or dotted.rsplit(".", 1)[-1] in data:
+            return True
+        found = index.resolve(module, dotted)
+        if found is None or found.kind == "external" and found.name in api.data_to_device:
+            return True
+    return False

@@ -212,9 +212,33 @@ class SyncInLoop(Rule):
         one there (`device_placing`), or a whole-device wait (`torch.cuda.synchronize()`,
         the API table's `syncs` functions, by name), or calls code of another local module
         (a helper, a module's forward) whose reads that file's model decides
-        (devicelint/gate.py)."""
-        return facts.has_step_loop and (facts.device_placing() or facts.mentions("synchronize")
-                                        or facts.imports_foreign())
+        (devicelint/gate.py). Without the first two, no value of the file is on the device
+        (`device_placing`: the model's values reach the device only through those; what
+        another module's function returns is taken from it only for device arguments,
+        `_project_returned`), so every finding is a read that code of another module
+        makes on a value on the device there (`SummaryRead.device`, `read_applies`; a
+        `synchronize` there), or a method of an object of another module's class
+        returning one (`_foreign_method_returns`): code that imported function or class
+        runs as its model follows it, through the names it writes, into its module and
+        further ones (`_helper_reads` of `foreign_function`), where something puts a
+        value on the device or waits for it (`gate.may_place_through`). A function so
+        used: called in a step loop (`call_reads`), or in a function of the file that a call
+        in a step loop may run (its summary's `_helper_reads`: `may_call_own_in_loop`), or
+        passed as a value (`_passed_function`); a class: built, passed or tested
+        (`narrowed_method`'s `isinstance`) anywhere, not only named in an annotation."""
+        if not facts.has_step_loop:
+            return False
+        if facts.device_placing() or facts.mentions("synchronize"):
+            return True
+        from devicelint.gate import IN_FUNCTION, IN_STEP_LOOP, VALUE_USE, may_place_through
+
+        def places(symbol, flags: int, view) -> bool:
+            if symbol.kind == "function" and not flags & (IN_STEP_LOOP | VALUE_USE) and not (
+                    flags & IN_FUNCTION and facts.may_call_own_in_loop(IN_STEP_LOOP)):
+                return False
+            return may_place_through(symbol, view)
+
+        return facts.uses_foreign(places)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

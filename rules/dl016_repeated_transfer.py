@@ -304,7 +304,26 @@ class RepeatedTransfer(Rule):
         function is looked for only when the file imports a local module itself
         (`_imports_local`, the same test as imports_foreign). A function copying each
         element of a list parameter (`element_uploads`) makes the copy in its body: this
-        file's (IN_FUNCTION, with a loop) or an imported local module's (imports_foreign)."""
+        file's (IN_FUNCTION, with a loop) or an imported local module's (imports_foreign).
+
+        Each of those copies in another module is a call `.to(...)`, `.cuda(...)`,
+        `.new_tensor(...)` or one given `device=` (`upload`, `_constant_upload`,
+        `_param_uploads`, `wrapper_move`: as dataflow's `_may_copy` first look says) in
+        the file whose model finds it, in code the imported function or class runs as
+        that model follows it: its own body, a function, class or lambda of its module
+        it names (a helper, a method `self.f()`, a constructor, `str2tensor` calling
+        `cuda_variable`), or one of a further module it imports (a helper's helper): so
+        the file must use an imported function or class whose closure
+        (`gate.may_copy_through`) holds such a call (`uses_foreign`). A function so: called
+        in a loop (its own copies, its inner ones), or in a function of the file that a call
+        in a loop may run (`inner_copies`, `element_uploads` of the file's function:
+        `may_call_own_in_loop`), or passed as a value (a parameter called in a loop,
+        `_passed_function`); a class: built or passed anywhere (its object called in a loop,
+        its `__init__` run by `_constructor_copy`), not only named in an annotation or an
+        `isinstance`. Only the object a parameter is given by an importing file
+        (`importer_instances`) may be of a class the file does not name: asked for a call
+        in a loop of a top-level function's parameter (`calls_parameter_in_loop`), with any
+        local import (`_imports_local`)."""
         if facts.uploads(IN_ANY_LOOP):
             return True
         if facts.uploads(IN_FUNCTION) and (facts.has_any_loop or facts.function_names & {"forward", "__call__"}):
@@ -314,9 +333,22 @@ class RepeatedTransfer(Rule):
             return True
         if facts.uploads(IN_FUNCTION) and facts.uses_keyword(("collate_fn",)):
             return True  # constants copied in a loader's collate_fn (`check_collate_copy`)
-        if facts.has_any_loop and facts.imports_foreign():
-            return True  # a call, in a loop, of another file's function, module or object
-        return facts.calls_foreign(_may_upload, IN_ANY_LOOP)
+        if facts.has_any_loop:
+            from devicelint.gate import TYPE_TEST, VALUE_USE, may_copy_through
+
+            def copies(symbol, flags: int, view) -> bool:
+                if symbol.kind == "function" and not flags & (IN_ANY_LOOP | VALUE_USE) and not (
+                        flags & IN_FUNCTION and facts.may_call_own_in_loop()):
+                    return False
+                if not flags & ~TYPE_TEST:
+                    return False  # only an `isinstance` test's class
+                return may_copy_through(symbol, view)
+
+            if facts.uses_foreign(copies):
+                return True  # a call, in a loop, of another file's function, module or object
+            if facts.imports_foreign() and facts.calls_parameter_in_loop():
+                return True  # an object the importing files make (`importer_instances`)
+        return False
     fixable = True
 
     def leave_Call(self, node: cst.Call) -> None:

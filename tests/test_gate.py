@@ -759,3 +759,256 @@ def test_the_device_or_cuda_check_is_the_case_insensitive_expression() -> None:
     answers = [_names_device_or_cuda(text) for text in texts]
     assert answers == [_CUDA_OR_DEVICE.search(text) is not None for text in texts]
     assert True in answers and False in answers
+
+
+# -- the foreign paths of DL016 and DL004 (gate.uses_foreign, may_copy_through, may_place_through)
+
+def _project_gate_then_rule(code: str, files: dict[str, str], target: str, tmp_path, monkeypatch):
+    """(what `code`'s gate says of `target` with the project index over `files`, the lines the
+    rule reports in `target` when the project is linted with the gate off)."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    listed = [(str(tmp_path / name), name, (tmp_path / name).read_bytes()) for name in sorted(files)]
+    project_index.use(project_index.ProjectIndex.build(str(tmp_path), listed, None, recording=False))
+    try:
+        facts = gate.facts_of(target, files[target])
+        assert facts is not None
+        says = bool(all_rules()[code].gate(facts))
+    finally:
+        project_index.use(None)
+    monkeypatch.setenv("DEVICELINT_NO_GATE", "1")
+    run = runner.lint_paths([str(tmp_path)], runner.Overrides(select=[code]), use_cache=False, jobs=1)
+    monkeypatch.delenv("DEVICELINT_NO_GATE")
+    return says, [f.line for f in run.findings if f.code == code and Path(f.path).name == target]
+
+
+_HELPERS = '''import torch
+
+
+def scale(x, k=2.0):
+    return x * k
+
+
+def blur(img, k):
+    kernel = torch.tensor([1.0, 2.0, 1.0], device=img.device) / k
+    return img * kernel
+
+
+def to_gpu(t):
+    return t.cuda()
+
+
+def first_value(t):
+    return t.cuda().sum().item()
+
+
+class Meter:
+    def __init__(self):
+        self.total = 0.0
+
+    def add(self, v):
+        self.total += v
+'''
+
+_FOREIGN_NEAR_MISSES = {
+    # a helper that copies nothing, called in a loop; its module's other function copies
+    # (main's gate: `calls_foreign(_may_upload)`, a module that copies)
+    ("DL016", "helper copies nothing"): '''from helpers import scale
+
+
+def run(xs):
+    out = []
+    for x in xs:
+        out.append(scale(x).cpu())
+    return out
+''',
+    # a helper that copies, called once per call of a function no loop of the file calls
+    # (torchvision's transforms/functional.py: `F_t.elastic_transform(...)`)
+    ("DL016", "copying helper outside loops"): '''import helpers
+
+
+def gaussian(img, sizes):
+    for k in sizes:
+        if k % 2 == 0:
+            raise ValueError(k)
+    return helpers.blur(img, len(sizes)).cpu()
+''',
+    # a class of a module that copies, named only in an annotation and an `isinstance`
+    # (torchvision's datasets/samplers/clip_sampler.py: `VideoClips`)
+    ("DL016", "class in annotations only"): '''from helpers import Meter
+
+
+class Sampler:
+    def __init__(self, meter: Meter):
+        if not isinstance(meter, Meter):
+            raise TypeError(meter)
+        self.meter = meter
+
+    def __iter__(self):
+        for i in range(3):
+            yield self.meter.total.cpu()
+''',
+    # DL004: a helper that puts nothing on the device, called in a step loop; its module
+    # reads device values elsewhere (`first_value`)
+    ("DL004", "helper places nothing"): '''import torch
+
+from helpers import scale
+
+
+def train(model, loader, opt):
+    for x in loader:
+        loss = model(scale(x.to(torch.float32)))
+        loss.backward()
+        opt.step()
+        print(loss.item())
+''',
+    ("DL004", "class in annotations only"): '''import torch
+
+from helpers import Meter
+
+
+def count(meter: Meter, steps):
+    n = 0
+    while n < steps:
+        n += meter.total.to(torch.int64).item()
+    if not isinstance(meter, Meter):
+        raise TypeError(meter)
+    return n
+''',
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FOREIGN_NEAR_MISSES), ids=lambda c: f"{c[0]}-{c[1]}")
+def test_foreign_gates_need_code_that_copies_or_places(case, tmp_path, monkeypatch):
+    """Near misses now gated out (session 15's `imports_foreign`/`calls_foreign(_may_upload)`
+    let each through): the rule, gate off, reports nothing in them. Each holds its rule's
+    tokens (so the rule runs) and names no device or CUDA (so the gate is asked)."""
+    code, _name = case
+    text = _FOREIGN_NEAR_MISSES[case]
+    assert any(token in text for token in all_rules()[code].tokens) and not gate._names_device_or_cuda(text)
+    files = {"helpers.py": _HELPERS, "main.py": text}
+    assert _project_gate_then_rule(code, files, "main.py", tmp_path, monkeypatch) == (False, [])
+
+
+_READER = '''import torch
+
+
+def peak(scores):
+    best = torch.zeros(3).cuda()
+    return (best + scores.max()).max().item()
+'''
+
+_STEPS = '''import torch
+from torch.utils.data import DataLoader
+
+from helpers import peak
+
+
+def train(data):
+    model = torch.nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for inputs in DataLoader(data):
+        loss = model(inputs.to(torch.float32)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        top = peak(loss)
+'''
+
+# Files that name no device nor CUDA (the gate reads them), with no copy or placing of their
+# own (DL016's and DL004's other tests say no), each with the token its rule needs.
+_FOREIGN_FINDINGS = {
+    # a helper of another module that copies the same constants on every call, in a loop
+    ("DL016", "copying helper in a loop"): ({"helpers.py": '''import torch
+
+
+def offsets(x):
+    table = torch.tensor([1.0, 2.0, 3.0]).cuda()
+    return x + table
+'''}, '''from helpers import offsets
+
+
+def run(batches):
+    out = []
+    for x in batches:
+        out.append(offsets(x).cpu())
+    return out
+'''),
+    # the copy in a helper of the helper's module (fixtures/DL016/project/codec.py: `str2tensor`
+    # copying through `cuda_variable`), given what the loop read back
+    ("DL016", "copy in the helper's helper"): ({"helpers.py": (FIXTURES / "DL016/project/codec.py").read_text()},
+                                               '''from helpers import str2tensor
+
+
+def decode(model, steps):
+    text = "a"
+    inputs = str2tensor(text)
+    for _ in range(steps):
+        out = model(inputs.float())
+        char = chr(int(out.argmax().cpu()) % 26 + 97)
+        text += char
+        inputs = str2tensor(char)
+    return text
+'''),
+    # DL004: a helper of another module reading a value it put on the device, in a step loop
+    # (the file's own `.to(...)` is to a dtype: it places nothing)
+    ("DL004", "reading helper in a step loop"): ({"helpers.py": _READER}, _STEPS),
+    # ... the read in a helper of a further module that the helper calls
+    ("DL004", "reading helper's foreign helper"): ({"helpers.py": '''from reader import peak as read
+
+
+def peak(scores):
+    return read(scores)
+''', "reader.py": _READER}, _STEPS),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FOREIGN_FINDINGS), ids=lambda c: f"{c[0]}-{c[1]}")
+def test_foreign_gates_keep_the_paths_through_other_modules(case, tmp_path, monkeypatch):
+    """The rule reports in the importing file (gate off) and its gate lets the file through."""
+    code, _name = case
+    others, main = _FOREIGN_FINDINGS[case]
+    says, lines = _project_gate_then_rule(code, {**others, "main.py": main}, "main.py", tmp_path, monkeypatch)
+    assert lines and says
+    facts = gate.facts_of("main.py", main)
+    assert not facts.device_placing() and not gate._names_device_or_cuda(main)
+
+
+def test_dl016_gate_keeps_objects_the_importing_files_make(tmp_path, monkeypatch):
+    """`evaluation.run(..., compute_loss=compute_loss)` in train.py, the loss object's
+    `__call__` copying the same table every batch of evaluation.py's loop: reported in
+    evaluation.py, which imports nothing that copies; its gate lets it through only by a
+    call, in a loop, of a top-level function's parameter (`importer_instances`)."""
+    losses = (FIXTURES / "DL016/project/losses.py").read_text()
+    files = {
+        "helpers.py": _HELPERS,
+        "losses.py": losses,
+        "train.py": '''import torch
+
+import evaluation
+from losses import TargetLoss
+
+
+def main(batches):
+    model = torch.nn.Linear(4, 3).to("cuda")
+    compute_loss = TargetLoss(model)
+    return evaluation.run(model, batches, compute_loss=compute_loss)
+''',
+        "evaluation.py": '''import torch
+
+from helpers import scale
+
+
+def run(model, batches, compute_loss=None):
+    device = next(model.parameters()).device
+    total = torch.zeros((), device=device) + scale(torch.tensor([0.0])).sum() * 0
+    for pred, targets in batches:
+        if compute_loss:
+            total = total + compute_loss(model(pred), targets)
+    return total
+''',
+    }
+    says, lines = _project_gate_then_rule("DL016", files, "evaluation.py", tmp_path, monkeypatch)
+    assert says and lines == [11]
+    monkeypatch.setattr(gate.FileFacts, "calls_parameter_in_loop", lambda self: False)
+    assert _project_gate_then_rule("DL016", files, "evaluation.py", tmp_path, monkeypatch) == (False, [11])
