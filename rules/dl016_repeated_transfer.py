@@ -1271,7 +1271,6 @@ class RepeatedTransfer(Rule):
         of a tuple or list of such transfers, `batch = tuple(t.to(dev) for t in batch)` then
         `x, y = batch`), else None. Silent when the host data the transfer copied is changed
         in place before the read-back (`staging.zero_()`): its host copy is gone."""
-        sem = self.ctx.semantic
         region = loops[0]
         source = self._uploaded_part(receiver, (), region)
         if source is None:
@@ -1534,13 +1533,3 @@ class RepeatedTransfer(Rule):
     runtime = RuntimeSpec(probe=probe, watch=(Watch.MOVES, Watch.FACTORIES, Watch.SYNCS),
                           finds=(Find.READ_BACKS, Find.REPEATS))
 
-
-def _may_upload(symbol, view) -> bool:
-    """A function of another module whose body may copy to the device (the first look
-    `dataflow.foreign_call_uploads` takes; a text it does not look at may), or that may call
-    a function of its module that does (`str2tensor` copying through `cuda_variable`: the
-    module has one)."""
-    if symbol.kind != "function":
-        return False
-    copying = dataflow._copying_functions(view.index, symbol.module)
-    return copying is None or bool(copying)
