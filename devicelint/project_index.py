@@ -163,6 +163,11 @@ class ProjectIndex:
         self._jobs: dict[str, tuple] = {}
         self._claims: Optional[str] = None
         self._built: list[str] = []
+        # importers_of's names (`naming`): the .py files below a directory, the texts read
+        # for them, the names of each (module, function, directory, extra parts).
+        self._trees: dict[str, Optional[list[str]]] = {}
+        self._texts: dict[str, Optional[str]] = {}
+        self._naming: dict[tuple, Optional[frozenset]] = {}
 
     # -- building ------------------------------------------------------------------------
     @classmethod
@@ -379,6 +384,9 @@ class ProjectIndex:
             self._view_deps.pop(stale, None)
         self._run_identity = None
         self._checked.clear()
+        self._texts.pop(real, None)
+        self._naming.clear()
+        self._trees.clear()
         if old is None:
             self._add(real, data, key)
             return dropped
@@ -928,6 +936,103 @@ class ProjectIndex:
                 return self._member(sub, rest, depth + 1) if rest else Symbol("module", sub, sub.name)
         return found
 
+    # -- the names that can stand for a function (importers_of) -------------------------------
+    # A resolution keeps a dotted name's last part from step to step: an import or an alias
+    # binding of its head hands on the rest as it was, a star import or a package's
+    # submodule the whole name. Only where the name is the bound name alone does a binding
+    # replace it, by its target's last part (`from m import f as g`, `g = m.f`: a rename).
+    # So a name resolves to `function` only if its last part is `function`, or a name some
+    # module binds by a rename to one of these, transitively; and every such binding is in a
+    # module whose text spells the name it renames. The modules a resolution that reaches
+    # `function`'s module passes through all lie below the highest directory that module
+    # can be looked up from (`_reach_top`; see may_reach), where no symbolic link is.
+    def naming(self, module: ModuleInfo, function: str, start: ModuleInfo) -> Optional[frozenset]:
+        """The names whose resolutions, from `start`, may end at `module`'s `function`, as
+        the last part of a dotted name; None when not known (a symbolic link where lookups
+        may walk, too many names to walk, more than `_MAX_NAMING` names)."""
+        extra = frozenset(p for p in start.name.split(".") if p and not p.isidentifier())
+        top = self._reach_top(module, extra)
+        if top is None or not (start.path + os.sep).startswith(top + os.sep):
+            return None
+        key = (module.path, function, top, extra)
+        if key in self._naming:
+            return self._naming[key]
+        self._naming[key] = None
+        files = self._tree(top)
+        if files is None or len(self.modules) + len(files) >= _MAX_MODULES // 2:
+            return None
+        # Lookups from the search directories of those modules that lie above `top` (the
+        # root, a top package's folder) cross no symbolic link either.
+        bases = {base for path in files for base in self._module_name(path)[1]}
+        if not all(self._no_links_below(base, extra) for base in sorted(bases)
+                   if not (base + os.sep).startswith(top + os.sep)):
+            return None
+        found = {function}
+        fresh = {function}
+        while fresh:
+            words, fresh = fresh, set()
+            for path in files:
+                text = self._scan_text(path)
+                if text is None or not any(_spells(text, word) for word in words):
+                    continue
+                info = self._module_for(path)
+                if info is None or not self.ready(info):
+                    continue
+                for bound, target in (*info.imports.items(), *info.aliases.items()):
+                    if bound not in found and target.rpartition(".")[2] in found:
+                        fresh.add(bound)
+            found |= fresh
+            if len(found) > _MAX_NAMING:
+                return None
+        self._naming[key] = frozenset(found)
+        return self._naming[key]
+
+    def _tree(self, top: str) -> Optional[list[str]]:
+        """Every .py file below `top`, whatever the names of the directories between; None
+        where a symbolic link lies below it, or past `_MAX_WALKED_NAMES` names."""
+        if top not in self._trees:
+            found: Optional[list[str]] = []
+            stack = [top]
+            budget = _MAX_WALKED_NAMES
+            while stack and found is not None:
+                folder = stack.pop()
+                names = self._listing(folder)
+                budget -= len(names)
+                if budget < 0 or _LINK in names.values():
+                    found = None
+                    break
+                for name, kind in names.items():
+                    if kind == 0:
+                        stack.append(os.path.join(folder, name))
+                    elif kind == _PLAIN_FILE and name.endswith(".py"):
+                        found.append(os.path.join(folder, name))
+            self._trees[top] = found
+        return self._trees[top]
+
+    def _scan_text(self, path: str) -> Optional[str]:
+        """The text of the module at `path` as its identifiers read (NFKC-normalised where
+        not ASCII: Python reads identifiers so), without parsing it; None when the index
+        could not read it."""
+        if path in self._texts:
+            return self._texts[path]
+        info = self.modules.get(path)
+        if info is not None:
+            text = info.text
+        elif path in self._unreadable:
+            text = None
+        else:
+            data = _read_small(path)
+            try:
+                text = data.decode("utf-8-sig") if data is not None else None
+            except (ValueError, UnicodeDecodeError):
+                text = None
+        if text is not None and not text.isascii():
+            import unicodedata
+
+            text = unicodedata.normalize("NFKC", text)
+        self._texts[path] = text
+        return text
+
     def is_module_class(self, symbol: Symbol, is_root, depth: int = 0) -> bool:
         if symbol.kind == "external":
             return is_root(symbol.name)
@@ -1292,14 +1397,25 @@ class FileView:
     @_asked
     def importers_of(self, function: str) -> list[ModuleInfo]:
         """The other files of the run that import this file's top-level `function` or class
-        (by name, through re-exports and `import *`, or as `module.function`)."""
+        (by name, through re-exports and `import *`, or as `module.function`). In a run that
+        keeps no result cache, only those whose text spells a name that can stand for it
+        (`ProjectIndex.naming`): what the callers look for in an importer is code of it that
+        names the function (a call, a loader built by it), and a name resolves to it only
+        where its last part is one of those names; a file that spells none (`import data`,
+        `data.get_loader` nowhere) would be read and resolved for nothing (timm: 283 modules
+        parsed with `ast` for one question, the one importer spelling it among them)."""
         found = []
         index = self.index
         for other in index.by_key.values():
             # A file that names no local module, or from where no lookup can find this one,
             # cannot import it: skipped unread.
             if other is self.module or not index.may_reach(other, self.module) \
-                    or not index.may_import_local(other) or not index.ready(other):
+                    or not index.may_import_local(other):
+                continue
+            names = None if index.recording else index.naming(self.module, function, other)
+            if names is not None and not any(_spells(index._scan_text(other.path) or "", name) for name in names):
+                continue
+            if not index.ready(other):
                 continue
             names = [*other.imports, *(f"{b}.{function}" for b in other.imports)]
             if other.stars:
@@ -1822,6 +1938,14 @@ _RELATIVE_IMPORT = re.compile(r"\bfrom[\s\\]*\.")
 # the words among which any module an import statement names begins.
 _IMPORTED = re.compile(r"\b(?:from|import)((?:[ \t]|\\\r?\n)+[\w., \t]*(?:\\\r?\n[\w., \t]*)*)")
 _WORD = re.compile(r"\w+")
+
+
+_MAX_NAMING = 256  # names ProjectIndex.naming follows before it gives up
+
+
+def _spells(text: str, name: str) -> bool:
+    """Whether `text` (as `ProjectIndex._scan_text` gives it) holds `name` as a whole word."""
+    return name in text and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
 
 
 _PLAIN_FILE, _LINK = 1, 2  # kinds of names in ProjectIndex._listing
