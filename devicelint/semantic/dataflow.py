@@ -1611,31 +1611,25 @@ def _may_copy(node: ast.AST, bound: Optional["_ModuleNames"] = None) -> bool:
     if isinstance(func, ast.Attribute) and func.attr in ("new_tensor", "cuda"):
         return True
     if isinstance(func, ast.Attribute) and func.attr == "to":
-        return _may_name_a_device(node)
+        return _may_name_a_device(node, bound)
     return any(keyword.arg == "device" for keyword in node.keywords) \
         and _may_be_data_factory(func, bound)
 
 
-# dtypes written `torch.<name>`: a `.to()` target the semantic model reads as a dtype.
-_TORCH_DTYPES = frozenset((
-    "float", "float16", "float32", "float64", "bfloat16", "half", "double", "int", "int8", "int16",
-    "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble"))
+def _may_name_a_device(call: ast.Call, bound: Optional["_ModuleNames"]) -> bool:
+    """Whether `x.to(...)` may be given a device, read as the file gate reads a target
+    (devicelint/gate.py `_device_target`, `_may_be_device_target`: the `device=` keyword or
+    the first positional argument; `.to(dtype=d)` alone has none, `.to(torch.float32)` and a
+    literal give none), and `.to(x.dtype)` a dtype unless the module may store a `dtype`
+    attribute (as the gate's `placing_calls` reads it)."""
+    from devicelint.gate import _device_target, _may_be_device_target
 
-
-def _may_name_a_device(call: ast.Call) -> bool:
-    """Whether `x.to(...)` may be given a device: every question reads its target as the
-    `device=` keyword or the first positional argument, and a dtype-only `.to()` has neither
-    (`.to(dtype=d)`), or gives a dtype (`.to(torch.float32)`, `.to(x.dtype)`)."""
-    if any(isinstance(arg, ast.Starred) for arg in call.args) \
-            or any(keyword.arg is None or keyword.arg == "device" for keyword in call.keywords):
-        return True
-    if not call.args:
+    target = _device_target(call)
+    if target is None or not _may_be_device_target(target):
         return False
-    target = call.args[0]
     if isinstance(target, ast.Attribute) and target.attr == "dtype":
-        return False
-    return not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                and target.value.id == "torch" and target.attr in _TORCH_DTYPES)
+        return bound is None or bound.dtype_may_place
+    return True
 
 
 def _may_be_data_factory(func: ast.AST, bound: Optional["_ModuleNames"]) -> bool:
@@ -1655,21 +1649,9 @@ def _may_be_data_factory(func: ast.AST, bound: Optional["_ModuleNames"]) -> bool
         head = head.value
     if bound is None or isinstance(head, ast.Name) and head.id in bound.assigned:
         return True
-    return func.attr in _data_factory_names()
+    from devicelint.gate import _data_to_device_names
 
-
-_DATA_FACTORY_NAMES: Optional[frozenset] = None
-
-
-def _data_factory_names() -> frozenset:
-    """The last names of the API table's `[copies] data_to_device` factories (`tensor`,
-    `as_tensor`, `asarray`)."""
-    global _DATA_FACTORY_NAMES
-    if _DATA_FACTORY_NAMES is None:
-        from devicelint.semantic.api import torch_api
-
-        _DATA_FACTORY_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in torch_api().data_to_device)
-    return _DATA_FACTORY_NAMES
+    return func.attr in _data_to_device_names()
 
 
 class _ModuleNames:
@@ -1697,6 +1679,17 @@ class _ModuleNames:
                 for target in targets:
                     names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
         return frozenset(names)
+
+    @cached_property
+    def dtype_may_place(self) -> bool:
+        """Whether `x.dtype` may be a device here: the module stores an attribute named
+        `dtype` or names one in a string (`setattr(m, "dtype", ...)`), as the file gate asks."""
+        for node in ast.walk(self._tree):
+            if type(node) is ast.Attribute and node.attr == "dtype" and type(node.ctx) is not ast.Load:
+                return True
+            if type(node) is ast.Constant and node.value == "dtype":
+                return True
+        return False
 
     @cached_property
     def defined_only(self) -> frozenset:
