@@ -2467,21 +2467,15 @@ def _module_units(index, module) -> Optional[_Units]:
     key = ("gate units", module.path, index.identity(module))
     if key in index.derived:
         return index.derived[key]  # type: ignore[return-value]
-    text = module.text or ""
+    from devicelint.project_index import module_ast
+
     found: Optional[_Units] = None
-    if len(text) <= _UNITS_MAX_CHARS:
-        own = getattr(module, "key", None)
-        tree = index.kept_ast(own, text) if own else None
-        if tree is None:
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
-        if tree is not None:
-            try:
-                found = _read_units(tree)
-            except RecursionError:
-                found = None
+    tree = module_ast(index, module, _UNITS_MAX_CHARS)
+    if tree is not None:
+        try:
+            found = _read_units(tree)
+        except RecursionError:
+            found = None
     index.derived[key] = found
     return found
 

@@ -2081,6 +2081,23 @@ def parsed_ast(path: str, source: str) -> Optional[ast.Module]:
     return _current.take_ast(path, source) if _current is not None else None
 
 
+def module_ast(index, module, max_chars: int) -> Optional[ast.Module]:
+    """The `ast` of another local module's text for a first look at it (dataflow's copying
+    look, the gate's units): the one kept for the run's file's gate when there is one (a look
+    only: never changed), else parsed; None over `max_chars` or when `ast` cannot read it."""
+    text = module.text or ""
+    if len(text) > max_chars:
+        return None
+    own = getattr(module, "key", None)
+    tree = index.kept_ast(own, text) if own else None
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+    return tree
+
+
 def view_for(path: str, context_type: type, ctx=None,
              tree: Optional[tuple[str, ast.Module]] = None) -> Optional[FileView]:
     """`ctx`: the asking file's context (its tree gives the file's own facts); `tree`: the

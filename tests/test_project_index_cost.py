@@ -37,7 +37,8 @@ def _project(tmp_path):
     (tmp_path / "c_solver.py").write_text(SOLVER)
 
 
-def _lint(tmp_path, monkeypatch) -> tuple[list, list[str]]:
+def _count_models(monkeypatch) -> list[str]:
+    """The file names of the other files' models the index builds from now on, in order."""
     built: list[str] = []
     original = project_index.ProjectIndex.model_of
 
@@ -47,6 +48,11 @@ def _lint(tmp_path, monkeypatch) -> tuple[list, list[str]]:
         return original(self, module, context_type)
 
     monkeypatch.setattr(project_index.ProjectIndex, "model_of", model_of)
+    return built
+
+
+def _lint(tmp_path, monkeypatch) -> tuple[list, list[str]]:
+    built = _count_models(monkeypatch)
     found = lint_paths([str(tmp_path)], Overrides(select=["DL008"]), use_cache=False, jobs=1).findings
     return sorted((f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found), built
 
@@ -236,15 +242,7 @@ def test_a_looped_call_of_a_function_whose_module_copies_nothing_builds_no_model
     # module without one is not built for them.
     (tmp_path / "train.py").write_text(LOOPED)
     (tmp_path / "util.py").write_text("def scale(t):\n    return t * 2\n")
-    built: list[str] = []
-    original = project_index.ProjectIndex.model_of
-
-    def model_of(self, module, context_type):
-        if module.path not in self._models:
-            built.append(module.path.rsplit("/", 1)[-1])
-        return original(self, module, context_type)
-
-    monkeypatch.setattr(project_index.ProjectIndex, "model_of", model_of)
+    built = _count_models(monkeypatch)
     found = lint_paths([str(tmp_path)], Overrides(select=["DL016"]), use_cache=False, jobs=1).findings
     assert not found and built == []
     # The same call where `scale` reads its argument back and copies it again: built, reported.
@@ -405,15 +403,7 @@ def test_inner_copies_build_another_module_only_when_its_text_may_copy(tmp_path,
     # copies: a module whose text makes no `.to(...)`/`.cuda(...)` in it, in a function it
     # calls by name that gives one back, or in a lambda, is not built for it.
     (tmp_path / "train.py").write_text(TEACH)
-    built: list[str] = []
-    original = project_index.ProjectIndex.model_of
-
-    def model_of(self, module, context_type):
-        if module.path not in self._models:
-            built.append(module.path.rsplit("/", 1)[-1])
-        return original(self, module, context_type)
-
-    monkeypatch.setattr(project_index.ProjectIndex, "model_of", model_of)
+    built = _count_models(monkeypatch)
 
     def lint(codec: str) -> list:
         (tmp_path / "codec.py").write_text(codec)
@@ -593,15 +583,7 @@ def test_a_looped_call_of_an_object_whose_class_module_copies_nothing_builds_no_
     # copy in that file: a class whose module makes none is not built for them.
     (tmp_path / "train.py").write_text(CRITERION_LOOP)
     (tmp_path / "losses.py").write_text(CRITERION.format(weights="torch.ones(2, device=\"cuda\")"))
-    built: list[str] = []
-    original = project_index.ProjectIndex.model_of
-
-    def model_of(self, module, context_type):
-        if module.path not in self._models:
-            built.append(module.path.rsplit("/", 1)[-1])
-        return original(self, module, context_type)
-
-    monkeypatch.setattr(project_index.ProjectIndex, "model_of", model_of)
+    built = _count_models(monkeypatch)
     found = lint_paths([str(tmp_path)], Overrides(select=["DL016"]), use_cache=False, jobs=1).findings
     assert not found and built == []
     # The same class copying a constant list on every call: built, reported at the call.

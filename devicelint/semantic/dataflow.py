@@ -1454,50 +1454,45 @@ def _module_look(index, module) -> Optional[_Look]:
     key = ("copying functions", module.path, index.identity(module))
     if key in index.derived:
         return index.derived[key]  # type: ignore[return-value]
+    from devicelint.project_index import module_ast
+
     text = module.text or ""
     found: Optional[_Look] = None
-    if len(text) <= _COPYING_LOOK_MAX_CHARS:
-        # A file of the run: its gate's `ast` may be kept. (Named `key` until session 13,
-        # which rebound the memo's key: the look was kept under the file's path and never
-        # found again, one `ast` walk per question: torchvision 100 looks for 33 modules.)
-        own = getattr(module, "key", None)
-        tree = index.kept_ast(own, text) if own else None
-        if tree is None:
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
-        if tree is not None:
-            # One pass, each node with the functions around it (a walk per function would
-            # walk nested ones again): a call that may copy names all of them. Only into
-            # the nodes whose lines hold one of the words such a call is written with.
-            lines = _word_lines(text)
-            bound = _ModuleNames(tree)
-            names: set[str] = set()
-            moving: set[str] = set()
-            helpers: set[str] = set()  # the functions whose `return` gives back such a call
-            lambda_moves = False
-            stack: list[tuple[ast.AST, tuple[str, ...], bool]] = [(tree, (), False)]
-            while stack:
-                node, owners, returned = stack.pop()
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    owners = owners + (node.name,)
-                elif isinstance(node, ast.Return):
-                    returned = True
-                elif isinstance(node, ast.Lambda) and not lambda_moves:
-                    lambda_moves = any(isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
-                                       and inner.func.attr in ("to", "cuda") for inner in ast.walk(node))
-                elif owners and _may_copy(node, bound):
-                    names.update(owners)
-                    if isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
-                        moving.update(owners)
-                        if returned:
-                            helpers.add(owners[-1])
-                stack.extend((child, owners, returned) for child in ast.iter_child_nodes(node)
-                             if _on_lines(child, lines))
-            callers, escapes = _helper_uses(tree, text, helpers) if helpers else (set(), False)
-            found = _Look(frozenset(names), frozenset(moving), bool(helpers), frozenset(callers), escapes,
-                          lambda_moves)
+    # A file of the run: its gate's `ast` may be kept. (Named `key` until session 13, which
+    # rebound the memo's key: the look was kept under the file's path and never found again,
+    # one `ast` walk per question: torchvision 100 looks for 33 modules.)
+    tree = module_ast(index, module, _COPYING_LOOK_MAX_CHARS)
+    if tree is not None:
+        # One pass, each node with the functions around it (a walk per function would
+        # walk nested ones again): a call that may copy names all of them. Only into
+        # the nodes whose lines hold one of the words such a call is written with.
+        lines = _word_lines(text)
+        bound = _ModuleNames(tree)
+        names: set[str] = set()
+        moving: set[str] = set()
+        helpers: set[str] = set()  # the functions whose `return` gives back such a call
+        lambda_moves = False
+        stack: list[tuple[ast.AST, tuple[str, ...], bool]] = [(tree, (), False)]
+        while stack:
+            node, owners, returned = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                owners = owners + (node.name,)
+            elif isinstance(node, ast.Return):
+                returned = True
+            elif isinstance(node, ast.Lambda) and not lambda_moves:
+                lambda_moves = any(isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+                                   and inner.func.attr in ("to", "cuda") for inner in ast.walk(node))
+            elif owners and _may_copy(node, bound):
+                names.update(owners)
+                if isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
+                    moving.update(owners)
+                    if returned:
+                        helpers.add(owners[-1])
+            stack.extend((child, owners, returned) for child in ast.iter_child_nodes(node)
+                         if _on_lines(child, lines))
+        callers, escapes = _helper_uses(tree, text, helpers) if helpers else (set(), False)
+        found = _Look(frozenset(names), frozenset(moving), bool(helpers), frozenset(callers), escapes,
+                      lambda_moves)
     index.derived[key] = found
     return found
 
