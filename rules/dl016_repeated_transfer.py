@@ -818,15 +818,20 @@ class RepeatedTransfer(Rule):
         SyncModel._bind)."""
         return any(self._on_device(arg.value) for arg in call.args if not arg.star)
 
-    def _calls_a_class_that_cannot_copy(self, call: cst.Call) -> bool:
-        """Whether `call` calls an instance of one module class (`syncs.shown_class`,
-        the class `module_forward` would read) of another local module whose text makes no
-        call a copy question accepts (`_may_upload_in`): its `forward`, `__call__` and the
-        methods they call copy nothing, so that module's model is not built to find that
-        out (issue 13: the index's cost)."""
+    def _foreign_class(self, call: cst.Call) -> Optional[str]:
+        """The one module class of another local module whose instance `call` calls
+        (`syncs.shown_class`, the class `module_forward` would read), its model not built."""
         sem = self.ctx.semantic
         cls = sem.syncs.shown_class(call)
-        return cls is not None and cls not in sem.module_classes() and _class_cannot_copy(sem, cls)
+        return cls if cls is not None and cls not in sem.module_classes() else None
+
+    def _calls_a_class_that_cannot_copy(self, call: cst.Call) -> bool:
+        """Whether `call` calls an instance of another module's class (`_foreign_class`)
+        whose module's text makes no call a copy question accepts (`_may_upload_in`): its
+        `forward`, `__call__` and the methods they call copy nothing, so that module's model
+        is not built to find that out (issue 13: the index's cost)."""
+        cls = self._foreign_class(call)
+        return cls is not None and _class_cannot_copy(self.ctx.semantic, cls)
 
     def _reads_back_an_argument(self, call: cst.Call, loops: list) -> bool:
         """Whether some argument `call` binds to a parameter (`SyncModel._bind`: the
@@ -849,9 +854,8 @@ class RepeatedTransfer(Rule):
         sem = self.ctx.semantic
         if sem.project is None:
             return False
-        cls = sem.syncs.shown_class(call)
-        if cls is not None and cls not in sem.module_classes() and (
-                _class_cannot_copy(sem, cls) or not self._passes_device_data(call)):
+        if self._foreign_class(call) is not None and (
+                self._calls_a_class_that_cannot_copy(call) or not self._passes_device_data(call)):
             return False  # no other file's model is built to find that out (issue 13)
         found = sem.syncs.module_forward(call)
         bound_self = found is not None

@@ -727,7 +727,7 @@ GATES_DERIVED_FROM = {
     "DL013": "ed7a868d6de0",
     "DL014": "8cd1d637754e",
     "DL015": "a4881f80a7c6",
-    "DL016": "0efb30f4feef",
+    "DL016": "67e43a9a2185",
     "DL017": "467da3361312",
     "DL018": "290ee50b3dd1",
 }
