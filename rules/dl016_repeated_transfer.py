@@ -26,6 +26,17 @@ def _may_upload_in(index, module, _name: str) -> bool:
     return copying is None or bool(copying)
 
 
+# How many calls deep `_param_round_trips` follows a function's calls of its file's functions.
+_ROUND_TRIP_CALLS = 2
+
+
+def _may_round_trip_in(index, module, name: str) -> bool:
+    """Whether the function `name` of another local module may make, itself or in the
+    functions of its module it calls (as `_param_round_trips` follows them), a call `upload`
+    may accept. True when the text is not looked at."""
+    return dataflow.may_reach_copy(index, module, name, calls=_ROUND_TRIP_CALLS)
+
+
 def _class_cannot_copy(sem, qualified: str) -> bool:
     """Whether `qualified`, a class of another local module (`project_class_symbol`), lies in
     a module whose text makes no call a copy question accepts."""
@@ -859,7 +870,7 @@ class RepeatedTransfer(Rule):
             return False  # no other file's model is built to find that out (issue 13)
         found = sem.syncs.module_forward(call)
         bound_self = found is not None
-        if found is None and self._foreign_may_copy(call, _may_upload_in) and self._passes_device_data(call):
+        if found is None and self._foreign_may_copy(call, _may_round_trip_in) and self._passes_device_data(call):
             found = sem.syncs.foreign_function(call)
         if found is None and isinstance(call.func, cst.Attribute):
             # `ada_augment.tune(real_pred)`: a method of an object whose class another local
@@ -942,7 +953,7 @@ class RepeatedTransfer(Rule):
                         found.append((call, node, frozenset(params)))
                         break
                 continue
-            if depth >= 2:
+            if depth >= _ROUND_TRIP_CALLS:
                 continue
             callee = sem.syncs.callee(call)
             if callee is None or callee[0] is function:

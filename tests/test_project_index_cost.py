@@ -252,6 +252,59 @@ def test_a_looped_call_of_a_function_whose_module_copies_nothing_builds_no_model
     assert built == ["util.py"]
 
 
+ROUND_TRIP_HELPERS = '''def scale(t):
+    return {first}(t) * 2
+
+
+def middle(t):
+    return {second}(t)
+
+
+def inner(t):
+    return deeper(t)
+
+
+def deeper(t):
+    return t.cpu().cuda()
+
+
+def unrelated(t):
+    return t.cuda()
+'''
+
+
+@pytest.mark.parametrize("first, second, copies", [
+    ("abs", "inner", False),     # `scale` calls no function of its module: no copy reached
+    ("middle", "abs", False),    # one call deep, `middle` copies nothing
+    ("middle", "inner", False),  # the copy is three calls deep: past what the round trip follows
+    ("middle", "deeper", True),  # two calls deep: followed and reported
+    ("inner", "abs", True),      # `inner` calls `deeper`: two calls deep from `scale`
+])
+def test_a_looped_call_builds_the_callees_module_only_when_a_copy_is_within_reach(
+        tmp_path, monkeypatch, first, second, copies) -> None:
+    # check_foreign_round_trip follows the callee's calls of its module's functions two calls
+    # deep (`_param_round_trips`): a module copying only further away, or in functions the
+    # callee never calls, is not built for it (dataflow.may_reach_copy).
+    (tmp_path / "train.py").write_text(LOOPED)
+    (tmp_path / "util.py").write_text(ROUND_TRIP_HELPERS.format(first=first, second=second))
+    built = _count_models(monkeypatch)
+    found = lint_paths([str(tmp_path)], Overrides(select=["DL016"]), use_cache=False, jobs=1).findings
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found] == ([("train.py", 8, "DL016")] if copies else [])
+    assert built == (["util.py"] if copies else [])
+
+
+def test_a_callee_whose_helper_is_used_as_a_value_builds_the_module(tmp_path, monkeypatch) -> None:
+    # `step = deeper` then `step(t)`: the call is not written with the copying function's
+    # name, so every function of the module may reach it (`syncs.callee` follows the value).
+    (tmp_path / "train.py").write_text(LOOPED)
+    (tmp_path / "util.py").write_text(ROUND_TRIP_HELPERS.format(first="abs", second="abs").replace(
+        "def scale(t):\n    return abs(t) * 2", "def scale(t):\n    step = deeper\n    return step(t) * 2"))
+    built = _count_models(monkeypatch)
+    found = lint_paths([str(tmp_path)], Overrides(select=["DL016"]), use_cache=False, jobs=1).findings
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found] == [("train.py", 8, "DL016")]
+    assert built == ["util.py"]
+
+
 LOOK = '''import torch
 
 

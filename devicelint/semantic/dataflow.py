@@ -1433,6 +1433,51 @@ def may_upload_param(index, module, name: str) -> bool:
         or reaches_moved_return(index, module, name)
 
 
+def may_reach_copy(index, module, name: str, calls: int) -> bool:
+    """Whether a function `name` of another local module may make a call `_may_copy`
+    accepts, itself or in a function of its module it reaches within `calls` calls of the
+    module's own functions (`syncs.callee`, which finds a function by the name a call is
+    written with, or by a value of the module once the function's name is used any other
+    way: then any function may). True when the text is not looked at; when False, a
+    question following `name`'s calls that deep for a copy need not build that module's
+    model."""
+    look = _module_look(index, module)
+    if look is None:
+        return True
+    if name in look.copying:
+        return True
+    reach = _copy_reach(index, module, look, calls)
+    return reach is None or name in reach
+
+
+def _copy_reach(index, module, look: _Look, calls: int) -> Optional[frozenset]:
+    """The functions of `module` whose calls reach, within `calls` calls written with a
+    function's name (`_helper_uses`), one in `look.copying`; None when some name on the way
+    is used other than as a call's callee, or the text is not looked at. Kept by the index."""
+    key = ("copy reach", module.path, index.identity(module), calls)
+    if key in index.derived:
+        return index.derived[key]  # type: ignore[return-value]
+    from devicelint.project_index import module_ast
+
+    reach: Optional[frozenset] = frozenset(look.copying)
+    frontier = set(look.copying)
+    tree = module_ast(index, module, _COPYING_LOOK_MAX_CHARS) if frontier else None
+    for _ in range(calls if frontier else 0):
+        if tree is None:
+            reach = None
+            break
+        callers, escapes = _helper_uses(tree, module.text or "", frontier)
+        if escapes:
+            reach = None
+            break
+        frontier = callers - reach
+        reach = reach | callers
+        if not frontier:
+            break
+    index.derived[key] = reach
+    return reach
+
+
 def foreign_function_module(sem, call: cst.Call):
     """(the other local module, the function's name) of the top-level function that
     `sem.syncs.foreign_function(call)` finds, that module's model not built; else None."""
