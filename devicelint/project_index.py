@@ -148,6 +148,10 @@ class ProjectIndex:
         # Files of the run read with `ast` before their lint: key -> (text, its ast), for
         # their file gate (_keep_ast, parsed_ast).
         self._asts: dict[str, tuple[str, ast.Module]] = {}
+        # (text, its `ast`) of the module `module_ast` parsed last: the looks at a module
+        # (dataflow's copying look and copy reach, the gate's units) come one after another
+        # (torchvision: 4 of 14 parses were of the text parsed just before).
+        self.last_looked: Optional[tuple[str, ast.Module]] = None
         self.gate_reads: Optional[Callable[[str], bool]] = None  # build's `gate_reads`
         self._ast_chars = 0
         # may_reach's memos: the highest directory a lookup can find a module from (by its
@@ -566,6 +570,15 @@ class ProjectIndex:
             except _Unreadable:
                 return {}
             return facts_to_json(scratch)
+        if parsed is None and not self._keeps_ast(info.key, text):
+            # No one will look at this module's whole `ast` (its gate will not read it): the
+            # facts, all top-level, and the functions' spans come from its outline.
+            outline = _outline(text)
+            tree = _parse(outline[0], note=False) if outline is not None else None
+            if tree is not None:
+                _collect(info, tree.body)
+                self._keep_spans(info, tree.body, outline[1])
+                return facts_to_json(info)
         if parsed is None:
             parsed = _parse(text)
             if parsed is not None and info.key:
@@ -576,6 +589,10 @@ class ProjectIndex:
         _collect(info, body)
         self._keep_defs(info, body)  # a question about a function's calls often follows
         return facts_to_json(info)
+
+    def _keeps_ast(self, key: Optional[str], text: str) -> bool:
+        """Whether `_keep_ast` would keep the `ast` of the run's file `key` read from `text`."""
+        return bool(key) and (self.gate_reads is None or self.gate_reads(text))
 
     def _keep_ast(self, key: str, text: str, tree: ast.Module) -> None:
         """Keep the `ast` of a file of the run read before its own lint, for its file gate
@@ -676,11 +693,20 @@ class ProjectIndex:
         while len(self._defs) > 16:
             del self._defs[next(iter(self._defs))]
         if len(module.text or "") <= BIG_MODULE_CHARS:  # line numbers of the whole text
-            spans = self._spans[module.path] = {
-                name: (min([s.lineno, *(d.lineno for d in s.decorator_list)]), s.end_lineno or s.lineno)
-                for name, s in found.items()}
-            self._share(self._spans_key(module), spans)
+            self._keep_spans(module, body)
         return found
+
+    def _keep_spans(self, module: ModuleInfo, body: list, ends: Optional[dict[int, int]] = None) -> None:
+        """The lines of each top-level function of `module` (the last one of each name), for
+        `function_def`; `ends`: the last line of the functions whose body an outline left
+        out (`_outline`), by the line of their `def`."""
+        spans = self._spans[module.path] = {}
+        for statement in _top_level(body):
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                end = ends.get(statement.lineno) if ends is not None else None
+                spans[statement.name] = (min([statement.lineno, *(d.lineno for d in statement.decorator_list)]),
+                                         end or statement.end_lineno or statement.lineno)
+        self._share(self._spans_key(module), spans)
 
     # The other worker processes of the run get each module's spans with its facts: a worker
     # that took a module's facts from the one that parsed it has no `ast` of its functions,
@@ -1482,15 +1508,65 @@ def _module_name(path: str, root: str) -> tuple[str, tuple[str, ...], bool]:
     return ".".join(parts), tuple(search), is_package
 
 
-def _parse(text: str) -> Optional[ast.Module]:
+def _parse(text: str, note: bool = True) -> Optional[ast.Module]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # `"\m"` in a linted file is not ours to report
             tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-    accepted.note(text)  # the syntax checks of this text need not parse it again (issue 17)
+    if note:
+        accepted.note(text)  # the syntax checks of this text need not parse it again (issue 17)
     return tree
+
+
+# A string literal on one line (a header's default, a decorator's argument): its brackets
+# and `#` are not the line's.
+_ONE_LINE_STRING = re.compile(r"""[rRbBuUfF]{0,2}(?:'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")""")
+_OUTLINED = re.compile(r"(?:async[ \t]+def|def|class)\b")
+
+
+def _outline(text: str) -> Optional[tuple[str, dict[int, int]]]:
+    """`text` with the body of each function and class at the left margin left out (its
+    lines blank, the first `...`), the line numbers kept; and the last line of each such
+    function's or class's body by the line of its `def`/`class`. The index's facts are all
+    top-level (`_ast_bindings`: a class's name and bases, a function's name) and a
+    function's lines are all a question about it needs (`function_def`). Read from the
+    lines' indentation and the headers' brackets only; None where that reading may be wrong
+    (a header whose end is not found, a one-line body): the caller reads the whole text.
+    An outline that is wrong anyway (a line at the left margin inside a string of a body)
+    almost always fails to parse: then too the whole text is read."""
+    from devicelint.source import split_lines
+
+    out: list[str] = []
+    ends: dict[int, int] = {}
+    header_at = body_at = depth = 0
+    for number, line in enumerate(split_lines(text, keepends=True), 1):
+        stripped = line.lstrip()
+        blank = stripped[:1] in ("", "#")
+        at_margin = not blank and line[:1] not in (" ", "\t", "\f")
+        if body_at and not at_margin:
+            out.append("\n" if blank or body_at in ends else " ...\n")
+            if not blank:
+                ends[body_at] = number
+            continue
+        if body_at:
+            if body_at not in ends:
+                return None  # no body below the header
+            body_at = 0
+        if not header_at and at_margin and _OUTLINED.match(line):
+            header_at, depth = number, 0
+        out.append(line)
+        if header_at:
+            code = _ONE_LINE_STRING.sub('""', line).split("#", 1)[0].rstrip()
+            depth += sum(map(code.count, "([{")) - sum(map(code.count, ")]}"))
+            if depth == 0 and code.endswith(":"):
+                body_at, header_at = header_at, 0
+            elif depth < 0 or depth == 0 and not code.endswith("\\"):
+                return None  # a one-line body (`class E(Exception): pass`), or not read right
+    if header_at or body_at and body_at not in ends:
+        return None
+    return "".join(out), ends
 
 
 def _module_body(text: str) -> Optional[list]:
@@ -2091,10 +2167,14 @@ def module_ast(index, module, max_chars: int) -> Optional[ast.Module]:
     own = getattr(module, "key", None)
     tree = index.kept_ast(own, text) if own else None
     if tree is None:
+        last = index.last_looked
+        if last is not None and last[0] == text:
+            return last[1]
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = None
+        index.last_looked = (text, tree) if tree is not None else None
     return tree
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from devicelint import project_index
 from devicelint.engine import enabled_rules, lint_source
 from devicelint.project_index import ProjectIndex
@@ -218,14 +220,18 @@ def test_modules_that_import_each_other_resolve_in_linear_time(tmp_path) -> None
 
 
 def _ast_parses_of(monkeypatch, texts: dict[str, str]) -> list[str]:
-    """Names of `texts` whose text `ast.parse` is asked to read from now on."""
+    """Names of `texts` whose text, or its outline (the index's facts of a module whose
+    gate reads no `ast`: `project_index._outline`), `ast.parse` is asked to read from now on."""
     import ast
+
+    from devicelint.project_index import _outline
 
     parsed: list[str] = []
     real_parse = ast.parse
+    outlines = {name: (_outline(text) or ("",))[0] for name, text in texts.items()}
 
     def counting(source, *args, **kwargs):
-        parsed.extend(name for name, text in texts.items() if source == text)
+        parsed.extend(name for name, text in texts.items() if source in (text, outlines[name]))
         return real_parse(source, *args, **kwargs)
 
     monkeypatch.setattr(ast, "parse", counting)
@@ -529,3 +535,76 @@ def test_shared_facts_of_a_killed_run_are_removed_by_the_next(tmp_path, monkeypa
     finally:
         index.stop_sharing()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
+
+
+OUTLINED = '''import torch
+from .layers import (
+    Base,
+    Other as Renamed,
+)
+
+
+@register(
+    name="net",
+)
+class Net(Base, torch.nn.Module):
+    """A model."""
+
+    def forward(self, x):
+        return x
+
+
+def build(width: int = 3,
+          sep: str = "(", *, flag=lambda x: x) -> "Net[int]":
+    # a comment
+    return Net()
+
+    # a comment after the body
+
+
+async def fetch():
+    await thing()
+if torch.cuda.is_available():
+    def only_here():
+        return 1
+TABLE = dict(
+    a=1,
+)
+'''
+
+
+def test_an_outline_gives_the_facts_and_spans_of_the_whole_text() -> None:
+    # The index reads a module no gate will look at as an outline: the bodies of the
+    # functions and classes at the margin left out, lines kept (project_index._outline).
+    import ast
+
+    from devicelint import project_index as pi
+
+    outline, ends = pi._outline(OUTLINED)
+    assert len(outline.splitlines()) == len(OUTLINED.splitlines())
+    assert "return Net()" not in outline and "A model" not in outline and "def only_here" in outline
+    whole, short = ast.parse(OUTLINED), ast.parse(outline)
+    assert list(pi._ast_bindings(short.body)) == list(pi._ast_bindings(whole.body))
+    assert ends == {11: 15, 18: 21, 26: 27}  # the last line of each body, by its header's line
+    for statement in whole.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            assert ends[statement.lineno] == statement.end_lineno
+
+
+def test_an_outline_is_not_made_where_the_lines_may_be_misread() -> None:
+    import ast
+
+    from devicelint import project_index as pi
+
+    assert pi._outline("class E(Exception): pass\n") is None  # a body on the header's line
+    assert pi._outline("def f(x:\n    int):\n") is None        # a header and no body
+    assert pi._outline("def f(x):\nreturn 1\n") is None          # nothing indented below
+    # Brackets and `#` in a header's strings are not the header's.
+    text = "def f(\n    x=')',  # (\n    y=\"#(\",\n):\n    return 1\n\n\nZ = 2\n"
+    outline, ends = pi._outline(text)
+    assert ends == {1: 5} and outline.endswith("Z = 2\n") and "return" not in outline
+    # A line at the margin inside a body's string: the outline does not parse, and the
+    # facts are read from the whole text.
+    text = 'def f():\n    s = """\nx = 1\n"""\n    return s\n'
+    with pytest.raises(SyntaxError):
+        ast.parse(pi._outline(text)[0])

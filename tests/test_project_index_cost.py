@@ -111,7 +111,7 @@ def test_copying_functions_walks_only_the_lines_that_may_copy(monkeypatch) -> No
     asked: list = []
     original = dataflow._may_copy
     monkeypatch.setattr(dataflow, "_may_copy", lambda node, *rest: asked.append(node) or original(node, *rest))
-    index = SimpleNamespace(derived={}, identity=lambda module: "", kept_ast=lambda key, text: None)
+    index = SimpleNamespace(derived={}, identity=lambda module: "", kept_ast=lambda key, text: None, last_looked=None)
     found = dataflow._copying_functions(index, SimpleNamespace(path="m.py", key="m.py", text=COPYING))
     # A decorator's call names its function, a call split over lines names every function
     # around it, a method is named by its own name.
@@ -329,7 +329,7 @@ def test_may_move_to_device_names_functions_that_copy_and_modules_that_give_back
     from devicelint.semantic import dataflow
 
     def look(text: str, name: str) -> bool:
-        index = SimpleNamespace(derived={}, identity=lambda module: "", kept_ast=lambda key, text: None)
+        index = SimpleNamespace(derived={}, identity=lambda module: "", kept_ast=lambda key, text: None, last_looked=None)
         return dataflow.may_move_to_device(index, SimpleNamespace(path="m.py", key="m.py", text=text), name)
 
     assert look(LOOK, "moves") and look(LOOK, "helper")
@@ -354,6 +354,9 @@ def test_may_move_to_device_names_functions_that_copy_and_modules_that_give_back
     assert not look(logged, "plain") and look(logged, "moves")
     # ... not when that name is also bound otherwise, or the result is kept.
     assert look(logged + "log_usage = print\n", "plain")
+    assert look(logged + "def other(log_usage):\n    return 1\n", "plain")  # a parameter far below
+    assert look(logged + "for log_usage in []:\n    pass\n", "plain")
+    assert look(logged + "try:\n    pass\nexcept OSError as log_usage:\n    pass\n", "plain")
     assert look(logged.replace("    log_usage(helper)", "    kept = log_usage(helper)"), "plain")
     # Not looked at (does not parse): it may.
     assert look("def plain(x:\n", "plain")
@@ -370,7 +373,7 @@ def test_a_module_is_looked_at_once_however_often_it_is_asked(monkeypatch) -> No
     walked: list = []
     original = dataflow._word_lines
     monkeypatch.setattr(dataflow, "_word_lines", lambda text: walked.append(text) or original(text))
-    index = SimpleNamespace(derived={}, identity=lambda module: "id", kept_ast=lambda key, text: None)
+    index = SimpleNamespace(derived={}, identity=lambda module: "id", kept_ast=lambda key, text: None, last_looked=None)
     module = SimpleNamespace(path="m.py", key="m.py", text=LOOK)
     for _ in range(3):
         assert dataflow.may_move_to_device(index, module, "moves")
@@ -598,7 +601,7 @@ def test_the_copying_look_reads_dtype_casts_and_size_factories_as_no_copy(line, 
     from devicelint.semantic import dataflow
 
     text = NOT_COPYING + "\n\nT = torch.nn.functional\n\n\ndef probe(x, device, dtype, args):\n" + line + "\n"
-    index = SimpleNamespace(derived={}, identity=lambda module: "", kept_ast=lambda key, text: None)
+    index = SimpleNamespace(derived={}, identity=lambda module: "", kept_ast=lambda key, text: None, last_looked=None)
     found = dataflow._copying_functions(index, SimpleNamespace(path="m.py", key="m.py", text=text))
     assert found == ({"probe"} if copies else set())
 
@@ -644,3 +647,22 @@ def test_a_looped_call_of_an_object_whose_class_module_copies_nothing_builds_no_
     found = lint_paths([str(tmp_path)], Overrides(select=["DL016"]), use_cache=False, jobs=1).findings
     assert [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found] == [("train.py", 10, "DL016")]
     assert built == ["losses.py"]
+
+
+def test_the_looks_at_a_module_one_after_another_parse_it_once(monkeypatch) -> None:
+    # dataflow's copying look, its copy reach and the gate's units each ask `module_ast`
+    # for the same text in turn: parsed once (ProjectIndex.last_looked), again for another.
+    import ast
+    from types import SimpleNamespace
+
+    from devicelint import project_index
+
+    parsed: list[str] = []
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda text, *a, **k: parsed.append(text) or real_parse(text, *a, **k))
+    index = SimpleNamespace(kept_ast=lambda key, text: None, last_looked=None)
+    first, second = SimpleNamespace(key="", text="x = 1\n"), SimpleNamespace(key="", text="y = 2\n")
+    trees = [project_index.module_ast(index, m, 1000) for m in (first, first, second, first)]
+    assert trees[0] is trees[1] and trees[2] is not trees[0] and parsed == ["x = 1\n", "y = 2\n", "x = 1\n"]
+    assert project_index.module_ast(index, SimpleNamespace(key="", text="def (\n"), 1000) is None
+    assert index.last_looked is None  # a text that does not parse is not kept

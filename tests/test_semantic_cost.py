@@ -274,6 +274,7 @@ def test_copying_functions_in_one_pass_as_one_walk_per_function():
 
     class Index:
         derived: dict = {}
+        last_looked = None
 
         @staticmethod
         def identity(module):
