@@ -666,3 +666,30 @@ def test_the_looks_at_a_module_one_after_another_parse_it_once(monkeypatch) -> N
     assert trees[0] is trees[1] and trees[2] is not trees[0] and parsed == ["x = 1\n", "y = 2\n", "x = 1\n"]
     assert project_index.module_ast(index, SimpleNamespace(key="", text="def (\n"), 1000) is None
     assert index.last_looked is None  # a text that does not parse is not kept
+
+
+NET = '''import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ff = torch.nn.Linear(4, 4)
+
+    def head(self, x):
+        return x
+'''
+
+
+@pytest.mark.parametrize("call, builds", [("model.ff(x)", True), ("model.head(x)", False)])
+def test_an_attribute_of_another_modules_class_builds_its_model_only_where_assigned(
+        tmp_path, monkeypatch, call, builds) -> None:
+    # `model.ff` of a module class of another file: its model tells whether `self.ff` holds
+    # a submodule. A name the module never writes as an attribute (`head`, a method: only
+    # `def head`) cannot be one: no model is built (model._project_class_may_assign).
+    (tmp_path / "nets.py").write_text(NET)
+    (tmp_path / "train.py").write_text(
+        f"import torch\nfrom nets import Net\n\nmodel = Net()\nx = torch.randn(2, 4).cuda()\ny = {call}\n")
+    built = _count_models(monkeypatch)
+    lint_paths([str(tmp_path / "train.py")], Overrides(select=["ALL"]), use_cache=False, jobs=1)
+    assert built == (["nets.py"] if builds else [])

@@ -18,6 +18,7 @@ rests on a name carries `hint=True` so that a rule can say so or stay silent.
 
 from __future__ import annotations
 
+import functools
 import re
 from itertools import chain
 from typing import Callable, Optional
@@ -83,6 +84,12 @@ _IDENTITY_TESTS = (cst.In, cst.NotIn, cst.Is, cst.IsNot)
 _MAX_BOUND_DEPTH = 3
 _bound_depth = 0
 _bound_cuts = 0  # how many times a chain was not followed further (returned_for)
+
+
+@functools.lru_cache(maxsize=1024)
+def _attribute_written(attr: str) -> "re.Pattern[str]":
+    """An attribute named `attr` in a text (`.attr`, `. attr`, `.\\` then `attr` on the next line)."""
+    return re.compile(r"\.[\s\\]*" + re.escape(attr) + r"\b")
 
 
 def _device_data(value: Value) -> bool:
@@ -1669,7 +1676,7 @@ class SemanticModel:
                 sub = self.self_attribute(owner, attr)
                 if sub.kind is Kind.MODULE:
                     return sub.with_(place=base.place, node=node)
-            elif base.cls:
+            elif base.cls and self._project_class_may_assign(base.cls, attr):
                 # `model.ff` of a module class of another local module (`self.ff =
                 # nn.Linear(...)` in its `__init__`): a submodule there too.
                 found = self._project_class(base.cls)
@@ -1753,6 +1760,16 @@ class SemanticModel:
             if owner.name.value == symbol.name and other.parent(owner) is other.ctx.module:
                 return other, owner
         return None
+
+    def _project_class_may_assign(self, qualified: str, attr: str) -> bool:
+        """Whether the class `qualified` of another local module (`project_class_symbol`)
+        may assign `self.<attr>`, as `self_attribute` reads it there: that module's text
+        writes an attribute of that name (`self_attribute` reads assignments to
+        `self.<attr>` only). Asked before the module's model is built: `model.postprocess(x)`
+        of a method, not an attribute, builds none (torchvision: detection/transform.py,
+        built again in the second worker of `-j 2`)."""
+        symbol = self.project_class_symbol(qualified)
+        return symbol is not None and self.project.text_has(symbol.module, _attribute_written(attr))
 
     def project_class_symbol(self, qualified: str):
         """The project index's Symbol of the class of another local module that
