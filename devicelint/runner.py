@@ -524,9 +524,7 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[tuple[list[dict], 
     context = multiprocessing.get_context(method)
     if method == "fork" and project_index.current() is not None:
         project_index.current().share_facts()  # the workers read each module once between them
-    # Largest files first, in small chunks: the workers finish together instead of one
-    # of them parsing a big file alone at the end.
-    order = sorted(range(len(jobs_to_run)), key=lambda i: -len(jobs_to_run[i][2]))
+    order = _dealing_order(jobs_to_run)
     chunk = max(1, min(8, len(jobs_to_run) // (workers * 16)))
     if method == "fork" and project_index.current() is not None:
         project_index.current().share_jobs(jobs_to_run)  # a model's file is linted where it was built
@@ -551,6 +549,25 @@ def _run_jobs(jobs_to_run: list, jobs: Optional[int]) -> list[tuple[list[dict], 
             found = claimed.get(job[1])
             results[index] = found if found is not None else _lint_job(job, project_index.current())
     return results
+
+
+def _dealing_order(jobs_to_run: list) -> list[int]:
+    """The order the workers are dealt the jobs in, in small chunks: a folder's files one
+    after another, largest first, the folders by their largest file. The files of a folder
+    mostly ask the project index about the same modules, and a worker that lints them
+    together builds those modules' models once (torchvision, -j 2: 24.97 -> 24.77 G
+    instructions); the workers still finish together instead of one of them parsing a big
+    file alone at the end (the last chunks hold the folders of small files)."""
+    largest: dict[str, int] = {}
+    for job in jobs_to_run:
+        folder = os.path.dirname(job[0])
+        largest[folder] = max(largest.get(folder, 0), len(job[2]))
+
+    def place(i: int) -> tuple:
+        folder = os.path.dirname(jobs_to_run[i][0])
+        return -largest[folder], folder, -len(jobs_to_run[i][2])
+
+    return sorted(range(len(jobs_to_run)), key=place)
 
 
 def _worker_init(parent: int) -> None:

@@ -118,3 +118,14 @@ def ast_of(text: str):
     import ast
 
     return ast.parse(text)
+
+
+def test_the_workers_are_dealt_a_folders_files_together_largest_first() -> None:
+    # The files of a folder ask the index about the same modules: dealt one after another
+    # (a worker builds those models once), the folders by their largest file, so that the
+    # last chunks are small files (runner._dealing_order).
+    from devicelint.runner import _dealing_order
+
+    jobs = [("a/x.py", "", b"1" * 10, ()), ("b/y.py", "", b"1" * 50, ()), ("a/z.py", "", b"1" * 30, ()),
+            ("c/w.py", "", b"1" * 5, ()), ("b/v.py", "", b"1" * 1, ())]
+    assert [jobs[i][0] for i in _dealing_order(jobs)] == ["b/y.py", "b/v.py", "a/z.py", "a/x.py", "c/w.py"]
