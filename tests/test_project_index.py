@@ -608,3 +608,19 @@ def test_an_outline_is_not_made_where_the_lines_may_be_misread() -> None:
     text = 'def f():\n    s = """\nx = 1\n"""\n    return s\n'
     with pytest.raises(SyntaxError):
         ast.parse(pi._outline(text)[0])
+
+
+def test_a_directory_walked_again_for_other_passable_names_is_charged_once(tmp_path) -> None:
+    # `may_reach` walks the directories below a search directory for symbolic links, per set
+    # of non-identifier path parts a lookup may pass (`extra`); the walk's budget counts a
+    # directory's names once (86 repositories in one run spent it on the same directories
+    # walked for each repository's set, and every later question answered "may").
+    for name in ("a", "b", "my-pkg"):
+        (tmp_path / "pkg" / name).mkdir(parents=True)
+    index = ProjectIndex(str(tmp_path))
+    start = index._walk_budget
+    assert index._no_links_below(str(tmp_path / "pkg"), frozenset())
+    spent = start - index._walk_budget
+    assert spent == 3
+    assert index._no_links_below(str(tmp_path / "pkg"), frozenset({"my-pkg"}))
+    assert start - index._walk_budget == spent  # the same directories: nothing charged again
