@@ -608,7 +608,7 @@ class ProjectIndex:
         text's size), and only the `ast` of a file its gate will read (`gate.reads_with_ast`):
         one kept for another would only be re-examined by the cyclic collector until dropped
         (lightning, `-j 1`: of 120 kept, the gate took 28)."""
-        if self.gate_reads is not None and not self.gate_reads(text):
+        if not self._keeps_ast(key, text):
             return
         self._asts[key] = (text, tree)
         info = self.by_key.get(key)
