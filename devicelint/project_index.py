@@ -1449,21 +1449,38 @@ class FileView:
                 continue
             if not index.ready(other):
                 continue
-            names = [*other.imports, *(f"{b}.{function}" for b in other.imports)]
-            if other.stars:
-                names.append(function)
-            for name in names:
-                symbol = index.resolve(other, name)
-                if symbol is not None and symbol.kind in ("function", "class") and symbol.module is self.module \
-                        and symbol.name == function:
-                    found.append(other)
-                    break
+            if self._imports_from(other, function):
+                found.append(other)
         # Which files of the run import it: a new importer, or one that no longer does,
         # changes the answer (checked again in ProjectIndex.still_valid).
         if index.recording:
             index._deps[("importers", self.module.path, function)] = (
                 index.run_identity(), _hash(*sorted(m.path for m in found)))
         return found
+
+
+    def _imports_from(self, other: ModuleInfo, function: str) -> bool:
+        """Whether a name `other` imports (`b`), `b.function`, or under `import *` the bare
+        name, stands for this module's top-level `function` or class. `b.function` is not
+        resolved where `b` itself is external: no prefix of what `b` names is then a local
+        module, so `b.function` is external or at most a module (`b/function.py`), never a
+        function (most of a script's imports: torch, numpy)."""
+        index = self.index
+
+        def is_it(symbol: Optional[Symbol]) -> bool:
+            return symbol is not None and symbol.kind in ("function", "class") and symbol.module is self.module \
+                and symbol.name == function
+
+        heads = []
+        for name in other.imports:
+            symbol = index.resolve(other, name)
+            if is_it(symbol):
+                return True
+            heads.append(symbol)
+        for name, head in zip(other.imports, heads):
+            if (head is None or head.kind != "external") and is_it(index.resolve(other, f"{name}.{function}")):
+                return True
+        return bool(other.stars) and is_it(index.resolve(other, function))
 
 
 # -- reading one module with ast ---------------------------------------------------------------
