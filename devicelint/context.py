@@ -568,8 +568,11 @@ class FileContext:
             # Positions of the top-level statements that hold this node and every reported
             # one (a finding's node and its fix's), computed together.
             wanted = [node, *(r.node for r in self.reports), *(r.fix_node for r in self.reports)]
-            self._positions.update_from(_positions(self.module, [self._top_statement(n) for n in wanted],
-                                                   self._starts))
+            tops = [self._top_statement(n) for n in wanted]
+            awaited: dict[int, set[int]] = {}
+            for top, want in zip(tops, wanted):
+                awaited.setdefault(id(top), set()).add(id(want))
+            self._positions.update_from(_positions(self.module, tops, self._starts, awaited))
             found = self._positions.range_of(node)
             if found is None:
                 raise KeyError(node)
@@ -591,9 +594,13 @@ class FileContext:
         nothing to a reader of the notebook)."""
         return line_reference(self._line_of(where), self.locate)
 
-    def site(self, node: cst.CSTNode):
+    def site(self, node: cst.CSTNode) -> "LazySite":
         """Where `node` is, as a message of another file's finding names it: a
-        devicelint.notebook.Site (path, line, column; its cell in a notebook)."""
+        devicelint.notebook.Site (path, line, column; its cell in a notebook), worked out
+        when first read (LazySite)."""
+        return LazySite(self, node)
+
+    def site_now(self, node: cst.CSTNode):
         from devicelint.notebook import Site
 
         line, column = self.position(node)[:2]
@@ -619,6 +626,69 @@ class FileContext:
         self.reports.append(report)
 
 
+class LazySite:
+    """FileContext.site's answer: a devicelint.notebook.Site (a `(path, line, column)`
+    tuple with a `cell`), found when first read. The semantic model notes where another
+    file's copy or host read is (`Move.where`, `SummaryRead.where`) for every one it
+    follows, and most never reach a message; finding a node's line generates the code of
+    its statement up to it (FileContext.position): practitioner repositories, one run,
+    about 0.9 of the 12 s (cProfile) the project index added."""
+
+    __slots__ = ("_ctx", "_node", "_site")
+
+    def __init__(self, ctx: "FileContext", node: cst.CSTNode) -> None:
+        self._ctx, self._node, self._site = ctx, node, None
+
+    def resolve(self):
+        if self._site is None:
+            self._site = self._ctx.site_now(self._node)
+            self._ctx = self._node = None
+        return self._site
+
+    @property
+    def path(self) -> str:
+        return self.resolve().path
+
+    @property
+    def line(self) -> int:
+        return self.resolve().line
+
+    @property
+    def column(self) -> int:
+        return self.resolve().column
+
+    @property
+    def cell(self):
+        return self.resolve().cell
+
+    def where(self) -> str:
+        return self.resolve().where()
+
+    def ref(self) -> str:
+        return self.resolve().ref()
+
+    def short(self) -> str:
+        return self.resolve().short()
+
+    def __iter__(self):
+        return iter(self.resolve())
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, index):
+        return self.resolve()[index]
+
+    def __eq__(self, other) -> bool:
+        return self.resolve() == (other.resolve() if isinstance(other, LazySite) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.resolve())
+
+    def __repr__(self) -> str:
+        return repr(self.resolve())
+
+
 _NEWLINE_RE = re.compile(r"\r\n?|\n")  # as libcst's position provider splits tokens
 
 
@@ -631,12 +701,14 @@ class _Spans(CodegenState):
     update (a regular-expression split and two objects per token): a class of 2,500 nodes
     (torchvision's transforms.py) 6.6 ms -> 2.4 ms, plain generation 2.1 ms."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, awaited: Optional[set[int]] = None) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.offset = 0
         self.spans: dict = {}  # node -> (start, end)
         self.opened: list[int] = []
         self.popped = ""  # the trailing newline a module's codegen takes back (counted still)
+        # ids of the nodes wanted: once all have their spans, the generation stops (_Done)
+        self.awaited = awaited
 
     def add_indent_tokens(self) -> None:
         self.tokens.extend(self.indent_tokens)
@@ -659,6 +731,11 @@ class _Spans(CodegenState):
         start = self.opened.pop()
         if node not in self.spans:  # a syntactic span recorded inside comes first
             self.spans[node] = (start, self.offset)
+        awaited = self.awaited
+        if awaited is not None and id(node) in awaited:
+            awaited.discard(id(node))
+            if not awaited:
+                raise _Done
 
     def record_syntactic_position(self, node: cst.CSTNode, *, start_node: Optional[cst.CSTNode] = None,
                                   end_node: Optional[cst.CSTNode] = None) -> "_Syntactic":
@@ -666,6 +743,10 @@ class _Spans(CodegenState):
 
     def text(self) -> str:
         return "".join(self.tokens) + self.popped
+
+
+class _Done(Exception):
+    """Raised by _Spans once every awaited node has its span: the rest is not generated."""
 
 
 class _Syntactic:
@@ -680,7 +761,9 @@ class _Syntactic:
     def __enter__(self) -> None:
         self.start = self.state.offset
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, kind, *exc) -> bool:
+        if kind is not None:  # stopped (_Done) or failed: the node's code is not all there
+            return False
         spans = self.state.spans
         start = spans[self.start_node][0] if self.start_node is not None else self.start
         end = spans[self.end_node][1] if self.end_node is not None else self.state.offset
@@ -742,7 +825,7 @@ def _line_column(offset: int, line: int, column: int, ends: list[int]) -> tuple[
 
 
 def _positions(module: cst.Module, statements: Optional[list] = None,
-               starts: Optional[list] = None) -> PositionTable:
+               starts: Optional[list] = None, awaited: Optional[dict[int, set[int]]] = None) -> PositionTable:
     """The positions libcst's PositionProvider gives every node of the given top-level
     `statements` (None, or a None among them: of the whole module), as a PositionTable.
 
@@ -752,13 +835,23 @@ def _positions(module: cst.Module, statements: Optional[list] = None,
     module after an extra walk of the whole tree): on a 1,000-line training script 150-200
     ms of CPU became ~50, then less with _Spans (tests check the tables are equal).
     `starts`: the (line, column) where each statement of the module begins, as far as found
-    so far; kept by the caller across calls and extended here."""
+    so far; kept by the caller across calls and extended here. `awaited`: per statement (by
+    id), the ids of the nodes whose positions are wanted there: its code is generated only
+    up to the last of them (a finding in the first lines of a 500-line function does not
+    generate the other 490), where no later statement's start depends on its end; the
+    table then holds the nodes generated so far."""
     table = PositionTable()
+    awaited = awaited or {}
 
-    def positioned(node: cst.CSTNode, line: int, column: int) -> tuple[int, int]:
-        state = _Spans(module)
+    def positioned(node: cst.CSTNode, line: int, column: int, stop: bool = False) -> Optional[tuple[int, int]]:
+        """Where the statement's code ends; None when it stopped at its awaited nodes."""
+        nodes_wanted = awaited.get(id(node)) if stop else None
+        state = _Spans(module, set(nodes_wanted) if nodes_wanted else None)
         try:
             node._codegen(state)
+        except _Done:
+            table.add(state, line, column)
+            return None
         except KeyError as error:
             # A RecursionError in code generation (an expression nested deeper than the
             # recursion limit) surfaces as KeyErrors from the syntactic bookkeeping, one per
@@ -785,7 +878,7 @@ def _positions(module: cst.Module, statements: Optional[list] = None,
     for index in range(skip):  # statements before that one: positioned from their starts
         if id(nodes[index]) in wanted:
             wanted.discard(id(nodes[index]))
-            positioned(nodes[index], *starts[index])
+            positioned(nodes[index], *starts[index], stop=True)
     line, column = starts[skip] if starts else (1, 0)
     for index in range(skip, len(nodes)):
         if not wanted:
@@ -795,7 +888,10 @@ def _positions(module: cst.Module, statements: Optional[list] = None,
             starts.append((line, column))
         if id(node) in wanted:
             wanted.discard(id(node))
-            line, column = positioned(node, line, column)
+            end = positioned(node, line, column, stop=not wanted)
+            if end is None:
+                break
+            line, column = end
             continue
         segments = _NEWLINE_RE.split(module.code_for_node(node))
         if len(segments) == 1:

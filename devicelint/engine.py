@@ -341,8 +341,11 @@ def _findings(ctx: FileContext, rules: Sequence[type[Rule] | RuleMeta] = (), hon
 def _related(ctx: FileContext, related) -> list[dict]:
     found = []
     for where, message in related:
-        if isinstance(where, tuple):  # (path, line, column) in another file of the project
-            path, line, column = where
+        if not isinstance(where, cst.CSTNode):  # (path, line, column) in another file of the project
+            try:
+                path, line, column = where
+            except (RecursionError, KeyError):
+                continue
             entry = {"line": line, "column": column, "message": message, "path": path}
             cell = getattr(where, "cell", None)  # a notebook's (devicelint.notebook.Site)
             if cell is not None:
