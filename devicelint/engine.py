@@ -20,7 +20,7 @@ from devicelint.document import Document
 from devicelint.finding import Finding, Fix
 from devicelint.gate import gated
 from devicelint.notebook import Locate, blank_magics
-from devicelint.project_index import BIG_MODULE_CHARS, parsed_tree, top_level_pieces
+from devicelint.project_index import BIG_MODULE_CHARS, keep_tree, parsed_tree, top_level_pieces
 from devicelint.rule import Rule, RuleMeta, all_rules, rule_catalog, rule_class, rule_codes
 from devicelint.source import split_lines
 from devicelint.suppress import is_suppressed, parse_suppressions, skips_file
@@ -145,7 +145,7 @@ def _lint_module(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta],
             table.setdefault(node_type, []).append(getattr(rule, handler))
     try:
         ctx.walk(visitors, leavers)
-        return _findings(ctx, rules, honour_noqa)
+        found = _findings(ctx, rules, honour_noqa)
     except RecursionError:
         # The walk is iterative, but libcst's code generation and visitors that rules use
         # recurse: a tree deeper than Python's recursion limit cannot be analysed.
@@ -153,6 +153,9 @@ def _lint_module(path: str, source: str, rules: Sequence[type[Rule] | RuleMeta],
             SYNTAX_ERROR, path, "Cannot analyse: the code is nested too deeply for devicelint")])
     finally:
         ctx.release()
+    if parse is None:  # the tree of the file's whole text, as a model of it would parse
+        keep_tree(path, source, module)
+    return found
 
 
 def _lint_in_pieces(path: str, source: str, pieces: list[tuple[int, str]], rules: Sequence[type[Rule] | RuleMeta],

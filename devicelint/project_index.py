@@ -49,6 +49,9 @@ from devicelint.datafile import blake2b, sha256
 _MAX_DEPTH = 24
 _MAX_DEPENDENCY_SIZE = 2 * 1024 * 1024  # bytes: a local module larger than this is not read
 _MAX_MODULES = 5000
+# Text of the run's linted files whose libcst trees a process keeps for later questions
+# about them (ProjectIndex.keep_tree): a tree takes roughly 100 bytes per character.
+KEPT_TREE_CHARS = 400_000
 
 
 @dataclass
@@ -100,6 +103,11 @@ class ProjectIndex:
         self.by_key: dict[str, ModuleInfo] = {}       # ctx.path -> module
         self._module_class: dict[tuple[str, str], bool] = {}
         self._models: dict[str, object] = {}
+        # The libcst trees of the run's files this process linted last, oldest first, up to
+        # KEPT_TREE_CHARS of their text (keep_tree): a later question about one of them
+        # builds its model on that tree instead of parsing the file again.
+        self._kept_trees: dict[str, tuple[str, object]] = {}
+        self._kept_chars = 0
         # What the semantic model works out from another module's text, under its own keys
         # (dataflow.foreign_call_uploads), kept for the run.
         self.derived: dict[tuple, object] = {}
@@ -1096,7 +1104,11 @@ class ProjectIndex:
             try:
                 from devicelint import safe_parse
 
-                tree = safe_parse.parse_module(module.text or "")
+                kept = self._kept_trees.pop(module.path, None)
+                if kept is not None:
+                    self._kept_chars -= len(kept[0])
+                tree = kept[1] if kept is not None and kept[0] == (module.text or "") \
+                    else safe_parse.parse_module(module.text or "")
                 # A notebook's model names its lines by cell (`cell 4:2`: FileContext.site).
                 ctx = context_type(module.shown, module.text or "", tree, locate=self._cells.get(module.path))
                 ctx.walk({}, {})
@@ -1113,6 +1125,29 @@ class ProjectIndex:
                 # it anyway (devicelint/collector.py).
                 gc.freeze()
         return found
+
+    def keep_tree(self, key: str, source: str, tree) -> None:
+        """The libcst tree the lint of the run's file `key` made from its whole text
+        `source`, kept (the last files linted, up to KEPT_TREE_CHARS of text) for a later
+        question about that file: trees are immutable, and a model built on it is the one a
+        parse would give. Files ask about each other both ways (train.py about data.py's
+        helpers, data.py about who iterates its loaders), so no order of the files lints
+        every one after the questions about it: practitioner repositories in one run, 68 of
+        the 206 models built were of files linted before (bench/model_builds.py)."""
+        info = self.by_key.get(key)
+        if info is None or info.path in self._models or len(source) > KEPT_TREE_CHARS // 2 \
+                or len(info.text or "") != len(source):  # (a piece of a big module: not its tree)
+            return
+        kept = self._kept_trees.pop(info.path, None)
+        if kept is not None:
+            self._kept_chars -= len(kept[0])
+        self._kept_trees[info.path] = (source, tree)
+        self._kept_chars += len(source)
+        if self.freeze_models:
+            gc.freeze()  # out of the collector's reach, as models are (model_of); freed by refcounts
+        while self._kept_chars > KEPT_TREE_CHARS:
+            oldest = next(iter(self._kept_trees))
+            self._kept_chars -= len(self._kept_trees.pop(oldest)[0])
 
     # -- what a file's findings depend on (the result cache) ----------------------------
     # While a file is linted (`start_job` .. `finish_job`) every fact the index gives is
@@ -2171,6 +2206,13 @@ def parsed_tree(path: str, source: str):
     model = index._models.get(info.path) if info is not None else None
     ctx = getattr(model, "ctx", None)
     return ctx.module if ctx is not None and ctx.source == source else None
+
+
+def keep_tree(path: str, source: str, tree) -> None:
+    """After the lint of the run's file `path`: its tree, for later questions about it
+    (ProjectIndex.keep_tree)."""
+    if _current is not None:
+        _current.keep_tree(path, source, tree)
 
 
 def parsed_ast(path: str, source: str) -> Optional[ast.Module]:

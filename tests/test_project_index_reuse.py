@@ -50,6 +50,28 @@ def test_a_file_whose_model_another_file_built_is_not_parsed_again(tmp_path, mon
     assert parsed.count(HELPER) == 2
 
 
+def test_a_file_linted_before_the_question_about_it_keeps_its_tree(tmp_path, monkeypatch) -> None:
+    # The helper sorts first: it is linted, then the script's step loop asks about it, and
+    # its model is built on the tree its own lint made (ProjectIndex.keep_tree).
+    (tmp_path / "a_metrics.py").write_text(HELPER)
+    (tmp_path / "b_train.py").write_text(SCRIPT.replace("b_metrics", "a_metrics"))
+    parsed: list[str] = []
+    original = safe_parse.parse_module
+    monkeypatch.setattr(safe_parse, "parse_module", lambda text: parsed.append(text) or original(text))
+
+    def run():
+        parsed.clear()
+        return sorted((f.path.rsplit("/", 1)[-1], f.line, f.code, f.message)
+                      for f in lint_paths([str(tmp_path)], Overrides(), use_cache=False, jobs=1).findings)
+
+    kept = run()
+    assert any(code == "DL004" and "a_metrics.py" in message for _p, _l, code, message in kept)
+    assert parsed.count(HELPER) == 1
+    monkeypatch.setattr(project_index, "KEPT_TREE_CHARS", 0)
+    assert run() == kept
+    assert parsed.count(HELPER) == 2
+
+
 def test_no_tree_is_offered_for_another_text_or_outside_a_run() -> None:
     assert project_index.parsed_tree("b_metrics.py", HELPER) is None  # no index: no run
 
