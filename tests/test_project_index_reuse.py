@@ -28,10 +28,9 @@ def train(model, loader, device):
     return acc
 """
 
-
-def test_a_file_whose_model_another_file_built_is_not_parsed_again(tmp_path, monkeypatch) -> None:
-    (tmp_path / "a_train.py").write_text(SCRIPT)
-    (tmp_path / "b_metrics.py").write_text(HELPER)
+def _counting_run(tmp_path, monkeypatch):
+    """(a function that lints tmp_path with one process and returns its findings, the texts
+    libcst parsed in its last call)."""
     parsed: list[str] = []
     original = safe_parse.parse_module
     monkeypatch.setattr(safe_parse, "parse_module", lambda text: parsed.append(text) or original(text))
@@ -40,6 +39,14 @@ def test_a_file_whose_model_another_file_built_is_not_parsed_again(tmp_path, mon
         parsed.clear()
         return sorted((f.path.rsplit("/", 1)[-1], f.line, f.code, f.message)
                       for f in lint_paths([str(tmp_path)], Overrides(), use_cache=False, jobs=1).findings)
+
+    return run, parsed
+
+
+def test_a_file_whose_model_another_file_built_is_not_parsed_again(tmp_path, monkeypatch) -> None:
+    (tmp_path / "a_train.py").write_text(SCRIPT)
+    (tmp_path / "b_metrics.py").write_text(HELPER)
+    run, parsed = _counting_run(tmp_path, monkeypatch)
 
     with_reuse = run()
     assert any(code == "DL004" and "b_metrics.py" in message for _p, _l, code, message in with_reuse)
@@ -55,14 +62,7 @@ def test_a_file_linted_before_the_question_about_it_keeps_its_tree(tmp_path, mon
     # its model is built on the tree its own lint made (ProjectIndex.keep_tree).
     (tmp_path / "a_metrics.py").write_text(HELPER)
     (tmp_path / "b_train.py").write_text(SCRIPT.replace("b_metrics", "a_metrics"))
-    parsed: list[str] = []
-    original = safe_parse.parse_module
-    monkeypatch.setattr(safe_parse, "parse_module", lambda text: parsed.append(text) or original(text))
-
-    def run():
-        parsed.clear()
-        return sorted((f.path.rsplit("/", 1)[-1], f.line, f.code, f.message)
-                      for f in lint_paths([str(tmp_path)], Overrides(), use_cache=False, jobs=1).findings)
+    run, parsed = _counting_run(tmp_path, monkeypatch)
 
     kept = run()
     assert any(code == "DL004" and "a_metrics.py" in message for _p, _l, code, message in kept)
