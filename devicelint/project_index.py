@@ -1493,7 +1493,6 @@ class FileView:
                 index.run_identity(), _hash(*sorted(m.path for m in found)))
         return found
 
-
     def _imports_from(self, other: ModuleInfo, function: str) -> bool:
         """Whether a name `other` imports (`b`), `b.function`, or under `import *` the bare
         name, stands for this module's top-level `function` or class. `b.function` is not
