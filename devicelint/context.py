@@ -103,6 +103,10 @@ class FileContext:
         # known (_positions); a caller that knows them all may give them (the server's
         # incremental parse), which spares the code generation that finds them.
         self._starts: list[tuple[int, int]] = list(starts) if starts else []
+        # Top-level statements whose code position() generated only up to the nodes then
+        # wanted: asked again, they are generated whole (a line asked for each of many
+        # findings in one long function would otherwise generate its start again each time).
+        self._cut_short: set[int] = set()
         self._binders: list[tuple[cst.CSTNode, cst.CSTNode]] = []
         self._bindings: Optional[dict[int, dict[str, list[Binding]]]] = None
         self.class_defs: list[cst.ClassDef] = []
@@ -571,7 +575,9 @@ class FileContext:
             tops = [self._top_statement(n) for n in wanted]
             awaited: dict[int, set[int]] = {}
             for top, want in zip(tops, wanted):
-                awaited.setdefault(id(top), set()).add(id(want))
+                if id(top) not in self._cut_short:
+                    awaited.setdefault(id(top), set()).add(id(want))
+            self._cut_short.update(awaited)
             self._positions.update_from(_positions(self.module, tops, self._starts, awaited))
             found = self._positions.range_of(node)
             if found is None:

@@ -172,6 +172,31 @@ def test_positions_of_findings_in_later_statements() -> None:
     assert [ctx.position(call) for call in calls] == [(4, 6, 4, 20), (5, 15, 5, 23)]
 
 
+def test_positions_in_one_long_function_generate_it_at_most_twice(monkeypatch) -> None:
+    """A line asked for node after node of one long function (messages naming lines, as the
+    walk goes): its code is generated up to the first, then once whole, not again from its
+    start for each (context._Spans counted); the positions are libcst's."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from devicelint import context as context_module
+
+    source = "import torch\n\n\ndef train(x):\n" + "".join(f"    y{i} = torch.zeros({i})\n" for i in range(60))
+    ctx = context(source)
+    made = []
+    original = context_module._Spans
+
+    def counted(*args, **kwargs):
+        made.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(context_module, "_Spans", counted)
+    expected = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    for call in find(ctx, cst.Call):
+        r = expected[call]
+        assert ctx.position(call) == (r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+    assert len(made) <= 2
+
+
 def test_deep_nesting_does_not_recurse() -> None:
     source = "x = " + "(" * 200 + "1" + ")" * 200 + "\n"
     ctx = context(source)
