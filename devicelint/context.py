@@ -786,11 +786,13 @@ class PositionTable(Mapping):
     def __init__(self) -> None:
         self._spans: dict = {}  # node -> (start, end, origin)
 
-    def add(self, state: _Spans, line: int, column: int) -> None:
-        text = state.text()
-        origin = (line, column, [m.end() for m in _NEWLINE_RE.finditer(text)])
+    def add(self, state: _Spans, line: int, column: int) -> tuple[int, int, list[int]]:
+        """The nodes `state` generated, its code starting at (line, column); returns that
+        origin: (line, column, where each newline of the code ends)."""
+        origin = (line, column, [m.end() for m in _NEWLINE_RE.finditer(state.text())])
         for node, (start, end) in state.spans.items():
             self._spans[node] = (start, end, origin)
+        return origin
 
     def update_from(self, other: "PositionTable") -> None:
         self._spans.update(other._spans)
@@ -868,8 +870,7 @@ def _positions(module: cst.Module, statements: Optional[list] = None,
             if isinstance(cause, RecursionError):
                 raise RecursionError("code generation nested too deeply") from None
             raise
-        table.add(state, line, column)
-        return _line_column(state.offset, line, column, table._spans[node][2][2])
+        return _line_column(state.offset, *table.add(state, line, column))
 
     if statements is None or any(statement is None for statement in statements):
         positioned(module, 1, 0)

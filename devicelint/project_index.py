@@ -1104,9 +1104,7 @@ class ProjectIndex:
             try:
                 from devicelint import safe_parse
 
-                kept = self._kept_trees.pop(module.path, None)
-                if kept is not None:
-                    self._kept_chars -= len(kept[0])
+                kept = self._take_kept_tree(module.path)
                 tree = kept[1] if kept is not None and kept[0] == (module.text or "") \
                     else safe_parse.parse_module(module.text or "")
                 # A notebook's model names its lines by cell (`cell 4:2`: FileContext.site).
@@ -1138,16 +1136,20 @@ class ProjectIndex:
         if info is None or info.path in self._models or len(source) > KEPT_TREE_CHARS // 2 \
                 or len(info.text or "") != len(source):  # (a piece of a big module: not its tree)
             return
-        kept = self._kept_trees.pop(info.path, None)
-        if kept is not None:
-            self._kept_chars -= len(kept[0])
+        self._take_kept_tree(info.path)  # (kept again as the newest)
         self._kept_trees[info.path] = (source, tree)
         self._kept_chars += len(source)
         if self.freeze_models:
             gc.freeze()  # out of the collector's reach, as models are (model_of); freed by refcounts
         while self._kept_chars > KEPT_TREE_CHARS:
-            oldest = next(iter(self._kept_trees))
-            self._kept_chars -= len(self._kept_trees.pop(oldest)[0])
+            self._take_kept_tree(next(iter(self._kept_trees)))
+
+    def _take_kept_tree(self, path: str) -> Optional[tuple[str, object]]:
+        """(text, tree) kept for `path`, no longer kept; None when none is."""
+        kept = self._kept_trees.pop(path, None)
+        if kept is not None:
+            self._kept_chars -= len(kept[0])
+        return kept
 
     # -- what a file's findings depend on (the result cache) ----------------------------
     # While a file is linted (`start_job` .. `finish_job`) every fact the index gives is
