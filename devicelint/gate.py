@@ -1182,7 +1182,7 @@ class _HostTensors:
         # layouts: a value is strided only through some op that makes it so); the questions
         # answered "no" while one was assumed, kept once the whole question is answered.
         self._assumed = 0
-        self._provisional: list = []
+        self._provisional: Optional[dict] = None  # (keys, in order: a dict) while one is asked
         self._least = (self.strided, self.host)
         self._walk(facts._whole)
 
@@ -1446,6 +1446,8 @@ class _HostTensors:
         found = self._memo.get(key)
         if found is not None:
             return found
+        if self._provisional is not None and key in self._provisional:
+            return False  # "no" for now, within the whole question that asked it (`_least_answer`)
         if key in self._active:
             if ask in self._least:
                 self._assumed += 1
@@ -1459,19 +1461,30 @@ class _HostTensors:
             self._active.discard(key)
         if found or self._assumed == before:
             self._memo[key] = found
-        else:
-            self._provisional.append(key)
+        elif self._provisional is not None:
+            self._provisional[key] = None
         return found
 
     def _least_answer(self, question) -> bool:
         """A whole question of the least kind: when it says "no", every question it met said
-        "no" with every assumption it made "no" as well, so their answers are kept."""
-        self._provisional = []
-        found = question()
-        if not found:
-            for key in self._provisional:
-                self._memo[key] = False
-        self._provisional = []
+        "no" with every assumption it made "no" as well, so their answers are kept.
+
+        A question answered "no" under an assumption is not asked again within the whole
+        question: the answers are all "may" ones made by some op, so the whole question
+        is a search for such an op through the questions each one asks, and one already
+        searched (or being searched) needs no second search; were the assumption wrong,
+        the op would be found through the assumed question itself. Searched again, a
+        question met on many paths cost time exponential in their length (ResNeXt's
+        blocks: 2.2 s for one file's gate)."""
+        outer = self._provisional
+        self._provisional = {}
+        try:
+            found = question()
+            if not found:
+                for key in self._provisional:
+                    self._memo[key] = False
+        finally:
+            self._provisional = outer
         return found
 
     def _param_uncached(self, function, name: str, owner, depth: int, ask) -> bool:

@@ -656,6 +656,47 @@ def test_dl003_gate_follows_the_layout_to_a_strided_view(case, monkeypatch):
     assert says and lines  # the rule reports there
 
 
+def _chained_forwards(blocks: int) -> str:
+    """ResNeXt-style code (pytorch-classification's resnext.py, ResNeXt.pytorch's model.py):
+    forwards that chain `.forward` calls of submodules, then a `.view` of the result."""
+    lines = ["import torch.nn as nn", "import torch.nn.functional as F", ""]
+    for number in range(blocks):
+        lines += [f"class Block{number}(nn.Module):", "    def forward(self, x):", "        y = self.a.forward(x)"]
+        lines += [f"        y = F.relu(self.b{k}.forward(y))" for k in range(6)]
+        lines += ["        return F.relu(self.shortcut.forward(x) + y)", ""]
+    lines += ["class Net(nn.Module):", "    def forward(self, x):"]
+    lines += [f"        x = self.stage{k}.forward(x)" for k in range(6)]
+    lines += ["        x = x.view(-1, 64)", "        return self.fc(x)", ""]
+    return "\n".join(lines)
+
+
+def test_dl003_layout_question_searches_each_question_once(monkeypatch):
+    """A question answered "no" under an assumption (the least answer) is not searched again
+    within the whole question: before, each `.forward` call searched every forward's returns
+    again, time exponential in the chain's length (2.2 s for one practitioner file's gate).
+    The answers are the rule's: no strided view here; one once a transpose feeds the view."""
+    asked = []
+    strided = gate._HostTensors.strided
+
+    def counting(self, value, scope, depth=0):
+        asked.append(value)
+        return strided(self, value, scope, depth)
+
+    monkeypatch.setattr(gate._HostTensors, "strided", counting)
+    text = _chained_forwards(3)
+    facts = gate.facts_of("m.py", text)
+    assert facts.views_strided() is False
+    # Linear in the code: 177, 288, 399 questions for 1, 2, 3 blocks. The repeated searches
+    # asked 28,542 for one block (0.25 s), and from two on reached the depth bound: "may".
+    assert len(asked) < 1_000
+    monkeypatch.undo()
+    assert _gate_then_rule("DL003", text, monkeypatch) == (False, [])
+    transposed = "import torch\n" + text.replace(
+        "x = x.view(-1, 64)", "x = torch.randn(2, 3, 4).transpose(1, 2)\n        x = x.view(-1)")
+    says, lines = _gate_then_rule("DL003", transposed, monkeypatch)
+    assert says and lines
+
+
 def test_files_ast_cannot_read_are_not_gated():
     rules = enabled_rules(list(all_rules()))
     assert gate.gated("m.py", "def f(:\n    x.view(1)\n", rules) == rules
