@@ -6,6 +6,7 @@ when a rule asks: positions (only for nodes that produce findings), scope bindin
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from bisect import bisect_left, bisect_right
@@ -103,6 +104,10 @@ class FileContext:
         # known (_positions); a caller that knows them all may give them (the server's
         # incremental parse), which spares the code generation that finds them.
         self._starts: list[tuple[int, int]] = list(starts) if starts else []
+        # Whether _starts came from `statement_starts` (checked as each statement's code is
+        # generated: _positions' `source`), and whether that has been tried.
+        self._starts_read = False
+        self._starts_tried = bool(starts)
         # Top-level statements whose code position() generated only up to the nodes then
         # wanted: asked again, they are generated whole (a line asked for each of many
         # findings in one long function would otherwise generate its start again each time).
@@ -578,7 +583,18 @@ class FileContext:
                 if id(top) not in self._cut_short:
                     awaited.setdefault(id(top), set()).add(id(want))
             self._cut_short.update(awaited)
-            self._positions.update_from(_positions(self.module, tops, self._starts, awaited))
+            if not self._starts_tried and len(self.module.body) > _STARTS_READ_AFTER:
+                self._starts_tried = True
+                found_starts = statement_starts(self.module, self.source)
+                if found_starts is not None:
+                    self._starts, self._starts_read = found_starts, True
+            try:
+                table = _positions(self.module, tops, self._starts, awaited,
+                                   self.source if self._starts_read else None)
+            except _StartMismatch:  # (never seen: statement_starts' checks held, the code did not)
+                self._starts, self._starts_read = [], False
+                table = _positions(self.module, tops, self._starts, awaited)
+            self._positions.update_from(table)
             found = self._positions.range_of(node)
             if found is None:
                 raise KeyError(node)
@@ -832,8 +848,81 @@ def _line_column(offset: int, line: int, column: int, ends: list[int]) -> tuple[
     return line + before, offset - ends[before - 1]
 
 
+# Past this many top-level statements, where they start is read from CPython's `ast` (line
+# numbers) rather than found by generating the code of those before the one wanted.
+_STARTS_READ_AFTER = 8
+_COMPOUND_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor,
+                        ast.While, ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try),
+                        getattr(ast, "Match", ast.If))
+
+
+class _StartMismatch(Exception):
+    """A statement's generated code is not the source text where it was said to start."""
+
+
+def statement_starts(module: cst.Module, source: str) -> Optional[list[tuple[int, int]]]:
+    """Where each top-level statement of `module` (the header's lines, then the body's
+    statements) starts, as _positions' `starts`, read from the line numbers CPython's `ast`
+    gives the same text's statements, without generating any code: a statement's first
+    line, less the comment and blank lines libcst holds before it (its `leading_lines`, a
+    decorated definition's first decorator's). None when the two parses do not line up
+    statement for statement, or a line is not what that says it is (a comment or blank
+    line before each statement, the statement's first character at column 0, `@` on a
+    decorator's line): the caller then generates code to find them, as before. Each
+    statement's code is still checked against the text as it is generated (_positions'
+    `source`). A finding at the end of a 1,000-line script no longer generates the
+    script's code before it."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    lines = _NEWLINE_RE.split(source)
+    starts = [(number + 1, 0) for number in range(len(module.header))]
+    after = len(module.header)  # the last line taken so far
+    statements = iter(tree.body)
+    for node in module.body:
+        first = next(statements, None)
+        if first is None or (type(node) is cst.SimpleStatementLine) == isinstance(first, _COMPOUND_STATEMENTS):
+            return None
+        if type(node) is cst.SimpleStatementLine:
+            for _ in range(len(node.body) - 1):  # `a = 1; b = 2`: one libcst line, two statements
+                following = next(statements, None)
+                if following is None or isinstance(following, _COMPOUND_STATEMENTS):
+                    return None
+        line = first.lineno
+        leading = len(node.leading_lines)
+        decorators = getattr(node, "decorators", ())
+        if decorators:
+            decorated = getattr(first, "decorator_list", None)
+            if not decorated or len(decorated) != len(decorators):
+                return None
+            line = decorated[0].lineno
+            leading += len(decorators[0].leading_lines)
+            if not lines[line - 1].startswith("@"):
+                return None
+        start = line - leading
+        code = lines[line - 1] if line <= len(lines) else ""
+        if start <= after or not code or code[0] in " \t\f#":
+            return None
+        for number in range(start, line):
+            text = lines[number - 1].lstrip(" \t\f")
+            if text and not text.startswith("#"):
+                return None
+        starts.append((start, 0))
+        after = line
+    if next(statements, None) is not None:
+        return None
+    return starts
+
+
+def _line_offsets(source: str) -> list[int]:
+    """Where each line of `source` starts (offsets; libcst's newlines)."""
+    return [0, *(m.end() for m in _NEWLINE_RE.finditer(source))]
+
+
 def _positions(module: cst.Module, statements: Optional[list] = None,
-               starts: Optional[list] = None, awaited: Optional[dict[int, set[int]]] = None) -> PositionTable:
+               starts: Optional[list] = None, awaited: Optional[dict[int, set[int]]] = None,
+               source: Optional[str] = None) -> PositionTable:
     """The positions libcst's PositionProvider gives every node of the given top-level
     `statements` (None, or a None among them: of the whole module), as a PositionTable.
 
@@ -847,9 +936,23 @@ def _positions(module: cst.Module, statements: Optional[list] = None,
     id), the ids of the nodes whose positions are wanted there: its code is generated only
     up to the last of them (a finding in the first lines of a 500-line function does not
     generate the other 490), where no later statement's start depends on its end; the
-    table then holds the nodes generated so far."""
+    table then holds the nodes generated so far. `source`: the module's text, given when
+    `starts` were read rather than found (statement_starts): each statement's code must be
+    the text at its start, else _StartMismatch."""
     table = PositionTable()
     awaited = awaited or {}
+    offsets = _line_offsets(source) if source is not None else None
+
+    def check(state: "_Spans", line: int, column: int) -> None:
+        if offsets is None:
+            return
+        code = state.text()
+        at = offsets[line - 1] + column if line <= len(offsets) else len(source)
+        if not source.startswith(code, at):
+            # (the module's last statement: its code ends in a newline the text may lack)
+            rest = source[at:]
+            if not (code.startswith(rest) and code[len(rest):] in ("\n", "\r\n", "\r")):
+                raise _StartMismatch
 
     def positioned(node: cst.CSTNode, line: int, column: int, stop: bool = False) -> Optional[tuple[int, int]]:
         """Where the statement's code ends; None when it stopped at its awaited nodes."""
@@ -858,6 +961,7 @@ def _positions(module: cst.Module, statements: Optional[list] = None,
         try:
             node._codegen(state)
         except _Done:
+            check(state, line, column)
             table.add(state, line, column)
             return None
         except KeyError as error:
@@ -870,6 +974,7 @@ def _positions(module: cst.Module, statements: Optional[list] = None,
             if isinstance(cause, RecursionError):
                 raise RecursionError("code generation nested too deeply") from None
             raise
+        check(state, line, column)
         return _line_column(state.offset, *table.add(state, line, column))
 
     if statements is None or any(statement is None for statement in statements):

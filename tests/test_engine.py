@@ -197,6 +197,67 @@ def test_positions_in_one_long_function_generate_it_at_most_twice(monkeypatch) -
     assert len(made) <= 2
 
 
+_STARTS_CASES = {
+    "decorators with comments between and before them":
+        "# top\n\nimport torch\n# before\n@a\n# between\n\n@b.c(1)\ndef f():\n    return 1\n",
+    "semicolons and a parenthesized first token":
+        "a = 1; b = (\n    2)\n(c\n) = 3\nif a: pass\nclass K: x = 1\n",
+    "a continuation line and a string spanning lines":
+        "x = 1 + \\\n    2\ns = \"\"\"\nfoo\n\"\"\"\nfor i in []:\n    pass\n# trailing\nz = 0",
+    "a comment block ending a function, then a statement": "def f():\n    x = 1\n    # end of f\n\n# about g\ng = 2\n",
+    "async and with statements": "async def f():\n    async with a as b:\n        pass\nwith open('x') as h:\n    pass\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_STARTS_CASES))
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_statement_starts_read_from_ast_are_the_generated_ones(case, newline) -> None:
+    """Where each top-level statement starts, read from CPython's line numbers and the
+    comment lines libcst holds before it (context.statement_starts), is where the code of
+    the statements before it ends; every node's position from those starts is libcst's."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from devicelint.context import _NEWLINE_RE, _positions, statement_starts
+
+    text = _STARTS_CASES[case].replace("\n", newline)
+    module = cst.parse_module(text)
+    generated, line = [], 1
+    for node in (*module.header, *module.body):
+        generated.append((line, 0))
+        line += len(_NEWLINE_RE.findall(module.code_for_node(node)))
+    assert statement_starts(module, text) == generated
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    for statement in module.body:
+        table = _positions(module, [statement], list(generated), source=text)
+        assert statement in table and all(table[node] == expected[node] for node in table)
+
+
+def test_statement_starts_give_up_where_the_parses_do_not_line_up() -> None:
+    """None (the caller generates code instead) where a line is not what the two parses
+    together say (a decorator whose expression starts on the line after its `@`), or `ast`
+    cannot read the text."""
+    from devicelint.context import statement_starts
+
+    text = "import a\n@(\n    a.b)\ndef f():\n    pass\n"
+    assert statement_starts(cst.parse_module(text), text) is None
+    assert statement_starts(cst.parse_module("x = 1\n"), "x = (\n") is None
+
+
+def test_positions_from_read_starts_that_do_not_hold_are_found_again() -> None:
+    """Were a read start wrong, the statement's code would not be the text there: the
+    positions are then found by generating code, as without read starts."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    source = "import torch\n" + "".join(f"x{i} = torch.zeros({i})\n" for i in range(12))
+    ctx = context(source)
+    ctx._starts = [(1, 0)] + [(n + 3, 0) for n in range(12)]  # every statement a line too low
+    ctx._starts_read = ctx._starts_tried = True
+    expected = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    call = find(ctx, cst.Call)[-1]
+    r = expected[call]
+    assert ctx.position(call) == (r.start.line, r.start.column + 1, r.end.line, r.end.column + 1) == (13, 7, 13, 22)
+
+
 def test_deep_nesting_does_not_recurse() -> None:
     source = "x = " + "(" * 200 + "1" + ")" * 200 + "\n"
     ctx = context(source)
