@@ -75,3 +75,27 @@ def test_a_symbolic_link_below_gives_no_names(tmp_path) -> None:
     assert index.naming(index.by_key["data.py"], "get_loader", index.by_key["train.py"]) is None
     found = sorted(m.key for m in index.view("data.py").importers_of("get_loader"))
     assert found == ["direct.py", "module_only.py", "train.py"]
+
+
+def test_spelling_of_files_is_spells_of_each_text():
+    """`_Spelling` (one pass over the files' words) says what `_spells` (a search of the
+    text) says, for every file and name: names of word characters only, and names that
+    are not (searched as before), next to letters, digits, underscores, non-ASCII letters,
+    dots and at the ends of a text."""
+    import random
+
+    from devicelint.project_index import _Spelling, _spells
+
+    random.seed(7)
+    alphabet = ["a", "b", "_", "1", "é", "λ", ".", " ", "\n", "(", "ab", "a_b", "·"]
+    texts = {f"f{number}.py": "".join(random.choice(alphabet) for _ in range(random.randint(0, 40)))
+             for number in range(60)}
+    texts["none.py"] = None
+    names = ["a", "b", "ab", "a_b", "_", "a1", "é", "λa", "a·b", "b.a", "x"]
+    spelling = _Spelling(list(texts), texts.get)
+    for path, text in texts.items():
+        for name in names:
+            assert spelling.spells(path, name) == _spells(text or "", name), (path, text, name)
+    for group in (["a"], ["ab", "a·b"], ["x"]):
+        assert spelling.files_spelling(group) == [path for path, text in texts.items()
+                                                  if any(_spells(text or "", name) for name in group)]
