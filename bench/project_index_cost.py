@@ -5,7 +5,7 @@ with the index and without it (`project_index.ENABLED = False`), alternating, RO
 prints the median CPU seconds (user + system of the lint and its worker processes) and wall
 seconds of each, and their ratio. The issue's bound: at most 1.15.
 
-    .venv/bin/python bench/project_index_cost.py [--rounds 5] [--baseline TREE] [--cache] [--jobs N] [DIR ...]
+    .venv/bin/python bench/project_index_cost.py [--rounds 5] [--baseline TREE] [--cache] [--each] [--jobs N] [DIR ...]
 
 `--baseline TREE`: also measure the devicelint of another checkout (e.g. a `git worktree`
 of an earlier commit, put first on PYTHONPATH), in the same rounds, alternating with this
@@ -15,6 +15,20 @@ one: before/after figures taken side by side.
 the lint and its worker processes, PYTHONHASHSEED=0): the same count on a busy machine as
 on a quiet one (a loaded CPU shifts CPU seconds by more than the 15% measured), ~40x slower;
 one round is enough (`--rounds 1`: counts repeat to ~0.1%). Needs `valgrind` on the PATH.
+
+`--each`: lint each folder directly under a corpus as its own run, as a user lints one
+repository (the practitioner corpus: 86 unrelated repositories, each with its own imports),
+and sum the runs' seconds; without it the whole corpus is one run, where every repository's
+files are looked up among all 86 (a folder named like an identifier is a package to the
+lookup), a namespace no user's run has.
+
+`--own-root`: lint a copy of each corpus made outside this checkout, with a pyproject.toml
+(no settings) at its top, or with `--each` at the top of each folder that has none: the
+project root is then the corpus (or each repository), as when a user lints their own
+checkout. Without it the corpora under bench/.corpora are linted with this checkout as
+their project root (its pyproject.toml is the nearest above them), so that a corpus whose
+folder name is an identifier (`practitioner`) is looked up from bench/.corpora, next to
+the other corpora: the project index's `naming` then gives up (too many files below).
 
 `--cache`: lint as a first run does by default, with the result cache on and empty (a
 fresh cache directory each time): with the index, what each file used of other files is
@@ -143,6 +157,29 @@ def one(mode: str, corpus: Path, tree: Optional[Path] = None, cache: bool = Fals
     return cpu, wall
 
 
+def own_root_copy(corpus: Path, each: bool, scratch: Path) -> Path:
+    """A copy of `corpus` under `scratch` whose project root is its top, or with `each`
+    each folder under it (a pyproject.toml with no settings where there is none)."""
+    copy = scratch / corpus.name
+    shutil.copytree(corpus, copy, symlinks=True)
+    for top in (sorted(p for p in copy.iterdir() if p.is_dir()) if each else [copy]):
+        marker = top / "pyproject.toml"
+        if not marker.exists():
+            marker.write_text("[tool.devicelint]\n", encoding="utf-8")
+    return copy
+
+
+def lint_corpus(mode: str, corpus: Path, tree: Optional[Path], each: bool, *options) -> tuple[float, float]:
+    """`one` run of the corpus, or with `each` one run per folder under it, summed."""
+    if not each:
+        return one(mode, corpus, tree, *options)
+    total_cpu = total_wall = 0.0
+    for folder in sorted(p for p in corpus.iterdir() if p.is_dir()):
+        cpu, wall = one(mode, folder, tree, *options)
+        total_cpu, total_wall = total_cpu + cpu, total_wall + wall
+    return total_cpu, total_wall
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpora", nargs="*", type=Path, default=DEFAULT)
@@ -153,6 +190,10 @@ def main() -> None:
                         help="with the result cache on and empty (a first run by default), not --no-cache")
     parser.add_argument("--jobs", "-j", type=int, default=None,
                         help="worker processes of each lint (default: the program's, one per CPU it may run on: 2 under taskset -c 0,1)")
+    parser.add_argument("--each", action="store_true",
+                        help="one run per folder directly under each corpus (one per repository), summed")
+    parser.add_argument("--own-root", action="store_true",
+                        help="lint a copy of each corpus outside this checkout, rooted at the corpus (or each repository with --each)")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions under valgrind (cachegrind) instead of CPU seconds")
     args = parser.parse_args()
@@ -166,38 +207,50 @@ def main() -> None:
             sys.exit(f"{name}: the run imports devicelint from {imported_from(tree)}, not {tree or ROOT}")
     measure = "instructions (G, cachegrind) of the lint and its workers" if args.instructions \
         else "CPU = user + system of the lint and its workers"
-    print(f"# {'cache on, empty' if args.cache else '--no-cache'}; -j {args.jobs or 'default'}; {args.rounds} rounds; {measure}, "
+    print(f"# {'cache on, empty' if args.cache else '--no-cache'}; {'one run per folder, summed; ' if args.each else ''}"
+          f"{'rooted at each corpus (a copy); ' if args.own_root else ''}-j {args.jobs or 'default'}; {args.rounds} rounds; {measure}, "
           "median (min ratio: of the fastest off and on runs)", flush=True)
     unit = "instr" if args.instructions else "cpu"
     print(f"tree\tcorpus\tfiles\t{unit} off\t{unit} on\t{unit} ratio\tmin ratio\twall off\twall on\twall ratio")
-    for corpus in args.corpora:
-        if not corpus.is_dir():
-            print(f"{corpus}: missing, skipped", file=sys.stderr)
-            continue
-        runs = {(t, m): [] for t in trees for m in ("off", "on")}
-        for name, tree in trees.items():  # warm the file system cache and the compiled modules
-            for mode in ("off", "on"):
-                one(mode, corpus, tree, args.cache, args.jobs)
-        for round_number in range(args.rounds):
-            # Each mode goes first in every other round: a drift of the machine's speed
-            # during a round (another process starting) then falls on both alike.
-            modes = ("off", "on") if round_number % 2 == 0 else ("on", "off")
-            for name, tree in trees.items():
-                for mode in modes:
-                    found = one(mode, corpus, tree, args.cache, args.jobs, args.instructions)
-                    runs[name, mode].append((found[0] / 1e9, found[1]) if args.instructions else found)
-        files = sum(1 for _ in corpus.rglob("*.py"))
-        for name in trees:
-            cpu = {m: statistics.median(c for c, _w in runs[name, m]) for m in ("off", "on")}
-            wall = {m: statistics.median(w for _c, w in runs[name, m]) for m in ("off", "on")}
-            fastest = {m: min(c for c, _w in runs[name, m]) for m in ("off", "on")}
-            print(f"{name}\t{corpus.name}\t{files}\t{cpu['off']:.2f}\t{cpu['on']:.2f}"
-                  f"\t{cpu['on'] / cpu['off']:.3f}\t{fastest['on'] / fastest['off']:.3f}"
-                  f"\t{wall['off']:.2f}\t{wall['on']:.2f}"
-                  f"\t{wall['on'] / wall['off']:.3f}", flush=True)
-            for mode in ("off", "on"):
-                print(f"#   {name} {mode}: {unit} of each run " + " ".join(f"{c:.2f}" for c, _w in runs[name, mode]),
-                      flush=True)
+    scratch = Path(tempfile.mkdtemp(prefix="devicelint-bench-roots-")) if args.own_root else None
+    try:
+        for corpus in args.corpora:
+            if not corpus.is_dir():
+                print(f"{corpus}: missing, skipped", file=sys.stderr)
+                continue
+            measured = own_root_copy(corpus, args.each, scratch) if scratch is not None else corpus
+            measure_corpus(args, trees, measured, unit)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def measure_corpus(args, trees: dict, corpus: Path, unit: str) -> None:
+    """The rounds of one corpus, and its lines of the table."""
+    runs = {(t, m): [] for t in trees for m in ("off", "on")}
+    for name, tree in trees.items():  # warm the file system cache and the compiled modules
+        for mode in ("off", "on"):
+            lint_corpus(mode, corpus, tree, args.each, args.cache, args.jobs)
+    for round_number in range(args.rounds):
+        # Each mode goes first in every other round: a drift of the machine's speed
+        # during a round (another process starting) then falls on both alike.
+        modes = ("off", "on") if round_number % 2 == 0 else ("on", "off")
+        for name, tree in trees.items():
+            for mode in modes:
+                found = lint_corpus(mode, corpus, tree, args.each, args.cache, args.jobs, args.instructions)
+                runs[name, mode].append((found[0] / 1e9, found[1]) if args.instructions else found)
+    files = sum(1 for _ in corpus.rglob("*.py"))
+    for name in trees:
+        cpu = {m: statistics.median(c for c, _w in runs[name, m]) for m in ("off", "on")}
+        wall = {m: statistics.median(w for _c, w in runs[name, m]) for m in ("off", "on")}
+        fastest = {m: min(c for c, _w in runs[name, m]) for m in ("off", "on")}
+        print(f"{name}\t{corpus.name}\t{files}\t{cpu['off']:.2f}\t{cpu['on']:.2f}"
+              f"\t{cpu['on'] / cpu['off']:.3f}\t{fastest['on'] / fastest['off']:.3f}"
+              f"\t{wall['off']:.2f}\t{wall['on']:.2f}"
+              f"\t{wall['on'] / wall['off']:.3f}", flush=True)
+        for mode in ("off", "on"):
+            print(f"#   {name} {mode}: {unit} of each run " + " ".join(f"{c:.2f}" for c, _w in runs[name, mode]),
+                  flush=True)
 
 
 if __name__ == "__main__":
