@@ -132,8 +132,10 @@ def one(mode: str, corpus: Path, tree: Optional[Path] = None, cache: bool = Fals
     """(CPU seconds, or with `instructions` the instructions executed; wall seconds)."""
     # A baseline tree without rules/ of its own gets "" for them (no rebinding).
     rules = _rules(tree) or [""]
-    # The cache directory must lie inside the project root (the tree measured).
-    scratch = tempfile.mkdtemp(prefix=".bench-cache-", dir=str(tree or ROOT)) if cache else None
+    # The cache directory must lie inside the project root: the tree measured, or a corpus
+    # copied outside it (--own-root), which is its own root.
+    inside = corpus if ROOT not in corpus.resolve().parents else (tree or ROOT)
+    scratch = tempfile.mkdtemp(prefix=".bench-cache-", dir=str(inside)) if cache else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     pin = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
