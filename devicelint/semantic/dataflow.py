@@ -742,21 +742,44 @@ def _attribute_invariant(sem, node: cst.Attribute, region: cst.CSTNode) -> bool:
     chain = dotted_name(node)
     if chain is None:
         return True  # `f().x`: the call decides
+    stored, calls = _region_attributes(sem, region)
+    if chain in stored:
+        return False
     owner = dotted_name(node.value)
-    stack = [region]
-    while stack:
-        current = stack.pop()
-        if type(current) is cst.Attribute:
-            text = dotted_name(current)
-            if text == chain and _is_store(sem, current):
-                return False
-        if type(current) is cst.Call and type(current.func) is cst.Attribute \
-                and dotted_name(current.func.value) == owner:
-            callee = sem.value(current.func)
-            if callee.kind is not Kind.MODULE and not _pure_call(sem, current):
-                return False
-        stack.extend(sem.children(current))
-    return True
+    memo = sem.__dict__.setdefault("_owner_changed", {})
+    key = (id(region), owner)
+    if key not in memo:
+        memo[key] = any(sem.value(call.func).kind is not Kind.MODULE and not _pure_call(sem, call)
+                        for call in calls.get(owner, ()))
+    return not memo[key]
+
+
+def _region_attributes(sem, region: cst.CSTNode) -> tuple[set[str], dict[str, list[cst.Call]]]:
+    """The attribute chains `region` stores to, and its method calls by the chain of their
+    receiver (`self.opt.step()`: `self.opt`), found in one walk of it: a loop's
+    invariance asks about each attribute it reads (a walk per attribute was quadratic in the
+    loop's size: RepDistiller's train loop, a third of its lint)."""
+    from devicelint.names import dotted_name
+
+    memo = sem.__dict__.setdefault("_region_attributes", {})
+    found = memo.get(id(region))
+    if found is None:
+        stored: set[str] = set()
+        calls: dict[str, list[cst.Call]] = {}
+        stack = [region]
+        while stack:
+            current = stack.pop()
+            if type(current) is cst.Attribute:
+                text = dotted_name(current)
+                if text is not None and _is_store(sem, current):
+                    stored.add(text)
+            elif type(current) is cst.Call and type(current.func) is cst.Attribute:
+                receiver = dotted_name(current.func.value)
+                if receiver is not None:
+                    calls.setdefault(receiver, []).append(current)
+            stack.extend(sem.children(current))
+        found = memo[id(region)] = (region, stored, calls)  # (the region kept: its id stays its own)
+    return found[1], found[2]
 
 
 def uses(sem, d: Def) -> list[cst.Name]:

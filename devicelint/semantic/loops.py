@@ -715,15 +715,10 @@ class LoopModel:
         return False
 
     def _trains_in(self, node: cst.CSTNode) -> bool:
-        stack = list(self.model.children(node))
-        while stack:
-            current = stack.pop()
-            if type(current) in _NESTED_TYPES:
-                continue
-            if type(current) is cst.Call and (self.is_training_call(current) or self.changes_gradients(current)):
-                return True
-            stack.extend(self.model.children(current))
-        return False
+        """A call under `node`, outside nested functions and classes, trains (a slice of
+        the file's node index, not a walk: a loop's gates ask it of each branch)."""
+        return any(self.is_training_call(call) or self.changes_gradients(call)
+                   for call in self.model.ctx.descendants(node, cst.Call, skip=_NESTED_SCOPES))
 
     def changes_gradients(self, call: cst.Call) -> bool:
         """`call` changes in place the gradients the optimizer step uses, so a body that runs
