@@ -2106,21 +2106,31 @@ def _spells(text: str, name: str) -> bool:
 
 
 class _Spelling:
-    """Which of some files spell each word as `_spells` says, from one pass over their
-    texts: every maximal run of word characters of a file is a word it spells, and a name
-    made of word characters only is spelled where it is one of those runs (not preceded or
-    followed by a word character); any other name is searched for in the text as before.
-    `ProjectIndex.naming` asks for every file below a directory, word after word, for each
-    function whose importers are looked for: searching each text again cost 4.5 of 56 s
-    (cProfile) on the practitioner repositories as one project."""
+    """Which of some files spell each word as `_spells` says. The first words asked are
+    searched for in each text, as `_spells` does; past `SEARCHES` words, one pass over the
+    texts lists every word each spells (every maximal run of word characters: a name made
+    of word characters only is spelled where it is one of those runs, not preceded or
+    followed by a word character; any other name is still searched for). Each word's files
+    are kept. `ProjectIndex.naming` asks for every file below a directory, word after word,
+    for each function whose importers are looked for: the practitioner repositories as one
+    project asked hundreds of words (a search of every text per word, per round, per
+    function: 4.5 of 56 s under cProfile); timm asks a few, for which the pass over its
+    5 MB of text (0.12 s) would cost more than the searches."""
+
+    SEARCHES = 8
 
     def __init__(self, paths: list[str], text_of: Callable[[str], Optional[str]]) -> None:
         self._paths = paths
         self._text_of = text_of
         self._ids = {path: number for number, path in enumerate(paths)}
+        self._postings: Optional[dict[str, list[int]]] = None
+        self._searches = 0
+        self._sets: dict[str, frozenset[int]] = {}
+
+    def _index(self) -> dict[str, list[int]]:
         postings: dict[str, list[int]] = {}
-        for number, path in enumerate(paths):
-            text = text_of(path)
+        for number, path in enumerate(self._paths):
+            text = self._text_of(path)
             if text is None:
                 continue
             for word in set(_WORD.findall(text)):
@@ -2129,8 +2139,7 @@ class _Spelling:
                     postings[word] = [number]
                 else:
                     found.append(number)
-        self._postings = postings
-        self._sets: dict[str, frozenset[int]] = {}
+        return postings
 
     def covers(self, path: str) -> bool:
         return path in self._ids
@@ -2138,9 +2147,12 @@ class _Spelling:
     def _numbers(self, word: str) -> frozenset[int]:
         found = self._sets.get(word)
         if found is None:
-            if _WORD.fullmatch(word):
+            if self._postings is None and self._searches >= self.SEARCHES:
+                self._postings = self._index()
+            if self._postings is not None and _WORD.fullmatch(word):
                 found = frozenset(self._postings.get(word, ()))
             else:
+                self._searches += 1
                 found = frozenset(number for number, path in enumerate(self._paths)
                                   if _spells(self._text_of(path) or "", word))
             self._sets[word] = found

@@ -78,8 +78,8 @@ def test_a_symbolic_link_below_gives_no_names(tmp_path) -> None:
 
 
 def test_spelling_of_files_is_spells_of_each_text():
-    """`_Spelling` (one pass over the files' words) says what `_spells` (a search of the
-    text) says, for every file and name: names of word characters only, and names that
+    """`_Spelling` (a search per word, then one pass over the files' words) says what
+    `_spells` (a search of the text) says, for every file and name: names of word characters only, and names that
     are not (searched as before), next to letters, digits, underscores, non-ASCII letters,
     dots and at the ends of a text."""
     import random
@@ -92,10 +92,13 @@ def test_spelling_of_files_is_spells_of_each_text():
              for number in range(60)}
     texts["none.py"] = None
     names = ["a", "b", "ab", "a_b", "_", "a1", "é", "λa", "a·b", "b.a", "x"]
-    spelling = _Spelling(list(texts), texts.get)
-    for path, text in texts.items():
-        for name in names:
-            assert spelling.spells(path, name) == _spells(text or "", name), (path, text, name)
-    for group in (["a"], ["ab", "a·b"], ["x"]):
-        assert spelling.files_spelling(group) == [path for path, text in texts.items()
-                                                  if any(_spells(text or "", name) for name in group)]
+    for searches in (0, 4, 100):  # the words' files from one pass from the first word, the fifth, never
+        spelling = _Spelling(list(texts), texts.get)
+        spelling.SEARCHES = searches
+        for path, text in texts.items():
+            for name in names:
+                assert spelling.spells(path, name) == _spells(text or "", name), (path, text, name)
+        assert (spelling._postings is None) == (searches == 100)
+        for group in (["a"], ["ab", "a·b"], ["x"]):
+            assert spelling.files_spelling(group) == [path for path, text in texts.items()
+                                                      if any(_spells(text or "", name) for name in group)]
