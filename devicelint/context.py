@@ -19,7 +19,7 @@ from libcst._nodes.internal import CodegenState
 
 from devicelint.names import ImportTable, dotted_name
 from devicelint.notebook import line_reference, lines_reference
-from devicelint.source import split_lines
+from devicelint.source import line_starts, split_lines
 from devicelint.tree import (  # noqa: F401 - children: for rules
     FIELDS, NODE_TYPE, child_fields, children, field_reader, is_node, walk_descendants,
 )
@@ -915,11 +915,6 @@ def statement_starts(module: cst.Module, source: str) -> Optional[list[tuple[int
     return starts
 
 
-def _line_offsets(source: str) -> list[int]:
-    """Where each line of `source` starts (offsets; libcst's newlines)."""
-    return [0, *(m.end() for m in _NEWLINE_RE.finditer(source))]
-
-
 def _positions(module: cst.Module, statements: Optional[list] = None,
                starts: Optional[list] = None, awaited: Optional[dict[int, set[int]]] = None,
                source: Optional[str] = None) -> PositionTable:
@@ -941,7 +936,7 @@ def _positions(module: cst.Module, statements: Optional[list] = None,
     the text at its start, else _StartMismatch."""
     table = PositionTable()
     awaited = awaited or {}
-    offsets = _line_offsets(source) if source is not None else None
+    offsets = line_starts(source) if source is not None else None
 
     def check(state: "_Spans", line: int, column: int) -> None:
         if offsets is None:

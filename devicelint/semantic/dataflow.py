@@ -737,8 +737,6 @@ def _deterministic(sem, call: cst.Call) -> bool:
 def _attribute_invariant(sem, node: cst.Attribute, region: cst.CSTNode) -> bool:
     """No store to this attribute chain in `region`, and no call there of a method of its
     owner that could reassign it."""
-    from devicelint.names import dotted_name
-
     chain = dotted_name(node)
     if chain is None:
         return True  # `f().x`: the call decides
@@ -756,19 +754,15 @@ def _attribute_invariant(sem, node: cst.Attribute, region: cst.CSTNode) -> bool:
 
 def _region_attributes(sem, region: cst.CSTNode) -> tuple[set[str], dict[str, list[cst.Call]]]:
     """The attribute chains `region` stores to, and its method calls by the chain of their
-    receiver (`self.opt.step()`: `self.opt`), found in one walk of it: a loop's
+    receiver (`self.opt.step()`: `self.opt`), read once from the node index: a loop's
     invariance asks about each attribute it reads (a walk per attribute was quadratic in the
     loop's size: RepDistiller's train loop, a third of its lint)."""
-    from devicelint.names import dotted_name
-
     memo = sem.__dict__.setdefault("_region_attributes", {})
     found = memo.get(id(region))
     if found is None:
         stored: set[str] = set()
         calls: dict[str, list[cst.Call]] = {}
-        stack = [region]
-        while stack:
-            current = stack.pop()
+        for current in (region, *sem.ctx.descendants(region)):
             if type(current) is cst.Attribute:
                 text = dotted_name(current)
                 if text is not None and _is_store(sem, current):
@@ -777,7 +771,6 @@ def _region_attributes(sem, region: cst.CSTNode) -> tuple[set[str], dict[str, li
                 receiver = dotted_name(current.func.value)
                 if receiver is not None:
                     calls.setdefault(receiver, []).append(current)
-            stack.extend(sem.children(current))
         found = memo[id(region)] = (region, stored, calls)  # (the region kept: its id stays its own)
     return found[1], found[2]
 
